@@ -284,12 +284,12 @@ Status GgufFile::Parse() {
   // A key/value takes at least 8 (key length) + 4 (type) + 1 bytes; a tensor info at least 8 + 4 +
   // 4 + 8.
   if (n_kv > r.remaining() / 13) {
-    return Corrupt("metadata count " + std::to_string(n_kv) + " cannot fit in the " +
-                   std::to_string(size_) + "-byte file");
+    return Corrupt("file is truncated or corrupt: its metadata count " + std::to_string(n_kv) +
+                   " is more than fits in the " + std::to_string(size_) + "-byte file");
   }
   if (n_tensors > r.remaining() / 24) {
-    return Corrupt("tensor count " + std::to_string(n_tensors) + " cannot fit in the " +
-                   std::to_string(size_) + "-byte file");
+    return Corrupt("file is truncated or corrupt: its tensor count " + std::to_string(n_tensors) +
+                   " is more than fits in the " + std::to_string(size_) + "-byte file");
   }
 
   kv_.reserve(n_kv);
@@ -370,7 +370,9 @@ Status GgufFile::Parse() {
                      std::to_string(t.dims[0]) + ", not a multiple of its block size " +
                      std::to_string(traits->block_elems));
     }
-    t.n_bytes = n_el / traits->block_elems * traits->block_bytes;
+    if (MulOverflows(n_el / traits->block_elems, traits->block_bytes, &t.n_bytes)) {
+      return Corrupt(what + " has a byte size that overflows");
+    }
     SPARROW_RETURN_IF_ERROR(r.Read(&t.offset, what + " offset"));
     if (t.offset % alignment_ != 0) {
       return Corrupt(what + " offset " + std::to_string(t.offset) +

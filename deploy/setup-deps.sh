@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Installs the Debian packages Sparrow builds and tests with. Idempotent and non-interactive:
+# does nothing when everything is present. Needs root (or sudo) only when something is missing.
+set -euo pipefail
+
+PACKAGES=(
+  build-essential cmake ninja-build pkg-config git
+  libspdlog-dev libfmt-dev nlohmann-json3-dev libcli11-dev libutf8proc-dev
+  libgtest-dev libgmock-dev
+  clang libclang-rt-14-dev   # libFuzzer and sanitizer runtimes for the fuzz target
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "setup-deps: all ${#PACKAGES[@]} packages present"
+  exit 0
+fi
+
+echo "setup-deps: installing ${missing[*]}"
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -q
+$SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# The "test" command: installs what is missing, builds, and runs the whole test suite.
+#   deploy/test.sh            Release build in build/, all tests
+#   deploy/test.sh --sanitize ASan+UBSan build in build-asan/, unit tests
+set -euo pipefail
+cd "$(dirname "$0")/.."
+deploy/setup-deps.sh
+if [ "${1:-}" = "--sanitize" ]; then
+  export SPARROW_BUILD_DIR=build-asan
+  deploy/build.sh -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSPARROW_SANITIZE=ON
+  export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+  cd build-asan && ctest --output-on-failure -j "$(nproc)" -L unit
+else
+  deploy/build.sh
+  cd build && ctest --output-on-failure -j "$(nproc)"
+fi

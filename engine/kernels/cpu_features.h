@@ -1,0 +1,32 @@
+#pragma once
+// Which instruction-set variant of the compute kernels runs. Chosen once from CPUID, capped by
+// the SPARROW_KERNEL_ISA environment variable ("scalar", "avx2", "avx512"), and overridable by
+// SetKernelIsa (tests). Thread-safe; changing the ISA while kernels run elsewhere is allowed but
+// a call already dispatched keeps the variant it started with.
+#include <string_view>
+
+namespace sparrow::kernels {
+
+enum class KernelIsa {
+  kScalar = 0,  // portable C++ (also the reference the SIMD variants are tested against)
+  kAvx2 = 1,    // AVX2 + FMA + F16C
+  kAvx512 = 2,  // AVX-512 F/BW/VL/DQ + VNNI (+ the AVX2 set)
+};
+inline constexpr int kNumKernelIsas = 3;
+
+std::string_view KernelIsaName(KernelIsa isa);
+
+// Whether this binary has the variant and this CPU (and OS) can run it.
+bool KernelIsaSupported(KernelIsa isa);
+
+// The best variant the CPU supports, ignoring the environment variable and SetKernelIsa.
+KernelIsa BestKernelIsa();
+
+// The variant the dispatching entry points use now.
+KernelIsa ActiveKernelIsa();
+
+// Selects the variant; one the CPU cannot run falls back to the best supported one below it.
+// Returns the variant actually selected.
+KernelIsa SetKernelIsa(KernelIsa isa);
+
+}  // namespace sparrow::kernels

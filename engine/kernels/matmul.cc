@@ -1,0 +1,98 @@
+#include "engine/kernels/matmul.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "engine/common/check.h"
+#include "engine/kernels/dequantize.h"
+#include "engine/kernels/thread_pool.h"
+#include "engine/kernels/vec_dot.h"
+
+namespace sparrow::kernels {
+namespace {
+
+// Reused across calls on the same thread, so steady-state MatMul calls do not allocate.
+std::vector<uint8_t>& ActivationScratch(size_t bytes) {
+  thread_local std::vector<uint8_t> scratch;
+  if (scratch.size() < bytes) scratch.resize(bytes);
+  return scratch;
+}
+
+// Row blocks handed out as tasks: several per thread so uneven threads even out, but large
+// enough to amortize the task hand-out.
+int64_t RowsPerTask(int64_t rows, int n_threads) {
+  if (n_threads <= 1) return rows;
+  const int64_t per = (rows + 4 * n_threads - 1) / (4 * n_threads);
+  return std::max<int64_t>(per, 16);
+}
+
+void CheckShape(const WeightMatrix& w, int64_t n_tokens, int64_t ldx, int64_t ldy) {
+  SPARROW_CHECK(HasVecDot(w.type));
+  const auto traits = GetTensorTypeTraits(w.type);
+  const auto act_traits = GetTensorTypeTraits(VecDotType(w.type));
+  SPARROW_CHECK(w.cols > 0 && w.rows >= 0);
+  SPARROW_CHECK(w.cols % traits->block_elems == 0 && w.cols % act_traits->block_elems == 0);
+  SPARROW_CHECK(w.row_stride_bytes >= RowBytes(w.type, w.cols));
+  SPARROW_CHECK(w.data != nullptr || w.rows == 0);
+  SPARROW_CHECK(n_tokens >= 0 && ldx >= w.cols && ldy >= w.rows);
+}
+
+}  // namespace
+
+void MatMul(const WeightMatrix& w, const float* x, int64_t n_tokens, int64_t ldx, float* y,
+            int64_t ldy, ThreadPool* pool) {
+  CheckShape(w, n_tokens, ldx, ldy);
+  if (n_tokens == 0 || w.rows == 0) return;
+  const KernelTable& kernels = ActiveKernelTable();
+  const TensorType act_type = VecDotType(w.type);
+  const VecDotFn dot = kernels.vec_dot[static_cast<int>(w.type)];
+  const int n_threads = pool ? pool->size() : 1;
+
+  // The activations in the vec-dot type, one row per token. F32 weights read x directly.
+  const uint8_t* act = reinterpret_cast<const uint8_t*>(x);
+  size_t act_stride = static_cast<size_t>(ldx) * sizeof(float);
+  if (act_type != TensorType::kF32) {
+    act_stride = RowBytes(act_type, w.cols);
+    uint8_t* buf = ActivationScratch(act_stride * static_cast<size_t>(n_tokens)).data();
+    const QuantizeActFn quantize = kernels.quantize_act[static_cast<int>(act_type)];
+    auto quantize_row = [&](int64_t t, int) {
+      quantize(x + t * ldx, buf + t * act_stride, w.cols);
+    };
+    if (pool && n_tokens > 1) {
+      pool->ParallelFor(n_tokens, quantize_row);
+    } else {
+      for (int64_t t = 0; t < n_tokens; ++t) quantize_row(t, 0);
+    }
+    act = buf;
+  }
+
+  const auto* wdata = static_cast<const uint8_t*>(w.data);
+  const int64_t per_task = RowsPerTask(w.rows, n_threads);
+  const int64_t n_tasks = (w.rows + per_task - 1) / per_task;
+  auto rows_task = [&](int64_t task, int) {
+    const int64_t r_end = std::min(w.rows, (task + 1) * per_task);
+    for (int64_t r = task * per_task; r < r_end; ++r) {
+      const uint8_t* wrow = wdata + static_cast<size_t>(r) * w.row_stride_bytes;
+      for (int64_t t = 0; t < n_tokens; ++t)
+        y[t * ldy + r] = dot(wrow, act + t * act_stride, w.cols);
+    }
+  };
+  if (pool && n_tasks > 1) {
+    pool->ParallelFor(n_tasks, rows_task);
+  } else {
+    for (int64_t task = 0; task < n_tasks; ++task) rows_task(task, 0);
+  }
+}
+
+void GetRows(const WeightMatrix& w, const int32_t* ids, int64_t n, float* out) {
+  SPARROW_CHECK(CanDequantize(w.type));
+  SPARROW_CHECK(w.row_stride_bytes >= RowBytes(w.type, w.cols));
+  const auto* data = static_cast<const uint8_t*>(w.data);
+  for (int64_t i = 0; i < n; ++i) {
+    SPARROW_CHECK(ids[i] >= 0 && ids[i] < w.rows);
+    DequantizeRow(w.type, data + static_cast<size_t>(ids[i]) * w.row_stride_bytes, out + i * w.cols,
+                  w.cols);
+  }
+}
+
+}  // namespace sparrow::kernels

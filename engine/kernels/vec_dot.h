@@ -1,0 +1,50 @@
+#pragma once
+// Dot products between one weight row and one activation row, the way ggml's CPU backend
+// computes them: the f32 activations are first converted to the weight type's "vec-dot type"
+// (Q8_0 for Q4_0/Q5_0/Q8_0, Q8_1 for Q4_1/Q5_1, Q8_K for the K-quants, F16 for F16, BF16 for
+// BF16, F32 kept for F32), then each block's integer dot product is scaled by the block scales.
+//
+// Every instruction-set variant gives bit-identical results: block integer sums are exact and
+// the float terms are accumulated in a fixed order (32-element blocks: block b into lane b % 8;
+// float rows: element i into lane i % 32; K-quants: super-blocks in sequence; lanes are then
+// summed in a fixed tree). Pure functions, thread-safe.
+#include <cstddef>
+#include <cstdint>
+
+#include "engine/common/tensor_type.h"
+#include "engine/kernels/cpu_features.h"
+
+namespace sparrow::kernels {
+
+// Activation row -> vec-dot type. `n` is a multiple of the vec-dot type's block size.
+using QuantizeActFn = void (*)(const float* x, void* dst, int64_t n);
+// Weight row (n elements) . activation row (n elements, already in the vec-dot type).
+using VecDotFn = float (*)(const void* w, const void* act, int64_t n);
+
+inline constexpr int kNumTensorTypeIds = 31;  // ggml type ids 0..30
+
+// The kernels of one instruction-set variant; null where a type has none.
+struct KernelTable {
+  KernelIsa isa = KernelIsa::kScalar;
+  QuantizeActFn quantize_act[kNumTensorTypeIds] = {};  // indexed by the vec-dot type's id
+  VecDotFn vec_dot[kNumTensorTypeIds] = {};            // indexed by the weight type's id
+};
+
+// True when `weight_type` has a dot-product kernel (F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1,
+// Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K).
+bool HasVecDot(TensorType weight_type);
+
+// The activation format that goes with `weight_type` (SPARROW_CHECKs HasVecDot).
+TensorType VecDotType(TensorType weight_type);
+
+// The table of `isa`; SPARROW_CHECKs KernelIsaSupported(isa).
+const KernelTable& GetKernelTable(KernelIsa isa);
+// The table of ActiveKernelIsa().
+const KernelTable& ActiveKernelTable();
+
+// Convenience wrappers over the active table. `act_type` must be a vec-dot type (F32, F16, BF16,
+// Q8_0, Q8_1, Q8_K); dst receives RowBytes(act_type, n) bytes.
+void QuantizeActivationRow(TensorType act_type, const float* x, void* dst, int64_t n);
+float VecDot(TensorType weight_type, const void* w, const void* act, int64_t n);
+
+}  // namespace sparrow::kernels

@@ -1,0 +1,28 @@
+#pragma once
+// Small f32 vector operations of the forward pass, with ggml's arithmetic where it matters for
+// matching llama.cpp (sums of squares and softmax denominators in double). Pure functions,
+// thread-safe. `out` may alias an input of the same length.
+#include <cstdint>
+
+namespace sparrow::kernels {
+
+// out = x / sqrt(mean(x^2) + eps) * w (ggml_rms_norm then ggml_mul: x is scaled first, then
+// multiplied by w). `w` may be null for no weight.
+void RmsNorm(const float* x, const float* w, int64_t n, float eps, float* out);
+
+// dst += src.
+void AddInPlace(float* dst, const float* src, int64_t n);
+
+// x *= s.
+void ScaleInPlace(float* x, int64_t n, float s);
+
+// out = x / (1 + exp(-x)).
+void Silu(const float* x, int64_t n, float* out);
+
+// out = silu(gate) * up (the SwiGLU feed-forward gate).
+void SwiGlu(const float* gate, const float* up, int64_t n, float* out);
+
+// In place: x = exp(x - max) / sum, the sum accumulated in double (ggml_soft_max).
+void SoftmaxInPlace(float* x, int64_t n);
+
+}  // namespace sparrow::kernels

@@ -1,0 +1,52 @@
+// The AVX-512 variant (compiled with -mavx512f/bw/vl/dq/vnni on top of AVX2): VNNI dot products and
+// 512-bit float dots. Only reached after CPUID says the CPU has these instructions (see
+// cpu_features.cc).
+#include <immintrin.h>
+
+#include <cstdint>
+#include <cstring>
+
+#include "engine/kernels/scalar_kernels.h"
+
+// GCC 12 reports the _mm512_undefined_*() placeholder inside its own AVX-512 intrinsics
+// (_mm512_cvtph_ps, _mm512_slli_epi32, ...) as "may be used uninitialized": a false positive.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+namespace sparrow::kernels {
+namespace {
+
+#include "engine/kernels/x86/simd_helpers.inc"
+//
+#include "engine/kernels/x86/act_quant.inc"
+//
+#include "engine/kernels/x86/dot_float.inc"
+//
+#include "engine/kernels/x86/dot_q32.inc"
+//
+#include "engine/kernels/x86/dot_kquant.inc"
+
+}  // namespace
+
+void InstallAvx512Kernels(KernelTable* t) {
+  auto id = [](TensorType type) { return static_cast<int>(type); };
+  t->quantize_act[id(TensorType::kF16)] = QuantizeActF16;
+  t->quantize_act[id(TensorType::kBF16)] = QuantizeActBF16;
+  t->quantize_act[id(TensorType::kQ8_0)] = QuantizeActQ8_0;
+  t->quantize_act[id(TensorType::kQ8_1)] = QuantizeActQ8_1;
+  t->quantize_act[id(TensorType::kQ8_K)] = QuantizeActQ8_K;
+  t->vec_dot[id(TensorType::kF32)] = DotF32;
+  t->vec_dot[id(TensorType::kF16)] = DotF16;
+  t->vec_dot[id(TensorType::kBF16)] = DotBF16;
+  t->vec_dot[id(TensorType::kQ4_0)] = DotQ4_0;
+  t->vec_dot[id(TensorType::kQ4_1)] = DotQ4_1;
+  t->vec_dot[id(TensorType::kQ5_0)] = DotQ5_0;
+  t->vec_dot[id(TensorType::kQ5_1)] = DotQ5_1;
+  t->vec_dot[id(TensorType::kQ8_0)] = DotQ8_0;
+  t->vec_dot[id(TensorType::kQ2_K)] = DotQ2_K;
+  t->vec_dot[id(TensorType::kQ3_K)] = DotQ3_K;
+  t->vec_dot[id(TensorType::kQ4_K)] = DotQ4_K;
+  t->vec_dot[id(TensorType::kQ5_K)] = DotQ5_K;
+  t->vec_dot[id(TensorType::kQ6_K)] = DotQ6_K;
+}
+
+}  // namespace sparrow::kernels

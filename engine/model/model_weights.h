@@ -1,0 +1,35 @@
+#pragma once
+// ModelWeights: the tensors of a transformer bound by role, with every shape and type checked
+// against the ModelConfig. Matrices point into the mmap'ed file (no copy); small vectors
+// (norms, biases) are converted to f32 once. Immutable after binding; thread-safe to read.
+#include <vector>
+
+#include "engine/common/result.h"
+#include "engine/kernels/matmul.h"
+#include "engine/model/model_config.h"
+
+namespace sparrow {
+
+class GgufFile;
+
+struct LayerWeights {
+  std::vector<float> attn_norm;
+  kernels::WeightMatrix wq, wk, wv, wo;
+  std::vector<float> bq, bk, bv;  // empty when the architecture has no bias
+  std::vector<float> ffn_norm;
+  kernels::WeightMatrix ffn_gate, ffn_up, ffn_down;
+};
+
+struct ModelWeights {
+  kernels::WeightMatrix token_embd;  // n_vocab rows of n_embd
+  std::vector<float> output_norm;
+  kernels::WeightMatrix output;      // token_embd when the file has no output.weight (tied)
+  bool tied_output = false;
+  std::vector<LayerWeights> layers;
+};
+
+// Binds the tensors of `file` (which must outlive the result). Errors name the tensor and
+// the expected versus actual shape or type.
+Result<ModelWeights> BindModelWeights(const GgufFile& file, const ModelConfig& config);
+
+}  // namespace sparrow

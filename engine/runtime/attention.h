@@ -1,0 +1,27 @@
+#pragma once
+// Causal grouped-query attention of a batch of consecutive tokens of one sequence over its
+// KV cache, in f32 (softmax sums in double, as llama.cpp's CPU backend does).
+#include <cstdint>
+#include <vector>
+
+#include "engine/runtime/kv_cache.h"
+
+namespace sparrow {
+namespace kernels {
+class ThreadPool;
+}
+
+struct AttentionShape {
+  int64_t n_head;
+  int64_t n_head_kv;
+  int64_t head_dim;
+};
+
+// q: n x (n_head*head_dim), token t at position start_pos + t, already rotated. The cache holds
+// keys/values for positions [0, start_pos + n). out: n x (n_head*head_dim).
+// `scratch` is resized as needed and reused across calls.
+void CausalAttention(const AttentionShape& shape, const float* q, KvCache& cache, int64_t layer,
+                     int64_t start_pos, int64_t n, float* out, kernels::ThreadPool* pool,
+                     std::vector<float>& scratch);
+
+}  // namespace sparrow

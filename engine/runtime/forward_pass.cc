@@ -1,0 +1,108 @@
+#include "engine/runtime/forward_pass.h"
+
+#include <algorithm>
+#include <string>
+
+#include "engine/kernels/matmul.h"
+#include "engine/kernels/thread_pool.h"
+#include "engine/kernels/vec_ops.h"
+#include "engine/runtime/attention.h"
+
+namespace sparrow {
+
+ForwardPass::ForwardPass(const Model& model, kernels::ThreadPool* pool)
+    : model_(model),
+      c_(model.config()),
+      pool_(pool),
+      rope_(c_.n_rot, c_.rope_freq_base, c_.rope_freq_scale) {}
+
+void ForwardPass::Resize(int64_t n) {
+  auto grow = [](std::vector<float>& v, int64_t size) {
+    if (v.size() < static_cast<size_t>(size)) v.resize(size);
+  };
+  grow(x_, n * c_.n_embd);
+  grow(xn_, n * c_.n_embd);
+  grow(q_, n * c_.q_dim());
+  grow(k_, n * c_.kv_dim());
+  grow(v_, n * c_.kv_dim());
+  grow(att_, n * c_.q_dim());
+  grow(gate_, n * c_.n_ff);
+  grow(up_, n * c_.n_ff);
+  grow(cos_, n * (c_.n_rot / 2));
+  grow(sin_, n * (c_.n_rot / 2));
+}
+
+Status ForwardPass::Run(std::span<const int32_t> tokens, int64_t start_pos, KvCache& cache,
+                        bool all_logits, std::vector<float>* logits) {
+  const int64_t n = static_cast<int64_t>(tokens.size());
+  if (n == 0) return InvalidArgument("no tokens to evaluate");
+  if (start_pos < 0 || start_pos + n > cache.capacity()) {
+    return OutOfRange("positions " + std::to_string(start_pos) + ".." +
+                      std::to_string(start_pos + n - 1) + " exceed the context of " +
+                      std::to_string(cache.capacity()) + " tokens");
+  }
+  for (int32_t id : tokens) {
+    if (id < 0 || id >= c_.n_vocab) {
+      return OutOfRange("token id " + std::to_string(id) + " is outside the vocabulary of " +
+                        std::to_string(c_.n_vocab));
+    }
+  }
+  Resize(n);
+  const ModelWeights& w = model_.weights();
+  kernels::GetRows(w.token_embd, tokens.data(), n, x_.data());
+  for (int64_t t = 0; t < n; ++t)
+    rope_.Compute(start_pos + t, &cos_[t * (c_.n_rot / 2)], &sin_[t * (c_.n_rot / 2)]);
+
+  for (int64_t il = 0; il < c_.n_layer; ++il) Layer(il, n, start_pos, cache);
+
+  // Only the rows whose logits are wanted go through the output layer.
+  const int64_t first = all_logits ? 0 : n - 1;
+  const int64_t rows = n - first;
+  for (int64_t t = first; t < n; ++t) {
+    kernels::RmsNorm(&x_[t * c_.n_embd], w.output_norm.data(), c_.n_embd, c_.rms_eps,
+                     &xn_[t * c_.n_embd]);
+  }
+  logits->resize(rows * c_.n_vocab);
+  kernels::MatMul(w.output, &xn_[first * c_.n_embd], rows, c_.n_embd, logits->data(), c_.n_vocab,
+                  pool_);
+  return Status::Ok();
+}
+
+void ForwardPass::Layer(int64_t il, int64_t n, int64_t start_pos, KvCache& cache) {
+  const LayerWeights& l = model_.weights().layers[il];
+  const int64_t d = c_.n_embd, qd = c_.q_dim(), kvd = c_.kv_dim(), half = c_.n_rot / 2;
+
+  // Attention block.
+  for (int64_t t = 0; t < n; ++t)
+    kernels::RmsNorm(&x_[t * d], l.attn_norm.data(), d, c_.rms_eps, &xn_[t * d]);
+  kernels::MatMul(l.wq, xn_.data(), n, d, q_.data(), qd, pool_);
+  kernels::MatMul(l.wk, xn_.data(), n, d, k_.data(), kvd, pool_);
+  kernels::MatMul(l.wv, xn_.data(), n, d, v_.data(), kvd, pool_);
+  for (int64_t t = 0; t < n; ++t) {
+    if (!l.bq.empty()) kernels::AddInPlace(&q_[t * qd], l.bq.data(), qd);
+    if (!l.bk.empty()) kernels::AddInPlace(&k_[t * kvd], l.bk.data(), kvd);
+    if (!l.bv.empty()) kernels::AddInPlace(&v_[t * kvd], l.bv.data(), kvd);
+    ApplyRope(c_.arch->rope_style, &q_[t * qd], c_.n_head, c_.head_dim, c_.n_rot, &cos_[t * half],
+              &sin_[t * half]);
+    ApplyRope(c_.arch->rope_style, &k_[t * kvd], c_.n_head_kv, c_.head_dim, c_.n_rot,
+              &cos_[t * half], &sin_[t * half]);
+    std::copy_n(&k_[t * kvd], kvd, cache.Key(il, start_pos + t));
+    std::copy_n(&v_[t * kvd], kvd, cache.Value(il, start_pos + t));
+  }
+  CausalAttention({c_.n_head, c_.n_head_kv, c_.head_dim}, q_.data(), cache, il, start_pos, n,
+                  att_.data(), pool_, attn_scratch_);
+  // The attention output projection writes into xn_ (free now), then joins the residual.
+  kernels::MatMul(l.wo, att_.data(), n, qd, xn_.data(), d, pool_);
+  kernels::AddInPlace(x_.data(), xn_.data(), n * d);
+
+  // Feed-forward block: down(silu(gate(x)) * up(x)).
+  for (int64_t t = 0; t < n; ++t)
+    kernels::RmsNorm(&x_[t * d], l.ffn_norm.data(), d, c_.rms_eps, &xn_[t * d]);
+  kernels::MatMul(l.ffn_gate, xn_.data(), n, d, gate_.data(), c_.n_ff, pool_);
+  kernels::MatMul(l.ffn_up, xn_.data(), n, d, up_.data(), c_.n_ff, pool_);
+  kernels::SwiGlu(gate_.data(), up_.data(), n * c_.n_ff, gate_.data());
+  kernels::MatMul(l.ffn_down, gate_.data(), n, c_.n_ff, xn_.data(), d, pool_);
+  kernels::AddInPlace(x_.data(), xn_.data(), n * d);
+}
+
+}  // namespace sparrow

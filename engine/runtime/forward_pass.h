@@ -1,0 +1,43 @@
+#pragma once
+// ForwardPass: computes a batch of consecutive tokens of one sequence through the dense
+// transformer (RMSNorm, RoPE, grouped-query attention, SwiGLU FFN) and returns logits.
+// Owns reusable scratch; one ForwardPass per thread of use (not thread-safe), many may
+// share one Model.
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "engine/common/status.h"
+#include "engine/model/model.h"
+#include "engine/runtime/kv_cache.h"
+#include "engine/runtime/rope.h"
+
+namespace sparrow {
+namespace kernels {
+class ThreadPool;
+}
+
+class ForwardPass {
+ public:
+  // `pool` may be null (single-threaded); both must outlive this object.
+  ForwardPass(const Model& model, kernels::ThreadPool* pool);
+
+  // Runs tokens at positions start_pos.. and stores their keys/values in `cache`.
+  // logits receives n_vocab floats for the last token, or for every token when all_logits.
+  // Fails (without touching the cache) on an out-of-vocabulary id or a full cache.
+  Status Run(std::span<const int32_t> tokens, int64_t start_pos, KvCache& cache, bool all_logits,
+             std::vector<float>* logits);
+
+ private:
+  void Layer(int64_t il, int64_t n, int64_t start_pos, KvCache& cache);
+  void Resize(int64_t n);
+
+  const Model& model_;
+  const ModelConfig& c_;
+  kernels::ThreadPool* pool_;
+  RopeTable rope_;
+  // Scratch, sized for the largest batch seen so far.
+  std::vector<float> x_, xn_, q_, k_, v_, att_, gate_, up_, attn_scratch_, cos_, sin_;
+};
+
+}  // namespace sparrow

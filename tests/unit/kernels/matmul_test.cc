@@ -1,0 +1,169 @@
+#include "engine/kernels/matmul.h"
+
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "engine/kernels/dequantize.h"
+#include "engine/kernels/quantize.h"
+#include "engine/kernels/thread_pool.h"
+#include "engine/kernels/vec_dot.h"
+#include "tests/unit/kernels/kernel_test_util.h"
+
+namespace sparrow::kernels {
+namespace {
+
+using testing::RandomRow;
+using testing::WeightTypes;
+
+// A rows x cols matrix of `type` quantized from random weights, with `pad` spare bytes per row.
+struct TestMatrix {
+  std::vector<uint8_t> bytes;
+  WeightMatrix w;
+
+  TestMatrix(TensorType type, int64_t cols, int64_t rows, size_t pad, uint32_t seed) {
+    const size_t row_bytes = RowBytes(type, cols);
+    bytes.assign((row_bytes + pad) * rows, 0xab);
+    for (int64_t r = 0; r < rows; ++r) {
+      const auto x = RandomRow(cols, seed + static_cast<uint32_t>(r), 0.1f);
+      QuantizeRow(type, x.data(), bytes.data() + r * (row_bytes + pad), cols);
+    }
+    w = {type, bytes.data(), cols, rows, row_bytes + pad};
+  }
+};
+
+int64_t ColsFor(TensorType t) {
+  return GetTensorTypeTraits(t)->block_elems == 256 || VecDotType(t) == TensorType::kQ8_K ? 512
+                                                                                          : 96;
+}
+
+// The expected output, computed one dot product at a time through the public wrappers.
+std::vector<float> Naive(const WeightMatrix& w, const std::vector<float>& x, int64_t n_tokens,
+                         int64_t ldx, int64_t ldy) {
+  std::vector<float> y(n_tokens * ldy, -1.0f);
+  const TensorType at = VecDotType(w.type);
+  std::vector<uint8_t> act(RowBytes(at, w.cols));
+  for (int64_t t = 0; t < n_tokens; ++t) {
+    QuantizeActivationRow(at, &x[t * ldx], act.data(), w.cols);
+    for (int64_t r = 0; r < w.rows; ++r) {
+      y[t * ldy + r] = VecDot(w.type, static_cast<const uint8_t*>(w.data) + r * w.row_stride_bytes,
+                              act.data(), w.cols);
+    }
+  }
+  return y;
+}
+
+TEST(MatMulTest, MatchesOneDotAtATimeForEveryTypeThreadCountAndBatch) {
+  ThreadPool pool1(1), pool2(2);
+  for (TensorType type : WeightTypes()) {
+    const int64_t cols = ColsFor(type);
+    for (int64_t rows : {1, 7, 37}) {
+      const TestMatrix m(type, cols, rows, rows == 7 ? 6 : 0, 11);
+      for (int64_t n_tokens : {1, 5}) {
+        const int64_t ldx = cols + 3, ldy = rows + 2;
+        const std::vector<float> x = RandomRow(n_tokens * ldx, 5);
+        const std::vector<float> want = Naive(m.w, x, n_tokens, ldx, ldy);
+        for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &pool1, &pool2}) {
+          std::vector<float> y(n_tokens * ldy, -1.0f);  // padding must stay untouched
+          MatMul(m.w, x.data(), n_tokens, ldx, y.data(), ldy, pool);
+          for (size_t i = 0; i < y.size(); ++i) {
+            ASSERT_EQ(std::bit_cast<uint32_t>(y[i]), std::bit_cast<uint32_t>(want[i]))
+                << TensorTypeName(type) << " rows=" << rows << " tokens=" << n_tokens
+                << " threads=" << (pool ? pool->size() : 0) << " i=" << i;
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(MatMulTest, CloseToF32ProductOfDequantizedWeights) {
+  for (TensorType type : WeightTypes()) {
+    const int64_t cols = ColsFor(type), rows = 9, n_tokens = 3;
+    const TestMatrix m(type, cols, rows, 0, 3);
+    const std::vector<float> x = RandomRow(n_tokens * cols, 8);
+    std::vector<float> y(n_tokens * rows);
+    MatMul(m.w, x.data(), n_tokens, cols, y.data(), rows, nullptr);
+    std::vector<float> wrow(cols);
+    for (int64_t r = 0; r < rows; ++r) {
+      DequantizeRow(type, m.bytes.data() + r * m.w.row_stride_bytes, wrow.data(), cols);
+      for (int64_t t = 0; t < n_tokens; ++t) {
+        double ref = 0, mag = 0;
+        for (int64_t k = 0; k < cols; ++k) {
+          ref += static_cast<double>(wrow[k]) * x[t * cols + k];
+          mag += std::fabs(static_cast<double>(wrow[k]) * x[t * cols + k]);
+        }
+        // Only the rounding of the activations (8-bit at worst) separates the two.
+        const double tol = type == TensorType::kF32 ? 1e-6 * mag : 2e-2 * mag;
+        EXPECT_NEAR(y[t * rows + r], ref, tol) << TensorTypeName(type);
+      }
+    }
+  }
+}
+
+TEST(MatMulTest, ResultsDoNotDependOnTheKernelIsa) {
+  ThreadPool pool(2);
+  for (TensorType type : WeightTypes()) {
+    const int64_t cols = ColsFor(type), rows = 21, n_tokens = 4;
+    const TestMatrix m(type, cols, rows, 0, 21);
+    const std::vector<float> x = RandomRow(n_tokens * cols, 9);
+    std::vector<float> want(n_tokens * rows);
+    {
+      testing::ScopedKernelIsa scalar(KernelIsa::kScalar);
+      MatMul(m.w, x.data(), n_tokens, cols, want.data(), rows, &pool);
+    }
+    for (KernelIsa isa : testing::SimdIsas()) {
+      testing::ScopedKernelIsa simd(isa);
+      std::vector<float> y(n_tokens * rows);
+      MatMul(m.w, x.data(), n_tokens, cols, y.data(), rows, &pool);
+      EXPECT_EQ(y, want) << TensorTypeName(type) << " " << KernelIsaName(isa);
+    }
+  }
+}
+
+TEST(MatMulTest, ZeroTokensOrRowsDoNothing) {
+  const TestMatrix m(TensorType::kQ4_0, 64, 3, 0, 1);
+  std::vector<float> y(3, 5.0f);
+  MatMul(m.w, nullptr, 0, 64, y.data(), 3, nullptr);
+  EXPECT_EQ(y, std::vector<float>(3, 5.0f));
+}
+
+TEST(MatMulDeathTest, RejectsRowsThatAreNotWholeBlocks) {
+  const TestMatrix m(TensorType::kQ4_K, 256, 2, 0, 1);
+  WeightMatrix bad = m.w;
+  bad.cols = 128;  // not a multiple of 256
+  std::vector<float> x(128), y(2);
+  EXPECT_DEATH(MatMul(bad, x.data(), 1, 128, y.data(), 2, nullptr), "invariant failed");
+  WeightMatrix unsupported = m.w;
+  unsupported.type = TensorType::kIQ2_XXS;
+  EXPECT_DEATH(MatMul(unsupported, x.data(), 1, 256, y.data(), 2, nullptr), "invariant failed");
+}
+
+TEST(GetRowsTest, DequantizesTheSelectedRows) {
+  for (TensorType type :
+       {TensorType::kF32, TensorType::kF16, TensorType::kQ4_0, TensorType::kQ6_K}) {
+    const int64_t cols = 256, rows = 5;
+    const TestMatrix m(type, cols, rows, 2, 4);
+    const int32_t ids[] = {4, 0, 4, 2};
+    std::vector<float> out(4 * cols);
+    GetRows(m.w, ids, 4, out.data());
+    std::vector<float> want(cols);
+    for (int i = 0; i < 4; ++i) {
+      DequantizeRow(type, m.bytes.data() + ids[i] * m.w.row_stride_bytes, want.data(), cols);
+      EXPECT_EQ(std::vector<float>(out.begin() + i * cols, out.begin() + (i + 1) * cols), want);
+    }
+  }
+}
+
+TEST(GetRowsDeathTest, RejectsIdsOutOfRange) {
+  const TestMatrix m(TensorType::kF32, 32, 2, 0, 1);
+  const int32_t ids[] = {2};
+  std::vector<float> out(32);
+  EXPECT_DEATH(GetRows(m.w, ids, 1, out.data()), "invariant failed");
+}
+
+}  // namespace
+}  // namespace sparrow::kernels
