@@ -44,8 +44,8 @@ class BpeWord {
       }
     }
     for (size_t off = 0; off < word_.size();) {
-      const size_t len = std::min(Utf8SequenceLength(static_cast<uint8_t>(word_[off])),
-                                  word_.size() - off);
+      const size_t len =
+          std::min(Utf8SequenceLength(static_cast<uint8_t>(word_[off])), word_.size() - off);
       const int index = static_cast<int>(symbols_.size());
       symbols_.push_back({index - 1, off + len == word_.size() ? -1 : index + 1, off, len});
       off += len;

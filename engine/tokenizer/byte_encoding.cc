@@ -34,7 +34,9 @@ const Tables& GetTables() {
 
 }  // namespace
 
-const std::string& ByteToUnicodeUtf8(uint8_t byte) { return GetTables().byte_to_utf8[byte]; }
+const std::string& ByteToUnicodeUtf8(uint8_t byte) {
+  return GetTables().byte_to_utf8[byte];
+}
 
 std::optional<uint8_t> UnicodeToByte(uint32_t cpt) {
   if (cpt >= 512) return std::nullopt;

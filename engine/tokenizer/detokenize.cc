@@ -62,7 +62,7 @@ void CleanUpSpaces(std::string* text) {
   for (size_t i = 1; i < n; ++i) {
     const char x = t[i];
     if (x == '\'' && i + 1 < n && t[i - 1] == ' ' && t[i + 1] == ' ') {
-      --w;          // drop the space before
+      --w;            // drop the space before
       t[++i] = '\0';  // and skip the one after
     }
     t[w++] = x;

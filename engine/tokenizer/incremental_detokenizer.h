@@ -34,8 +34,8 @@ class IncrementalDetokenizer {
 };
 
 // Appends to `out` the valid UTF-8 decoded from the front of `bytes`, with one U+FFFD for each
-// byte that does not belong to a complete well-formed character. Stops before a trailing incomplete character unless `at_end`. Returns the number of
-// bytes consumed.
+// byte that does not belong to a complete well-formed character. Stops before a trailing incomplete
+// character unless `at_end`. Returns the number of bytes consumed.
 size_t AppendSanitizedUtf8(std::string_view bytes, bool at_end, std::string* out);
 
 }  // namespace sparrow

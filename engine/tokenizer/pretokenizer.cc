@@ -21,8 +21,9 @@ std::span<const SplitRule> RulesOf(PreTokenizerKind kind) {
   using R = SplitRule;
   static constexpr R kGpt2[] = {R::kGpt2};
   static constexpr R kLlama3[] = {R::kLlama3};
-  static constexpr R kDeepseekLlm[] = {R::kNewline,       R::kDeepseekLetters, R::kDeepseekPunct,
-                                       R::kTrailingSpace, R::kCjk,             R::kNumberRun};
+  static constexpr R kDeepseekLlm[] = {R::kNewline,       R::kDeepseekLetters,
+                                       R::kDeepseekPunct, R::kTrailingSpace,
+                                       R::kCjk,           R::kNumberRun};
   static constexpr R kDeepseekCoder[] = {R::kNewline, R::kSpaceLetters, R::kSpacePunct, R::kCjk,
                                          R::kSingleNumber};
   static constexpr R kFalcon[] = {R::kPunctRunFalcon, R::kGpt2, R::kThreeDigits};
@@ -32,16 +33,26 @@ std::span<const SplitRule> RulesOf(PreTokenizerKind kind) {
   static constexpr R kViking[] = {R::kBloom, R::kSingleNumber};
   static constexpr R kDefault[] = {R::kPunctRun, R::kGpt2, R::kNumberRun, R::kThreeDigits};
   switch (kind) {
-    case PreTokenizerKind::kGpt2: return kGpt2;
-    case PreTokenizerKind::kLlama3: return kLlama3;
-    case PreTokenizerKind::kDeepseekLlm: return kDeepseekLlm;
-    case PreTokenizerKind::kDeepseekCoder: return kDeepseekCoder;
-    case PreTokenizerKind::kFalcon: return kFalcon;
-    case PreTokenizerKind::kStarcoder: return kStarcoder;
-    case PreTokenizerKind::kQwen2: return kQwen2;
-    case PreTokenizerKind::kBloom: return kBloom;
-    case PreTokenizerKind::kViking: return kViking;
-    case PreTokenizerKind::kDefault: break;
+    case PreTokenizerKind::kGpt2:
+      return kGpt2;
+    case PreTokenizerKind::kLlama3:
+      return kLlama3;
+    case PreTokenizerKind::kDeepseekLlm:
+      return kDeepseekLlm;
+    case PreTokenizerKind::kDeepseekCoder:
+      return kDeepseekCoder;
+    case PreTokenizerKind::kFalcon:
+      return kFalcon;
+    case PreTokenizerKind::kStarcoder:
+      return kStarcoder;
+    case PreTokenizerKind::kQwen2:
+      return kQwen2;
+    case PreTokenizerKind::kBloom:
+      return kBloom;
+    case PreTokenizerKind::kViking:
+      return kViking;
+    case PreTokenizerKind::kDefault:
+      break;
   }
   return kDefault;
 }
@@ -65,9 +76,9 @@ Result<PreTokenizerConfig> LookupPreTokenizer(std::string_view name) {
     c.clean_spaces = false;
   } else if (name == "falcon") {
     c.kind = K::kFalcon;
-  } else if (NameIn(name, {"mpt", "olmo", "jais", "gpt-2", "phi-2", "jina-es", "jina-de", "gigachat",
-                           "jina-v1-en", "jina-v2-es", "jina-v2-de", "jina-v2-code",
-                           "roberta-bpe"})) {
+  } else if (NameIn(name,
+                    {"mpt", "olmo", "jais", "gpt-2", "phi-2", "jina-es", "jina-de", "gigachat",
+                     "jina-v1-en", "jina-v2-es", "jina-v2-de", "jina-v2-code", "roberta-bpe"})) {
     c.kind = K::kGpt2;
   } else if (NameIn(name, {"starcoder", "refact", "codeshell", "exaone", "minerva-7b"})) {
     c.kind = K::kStarcoder;

@@ -12,28 +12,50 @@ uint8_t Collapse(uint32_t cpt, const CodepointFlags& f) {
   if (cpt < 0x80) return static_cast<uint8_t>(cpt);
   if (f.whitespace) return 0x0B;
   switch (f.category) {
-    case CodepointFlags::kNumber: return 0xD1;
-    case CodepointFlags::kLetter: return 0xD2;
-    case CodepointFlags::kPunctuation: return 0xD3;
-    case CodepointFlags::kMark: return 0xD4;
-    case CodepointFlags::kSymbol: return 0xD5;
-    default: return 0xD0;
+    case CodepointFlags::kNumber:
+      return 0xD1;
+    case CodepointFlags::kLetter:
+      return 0xD2;
+    case CodepointFlags::kPunctuation:
+      return 0xD3;
+    case CodepointFlags::kMark:
+      return 0xD4;
+    case CodepointFlags::kSymbol:
+      return 0xD5;
+    default:
+      return 0xD0;
   }
 }
 
 // Character classes as std::regex evaluated them in the "C" locale: \s is ASCII-only, and
 // \p{..} on ASCII was replaced by fixed ASCII sets (note '~' is in no \p{S} set).
-bool ReSpace(uint32_t c) { return c == ' ' || (c >= 0x09 && c <= 0x0D); }
-bool ReLetter(uint32_t c) { return c == 0xD2 || (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z'); }
-bool ReNumber(uint32_t c) { return c == 0xD1 || (c >= '0' && c <= '9'); }
-bool ReDigit(uint32_t c) { return c >= '0' && c <= '9'; }
+bool ReSpace(uint32_t c) {
+  return c == ' ' || (c >= 0x09 && c <= 0x0D);
+}
+bool ReLetter(uint32_t c) {
+  return c == 0xD2 || (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z');
+}
+bool ReNumber(uint32_t c) {
+  return c == 0xD1 || (c >= '0' && c <= '9');
+}
+bool ReDigit(uint32_t c) {
+  return c >= '0' && c <= '9';
+}
 bool IsOneOf(uint32_t c, std::string_view set) {
   return c < 0x80 && set.find(static_cast<char>(c)) != std::string_view::npos;
 }
-bool RePunct(uint32_t c) { return c == 0xD3 || IsOneOf(c, "!\"#%&'()*,-./:;?@[\\]_{}"); }
-bool RePunctRun(uint32_t c) { return RePunct(c) || IsOneOf(c, "$+<=>^~|"); }
-bool RePunctRunFalcon(uint32_t c) { return RePunctRun(c) || c == '`'; }
-bool ReNewline(uint32_t c) { return c == '\r' || c == '\n'; }
+bool RePunct(uint32_t c) {
+  return c == 0xD3 || IsOneOf(c, "!\"#%&'()*,-./:;?@[\\]_{}");
+}
+bool RePunctRun(uint32_t c) {
+  return RePunct(c) || IsOneOf(c, "$+<=>^~|");
+}
+bool RePunctRunFalcon(uint32_t c) {
+  return RePunctRun(c) || c == '`';
+}
+bool ReNewline(uint32_t c) {
+  return c == '\r' || c == '\n';
+}
 
 struct Range {
   uint32_t lo, hi;
@@ -41,7 +63,8 @@ struct Range {
 
 bool InRanges(uint32_t c, const Range* begin, const Range* end) {
   // Ranges are sorted and disjoint.
-  const Range* it = std::upper_bound(begin, end, c, [](uint32_t v, const Range& r) { return v < r.lo; });
+  const Range* it =
+      std::upper_bound(begin, end, c, [](uint32_t v, const Range& r) { return v < r.lo; });
   return it != begin && c <= (it - 1)->hi;
 }
 
@@ -70,7 +93,8 @@ constexpr Range kDeepseekLetterRanges[] = {
     {0x10C80, 0x10CB2}, {0x10CC0, 0x10CF2}, {0x118A0, 0x118DF}, {0x1E900, 0x1E943},
 };
 constexpr Range kDeepseekPunctRanges[] = {
-    {0x21, 0x2F}, {0x3A, 0x7E}, {0x2018, 0x201F}, {0x3000, 0x3002}, {0xFF01, 0xFF0F}, {0xFF1A, 0xFF5E},
+    {0x21, 0x2F},     {0x3A, 0x7E},     {0x2018, 0x201F},
+    {0x3000, 0x3002}, {0xFF01, 0xFF0F}, {0xFF1A, 0xFF5E},
 };
 constexpr Range kCjkRanges[] = {{0x800, 0x9FA5}, {0xAC00, 0xD7FF}};
 
@@ -80,12 +104,26 @@ bool DeepseekLetter(uint32_t c) {
 bool DeepseekPunct(uint32_t c) {
   return InRanges(c, std::begin(kDeepseekPunctRanges), std::end(kDeepseekPunctRanges));
 }
-bool Cjk(uint32_t c) { return InRanges(c, std::begin(kCjkRanges), std::end(kCjkRanges)); }
+bool Cjk(uint32_t c) {
+  return InRanges(c, std::begin(kCjkRanges), std::end(kCjkRanges));
+}
 bool BloomWordChar(uint32_t c) {
   if (ReSpace(c)) return false;
   switch (c) {
-    case '(': case ')': case '|': case '.': case ',': case '!': case '?':
-    case 0x2026: case 0x3002: case 0xFF0C: case 0x3001: case 0x0964: case 0x06D4: case 0x060C:
+    case '(':
+    case ')':
+    case '|':
+    case '.':
+    case ',':
+    case '!':
+    case '?':
+    case 0x2026:
+    case 0x3002:
+    case 0xFF0C:
+    case 0x3001:
+    case 0x0964:
+    case 0x06D4:
+    case 0x060C:
       return false;
     default:
       return true;
@@ -112,7 +150,8 @@ class Matcher {
   // \s?X+
   template <typename Pred>
   size_t OptionalSpaceThenRun(size_t pos, Pred pred) const {
-    if (ReSpace(at(pos)) && pos + 1 < end_ && pred(at(pos + 1))) return 1 + RunLength(pos + 1, pred);
+    if (ReSpace(at(pos)) && pos + 1 < end_ && pred(at(pos + 1)))
+      return 1 + RunLength(pos + 1, pred);
     return RunLength(pos, pred);
   }
   size_t end() const { return end_; }
@@ -123,7 +162,9 @@ class Matcher {
   size_t end_;
 };
 
-bool IsQwenOther(uint32_t c) { return c != kNoCpt && !ReSpace(c) && !ReLetter(c) && !ReNumber(c); }
+bool IsQwenOther(uint32_t c) {
+  return c != kNoCpt && !ReSpace(c) && !ReLetter(c) && !ReNumber(c);
+}
 
 size_t MatchQwen2(const Matcher& m, size_t pos) {
   const uint32_t c = m.at(pos);
@@ -157,32 +198,48 @@ size_t MatchQwen2(const Matcher& m, size_t pos) {
 
 size_t Match(SplitRule rule, const Matcher& m, size_t pos) {
   switch (rule) {
-    case SplitRule::kQwen2: return MatchQwen2(m, pos);
-    case SplitRule::kPunctRun: return m.RunLength(pos, RePunctRun);
-    case SplitRule::kPunctRunFalcon: return m.RunLength(pos, RePunctRunFalcon);
-    case SplitRule::kNumberRun: return m.RunLength(pos, ReNumber);
-    case SplitRule::kSingleNumber: return ReNumber(m.at(pos)) ? 1 : 0;
+    case SplitRule::kQwen2:
+      return MatchQwen2(m, pos);
+    case SplitRule::kPunctRun:
+      return m.RunLength(pos, RePunctRun);
+    case SplitRule::kPunctRunFalcon:
+      return m.RunLength(pos, RePunctRunFalcon);
+    case SplitRule::kNumberRun:
+      return m.RunLength(pos, ReNumber);
+    case SplitRule::kSingleNumber:
+      return ReNumber(m.at(pos)) ? 1 : 0;
     case SplitRule::kThreeDigits:
       return ReDigit(m.at(pos)) && ReDigit(m.at(pos + 1)) && ReDigit(m.at(pos + 2)) ? 3 : 0;
-    case SplitRule::kNewline: return ReNewline(m.at(pos)) ? 1 : 0;
-    case SplitRule::kSpaceLetters: return m.OptionalSpaceThenRun(pos, ReLetter);
-    case SplitRule::kSpacePunct: return m.OptionalSpaceThenRun(pos, RePunct);
-    case SplitRule::kDeepseekLetters: return m.OptionalSpaceThenRun(pos, DeepseekLetter);
-    case SplitRule::kDeepseekPunct: return m.OptionalSpaceThenRun(pos, DeepseekPunct);
-    case SplitRule::kCjk: return m.RunLength(pos, Cjk);
+    case SplitRule::kNewline:
+      return ReNewline(m.at(pos)) ? 1 : 0;
+    case SplitRule::kSpaceLetters:
+      return m.OptionalSpaceThenRun(pos, ReLetter);
+    case SplitRule::kSpacePunct:
+      return m.OptionalSpaceThenRun(pos, RePunct);
+    case SplitRule::kDeepseekLetters:
+      return m.OptionalSpaceThenRun(pos, DeepseekLetter);
+    case SplitRule::kDeepseekPunct:
+      return m.OptionalSpaceThenRun(pos, DeepseekPunct);
+    case SplitRule::kCjk:
+      return m.RunLength(pos, Cjk);
     case SplitRule::kBloom:
       if (m.at(pos) == ' ' && BloomWordChar(m.at(pos + 1)) && m.at(pos + 1) != kNoCpt) {
         return 1 + m.RunLength(pos + 1, BloomWordChar);
       }
       return m.RunLength(pos, BloomWordChar);
-    default: return 0;  // handled elsewhere
+    default:
+      return 0;  // handled elsewhere
   }
 }
 
 View ViewOf(SplitRule rule) {
   switch (rule) {
-    case SplitRule::kThreeDigits: case SplitRule::kNewline: case SplitRule::kDeepseekLetters:
-    case SplitRule::kDeepseekPunct: case SplitRule::kTrailingSpace: case SplitRule::kCjk:
+    case SplitRule::kThreeDigits:
+    case SplitRule::kNewline:
+    case SplitRule::kDeepseekLetters:
+    case SplitRule::kDeepseekPunct:
+    case SplitRule::kTrailingSpace:
+    case SplitRule::kCjk:
     case SplitRule::kBloom:
       return View::kWide;
     default:
@@ -218,138 +275,6 @@ void SplitByRegex(SplitRule rule, const SplitText& t, size_t begin, size_t end,
   if (gap < end) lengths->push_back(end - gap);
 }
 
-// Shared by the two hand-written splitters: bounds-checked access and piece emission.
-class Cursor {
- public:
-  Cursor(const SplitText& t, size_t begin, size_t end, std::vector<size_t>* lengths)
-      : t_(t), begin_(begin), end_(end), prev_(begin), lengths_(lengths) {}
-  uint32_t cpt(size_t i) const { return i < end_ ? t_.cpts[i] : kNoCpt; }
-  CodepointFlags flags(size_t i) const { return i < end_ ? t_.flags[i] : CodepointFlags{}; }
-  // Closes the piece ending at `end`; returns its length.
-  size_t Emit(size_t end) {
-    const size_t len = end - prev_;
-    if (len > 0) lengths_->push_back(len);
-    prev_ = end;
-    return len;
-  }
-  size_t begin() const { return begin_; }
-  size_t end() const { return end_; }
-
- private:
-  const SplitText& t_;
-  size_t begin_, end_, prev_;
-  std::vector<size_t>* lengths_;
-};
-
-bool IsOther(const CodepointFlags& f) {
-  return f.any() && !f.whitespace && !f.is_letter() && !f.is_number();
-}
-
-// Contractions 's 't 'm 'd 're 've 'll; returns the length matched at pos (0 if none).
-size_t MatchContraction(const Cursor& c, size_t pos, bool fold_case) {
-  if (c.cpt(pos) != '\'' || pos + 1 >= c.end()) return 0;
-  auto next = [&](size_t i) { return fold_case ? ToLowerCodepoint(c.cpt(i)) : c.cpt(i); };
-  const uint32_t n = next(pos + 1);
-  if (n == 's' || n == 't' || n == 'm' || n == 'd') return 2;
-  if (pos + 2 < c.end()) {
-    const uint32_t n2 = next(pos + 2);
-    if ((n == 'r' && n2 == 'e') || (n == 'v' && n2 == 'e') || (n == 'l' && n2 == 'l')) return 3;
-  }
-  return 0;
-}
-
-size_t WhitespaceRun(const Cursor& c, size_t pos) {
-  size_t n = 0;
-  while (c.flags(pos + n).whitespace) ++n;
-  return n;
-}
-
-void SplitGpt2(const SplitText& t, size_t begin, size_t end, std::vector<size_t>* lengths) {
-  Cursor c(t, begin, end, lengths);
-  size_t pos = begin;
-  while (pos < end) {
-    if (const size_t n = MatchContraction(c, pos, /*fold_case=*/false)) {
-      pos += c.Emit(pos + n);
-      continue;
-    }
-    const bool space = c.cpt(pos) == ' ';
-    const CodepointFlags f2 = space ? c.flags(pos + 1) : c.flags(pos);
-    if (f2.is_letter() || f2.is_number() || IsOther(f2)) {
-      // ' ?' then a run of the same class as the first non-space character.
-      auto same = [&](const CodepointFlags& f) {
-        return f2.is_letter() ? f.is_letter() : f2.is_number() ? f.is_number() : IsOther(f);
-      };
-      pos += space ? 1 : 0;
-      while (same(c.flags(pos))) ++pos;
-      c.Emit(pos);
-      continue;
-    }
-    const size_t ws = WhitespaceRun(c, pos);
-    if (ws > 1 && pos + ws < end) {
-      pos += ws - 1;
-    } else if (ws > 0) {
-      pos += ws;
-    } else {
-      ++pos;
-    }
-    c.Emit(pos);
-  }
-}
-
-void SplitLlama3(const SplitText& t, size_t begin, size_t end, std::vector<size_t>* lengths) {
-  Cursor c(t, begin, end, lengths);
-  size_t pos = begin;
-  while (pos < end) {
-    if (const size_t n = MatchContraction(c, pos, /*fold_case=*/true)) {
-      pos += c.Emit(pos + n);
-      continue;
-    }
-    const uint32_t cpt = c.cpt(pos);
-    const CodepointFlags f = c.flags(pos);
-    if (!ReNewline(cpt) && !f.is_number() && (f.is_letter() || c.flags(pos + 1).is_letter())) {
-      ++pos;
-      while (c.flags(pos).is_letter()) ++pos;
-      c.Emit(pos);
-      continue;
-    }
-    if (f.is_number()) {  // \p{N}{1,3}
-      size_t start = pos;
-      while (c.flags(pos).is_number()) {
-        if (++pos - start >= 3) {
-          c.Emit(pos);
-          start = pos;
-        }
-      }
-      c.Emit(pos);
-      continue;
-    }
-    const CodepointFlags f2 = cpt == ' ' ? c.flags(pos + 1) : f;
-    // llama.cpp tests the first character's flags (f), not f2, for being defined here.
-    if (!f2.whitespace && !f2.is_letter() && !f2.is_number() && f.any()) {
-      pos += cpt == ' ' ? 1 : 0;
-      while (IsOther(c.flags(pos))) ++pos;
-      while (ReNewline(c.cpt(pos))) ++pos;
-      c.Emit(pos);
-      continue;
-    }
-    const size_t ws = WhitespaceRun(c, pos);
-    size_t last_newline_end = 0;
-    for (size_t k = 0; k < ws; ++k) {
-      if (ReNewline(c.cpt(pos + k))) last_newline_end = pos + k + 1;
-    }
-    if (last_newline_end > 0) {
-      pos = last_newline_end;
-    } else if (ws > 1 && pos + ws < end) {
-      pos += ws - 1;
-    } else if (ws > 0) {
-      pos += ws;
-    } else {
-      ++pos;
-    }
-    c.Emit(pos);
-  }
-}
-
 }  // namespace
 
 SplitText::SplitText(std::vector<uint32_t> cpts_in) : cpts(std::move(cpts_in)) {
@@ -364,9 +289,15 @@ SplitText::SplitText(std::vector<uint32_t> cpts_in) : cpts(std::move(cpts_in)) {
 void ApplySplitRule(SplitRule rule, const SplitText& text, size_t begin, size_t end,
                     std::vector<size_t>* lengths) {
   switch (rule) {
-    case SplitRule::kGpt2: SplitGpt2(text, begin, end, lengths); return;
-    case SplitRule::kLlama3: SplitLlama3(text, begin, end, lengths); return;
-    default: SplitByRegex(rule, text, begin, end, lengths); return;
+    case SplitRule::kGpt2:
+      SplitGpt2(text, begin, end, lengths);
+      return;
+    case SplitRule::kLlama3:
+      SplitLlama3(text, begin, end, lengths);
+      return;
+    default:
+      SplitByRegex(rule, text, begin, end, lengths);
+      return;
   }
 }
 

@@ -23,29 +23,31 @@ struct SplitText {
   explicit SplitText(std::vector<uint32_t> cpts);
   // What std::wregex saw when the regex had no \p{..}: the code point, with non-ASCII
   // whitespace replaced by 0x0B.
-  uint32_t wide(size_t i) const {
-    return cpts[i] > 0x7F && flags[i].whitespace ? 0x0B : cpts[i];
-  }
+  uint32_t wide(size_t i) const { return cpts[i] > 0x7F && flags[i].whitespace ? 0x0B : cpts[i]; }
 };
 
 enum class SplitRule {
-  kGpt2,             // 's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)
-  kLlama3,           // (?i:'s|...)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|...
-  kQwen2,            // as llama3 but \p{N} single digits, evaluated as a regex
-  kPunctRun,         // [\p{P}\$\+<=>\^~\|]+
-  kPunctRunFalcon,   // [\p{P}\$\+<=>\^~\|`]+
-  kNumberRun,        // \p{N}+
-  kSingleNumber,     // \p{N}
-  kThreeDigits,      // [0-9][0-9][0-9]
-  kNewline,          // [\r\n]
-  kSpaceLetters,     // \s?\p{L}+
-  kSpacePunct,       // \s?\p{P}+
+  kGpt2,            // 's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)
+  kLlama3,          // (?i:'s|...)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|...
+  kQwen2,           // as llama3 but \p{N} single digits, evaluated as a regex
+  kPunctRun,        // [\p{P}\$\+<=>\^~\|]+
+  kPunctRunFalcon,  // [\p{P}\$\+<=>\^~\|`]+
+  kNumberRun,       // \p{N}+
+  kSingleNumber,    // \p{N}
+  kThreeDigits,     // [0-9][0-9][0-9]
+  kNewline,         // [\r\n]
+  kSpaceLetters,    // \s?\p{L}+
+  kSpacePunct,      // \s?\p{P}+
   kDeepseekLetters,  // \s?[A-Za-zµÀ-Ö...]+ (cased letters of many scripts)
   kDeepseekPunct,    // \s?[!-/:-~！-／：-～‘-‟　-。]+
   kTrailingSpace,    // \s+$
   kCjk,              // [一-龥ࠀ-一가-퟿]+
   kBloom,            //  ?[^(\s|.,!?…。，、।۔،)]+
 };
+
+// The hand-written splitters behind SplitRule::kGpt2 and kLlama3 (pretokenizer_custom.cc).
+void SplitGpt2(const SplitText& text, size_t begin, size_t end, std::vector<size_t>* lengths);
+void SplitLlama3(const SplitText& text, size_t begin, size_t end, std::vector<size_t>* lengths);
 
 // Appends to `lengths` the split of [begin, end) under `rule`; the lengths sum to end - begin.
 void ApplySplitRule(SplitRule rule, const SplitText& text, size_t begin, size_t end,

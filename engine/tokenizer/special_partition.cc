@@ -4,7 +4,9 @@ namespace sparrow::tokenizer {
 namespace {
 
 // isspace() in the "C" locale, which is what strip attributes use in llama.cpp.
-bool IsCSpace(char c) { return c == ' ' || (c >= '\t' && c <= '\r'); }
+bool IsCSpace(char c) {
+  return c == ' ' || (c >= '\t' && c <= '\r');
+}
 
 // Replaces every occurrence of `id` inside the text fragments of `in` by a token fragment.
 void SplitOn(const Vocab& vocab, TokenId id, std::string_view text, const std::vector<Fragment>& in,

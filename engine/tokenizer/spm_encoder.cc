@@ -35,8 +35,8 @@ class SpmSession {
 
   void Encode(std::vector<TokenId>* out) {
     for (size_t off = 0; off < text_.size();) {
-      const size_t len = std::min(Utf8SequenceLength(static_cast<uint8_t>(text_[off])),
-                                  text_.size() - off);
+      const size_t len =
+          std::min(Utf8SequenceLength(static_cast<uint8_t>(text_[off])), text_.size() - off);
       const int index = static_cast<int>(symbols_.size());
       symbols_.push_back({index - 1, off + len == text_.size() ? -1 : index + 1, off, len});
       off += len;

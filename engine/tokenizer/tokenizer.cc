@@ -26,7 +26,8 @@ class VocabTokenizer final : public Tokenizer {
     // SPM puts a space in front of the text and after every special token.
     bool after_special = true;
     std::string buf;
-    for (const tokenizer::Fragment& f : tokenizer::PartitionSpecialTokens(vocab_, text, parse_special)) {
+    for (const tokenizer::Fragment& f :
+         tokenizer::PartitionSpecialTokens(vocab_, text, parse_special)) {
       if (f.token != kNoToken) {
         out.push_back(f.token);
         after_special = true;

@@ -28,15 +28,15 @@ std::string EncodeUtf8(uint32_t cpt);
 // General category of a code point reduced to the classes the pre-tokenizers test.
 struct CodepointFlags {
   enum Category : uint8_t {
-    kNone = 0,  // only for positions outside the text
-    kUndefined,  // unassigned (Cn) or beyond U+10FFFF
-    kNumber,     // \p{N}
-    kLetter,     // \p{L}
-    kSeparator,  // \p{Z}
-    kMark,       // \p{M}
+    kNone = 0,     // only for positions outside the text
+    kUndefined,    // unassigned (Cn) or beyond U+10FFFF
+    kNumber,       // \p{N}
+    kLetter,       // \p{L}
+    kSeparator,    // \p{Z}
+    kMark,         // \p{M}
     kPunctuation,  // \p{P}
-    kSymbol,     // \p{S}
-    kControl,    // \p{C} other than Cn
+    kSymbol,       // \p{S}
+    kControl,      // \p{C} other than Cn
   };
   Category category = kNone;
   bool whitespace = false;  // Unicode White_Space (regex \s in Python/Rust)

@@ -11,13 +11,20 @@ namespace {
 
 uint32_t AttrFromType(int32_t type) {
   switch (static_cast<TokenType>(type)) {
-    case TokenType::kNormal: return kAttrNormal;
-    case TokenType::kUnknown: return kAttrUnknown;
-    case TokenType::kControl: return kAttrControl;
-    case TokenType::kUserDefined: return kAttrUserDefined;
-    case TokenType::kUnused: return kAttrUnused;
-    case TokenType::kByte: return kAttrByte;
-    default: return kAttrUndefined;
+    case TokenType::kNormal:
+      return kAttrNormal;
+    case TokenType::kUnknown:
+      return kAttrUnknown;
+    case TokenType::kControl:
+      return kAttrControl;
+    case TokenType::kUserDefined:
+      return kAttrUserDefined;
+    case TokenType::kUnused:
+      return kAttrUnused;
+    case TokenType::kByte:
+      return kAttrByte;
+    default:
+      return kAttrUndefined;
   }
 }
 
@@ -77,8 +84,8 @@ std::string DecodeByteLevel(std::string_view text) {
 
 std::string_view SpecialTokenName(SpecialToken s) {
   static constexpr std::string_view kNames[] = {
-      "bos", "eos", "eot", "eom", "unknown", "seperator", "padding", "mask",
-      "fim_pre", "fim_suf", "fim_mid", "fim_pad", "fim_rep", "fim_sep",
+      "bos",  "eos",     "eot",     "eom",     "unknown", "seperator", "padding",
+      "mask", "fim_pre", "fim_suf", "fim_mid", "fim_pad", "fim_rep",   "fim_sep",
   };
   const int i = static_cast<int>(s);
   return i >= 0 && i < static_cast<int>(SpecialToken::kCount) ? kNames[i] : "?";

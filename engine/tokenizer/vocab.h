@@ -4,6 +4,7 @@
 // ignored), EOT/EOM/FIM detection by token text, and per-token attributes. Built once by
 // Vocab::Create from plain data (VocabData, filled from GGUF by ReadVocabData or by hand in
 // tests); immutable afterwards and safe to share between threads.
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -50,8 +51,20 @@ enum class VocabType {
 };
 
 enum class SpecialToken {
-  kBos, kEos, kEot, kEom, kUnk, kSep, kPad, kMask,
-  kFimPre, kFimSuf, kFimMid, kFimPad, kFimRep, kFimSep,
+  kBos,
+  kEos,
+  kEot,
+  kEom,
+  kUnk,
+  kSep,
+  kPad,
+  kMask,
+  kFimPre,
+  kFimSuf,
+  kFimMid,
+  kFimPad,
+  kFimRep,
+  kFimSep,
   kCount,
 };
 
@@ -92,7 +105,7 @@ class Vocab {
   // The token for one raw byte (SPM "<0xNN>" or the byte itself; BPE its alphabet character).
   TokenId ByteToken(uint8_t byte) const;
 
-  TokenId special(SpecialToken s) const { return special_[static_cast<int>(s)]; }
+  TokenId special(SpecialToken s) const { return special_[static_cast<size_t>(s)]; }
   bool IsEog(TokenId id) const;
   const std::vector<TokenId>& eog_ids() const { return eog_; }
 
@@ -110,6 +123,8 @@ class Vocab {
   const std::vector<std::string>& warnings() const { return warnings_; }
 
  private:
+  Vocab() { special_.fill(kNoToken); }
+
   struct StringHash {
     using is_transparent = void;
     size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
@@ -131,7 +146,7 @@ class Vocab {
   std::vector<uint32_t> attr_;
   StringMap token_to_id_;
   StringMap bpe_ranks_;  // key "left right"
-  TokenId special_[static_cast<int>(SpecialToken::kCount)];
+  std::array<TokenId, static_cast<size_t>(SpecialToken::kCount)> special_;
   std::vector<TokenId> eog_;  // sorted
   bool add_bos_ = false;
   bool add_eos_ = false;

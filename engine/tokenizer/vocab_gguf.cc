@@ -8,7 +8,8 @@ namespace {
 Result<std::vector<std::string>> ReadStringArray(const GgufFile& f, std::string_view key) {
   SPARROW_ASSIGN_OR_RETURN(const GgufArray* a, f.GetArray(key));
   if (a->elem_type != GgufValueType::kString) {
-    return Corrupt("metadata key '" + std::string(key) + "' should be an array of strings but holds " +
+    return Corrupt("metadata key '" + std::string(key) +
+                   "' should be an array of strings but holds " +
                    std::string(GgufValueTypeName(a->elem_type)));
   }
   return std::vector<std::string>(a->strings.begin(), a->strings.end());
@@ -76,7 +77,8 @@ Result<VocabData> Read(const GgufFile& f) {
                              GgufFile::ArrayAsInts(*a, "tokenizer.ggml.token_type"));
     d.token_types.reserve(types.size());
     for (int64_t t : types) {
-      const bool fits = t >= std::numeric_limits<int32_t>::min() && t <= std::numeric_limits<int32_t>::max();
+      const bool fits =
+          t >= std::numeric_limits<int32_t>::min() && t <= std::numeric_limits<int32_t>::max();
       d.token_types.push_back(fits ? static_cast<int32_t>(t) : -1);  // -1: undefined type
     }
   }
@@ -94,7 +96,8 @@ Result<VocabData> Read(const GgufFile& f) {
     int64_t id = -1;  // any value that is no token id is ignored later, with a warning
     if (const int64_t* i = std::get_if<int64_t>(&v->v)) id = *i;
     if (const uint64_t* u = std::get_if<uint64_t>(&v->v)) {
-      if (*u <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) id = static_cast<int64_t>(*u);
+      if (*u <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
+        id = static_cast<int64_t>(*u);
     }
     d.special_ids.emplace_back(k.kind, id);
   }

@@ -18,18 +18,34 @@ bool TextIn(std::string_view text, std::span<const std::string_view> set) {
 
 // Texts that name an end-of-turn token in the chat vocabularies llama.cpp knows.
 constexpr std::string_view kEotTexts[] = {
-    "<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>", "<EOT>",
-    "<\xEF\xBD\x9C" "end\xE2\x96\x81of\xE2\x96\x81sentence\xEF\xBD\x9C>",  // DeepSeek
+    "<|eot_id|>",
+    "<|im_end|>",
+    "<|end|>",
+    "<end_of_turn>",
+    "<|endoftext|>",
+    "<EOT>",
+    "<\xEF\xBD\x9C"
+    "end\xE2\x96\x81of\xE2\x96\x81sentence\xEF\xBD\x9C>",  // DeepSeek
 };
 constexpr std::string_view kEomTexts[] = {"<|eom_id|>"};
-constexpr std::string_view kFimPreTexts[] = {
-    "<|fim_prefix|>", "<fim-prefix>", "<\xEF\xBD\x9C" "fim\xE2\x96\x81" "begin\xEF\xBD\x9C>", "<PRE>"};
-constexpr std::string_view kFimSufTexts[] = {
-    "<|fim_suffix|>", "<fim-suffix>", "<\xEF\xBD\x9C" "fim\xE2\x96\x81" "hole\xEF\xBD\x9C>", "<SUF>"};
-constexpr std::string_view kFimMidTexts[] = {
-    "<|fim_middle|>", "<fim-middle>", "<\xEF\xBD\x9C" "fim\xE2\x96\x81" "end\xEF\xBD\x9C>", "<MID>"};
+constexpr std::string_view kFimPreTexts[] = {"<|fim_prefix|>", "<fim-prefix>",
+                                             "<\xEF\xBD\x9C"
+                                             "fim\xE2\x96\x81"
+                                             "begin\xEF\xBD\x9C>",
+                                             "<PRE>"};
+constexpr std::string_view kFimSufTexts[] = {"<|fim_suffix|>", "<fim-suffix>",
+                                             "<\xEF\xBD\x9C"
+                                             "fim\xE2\x96\x81"
+                                             "hole\xEF\xBD\x9C>",
+                                             "<SUF>"};
+constexpr std::string_view kFimMidTexts[] = {"<|fim_middle|>", "<fim-middle>",
+                                             "<\xEF\xBD\x9C"
+                                             "fim\xE2\x96\x81"
+                                             "end\xEF\xBD\x9C>",
+                                             "<MID>"};
 constexpr std::string_view kFimPadTexts[] = {"<|fim_pad|>", "<fim-pad>", "<PAD>"};
-constexpr std::string_view kFimRepTexts[] = {"<|fim_repo|>", "<|repo_name|>", "<fim-repo>", "<REPO>"};
+constexpr std::string_view kFimRepTexts[] = {"<|fim_repo|>", "<|repo_name|>", "<fim-repo>",
+                                             "<REPO>"};
 constexpr std::string_view kFimSepTexts[] = {"<|file_sep|>"};
 // Texts of tokens that end generation whatever role they have.
 constexpr std::string_view kEogTexts[] = {
@@ -51,8 +67,7 @@ constexpr TextRule kTextRules[] = {
 }  // namespace
 
 Status Vocab::InitSpecials(const VocabData& data, const tokenizer::PreTokenizerConfig& pre) {
-  std::fill(std::begin(special_), std::end(special_), kNoToken);
-  auto set = [&](SpecialToken s, TokenId id) { special_[static_cast<int>(s)] = id; };
+  auto set = [&](SpecialToken s, TokenId id) { special_[static_cast<size_t>(s)] = id; };
   if (type_ == VocabType::kSpm) {
     set(SpecialToken::kBos, 1);
     set(SpecialToken::kEos, 2);
@@ -69,9 +84,10 @@ Status Vocab::InitSpecials(const VocabData& data, const tokenizer::PreTokenizerC
   for (const auto& [kind, value] : data.special_ids) {
     if (kind == SpecialToken::kCount) continue;
     if (value < 0 || value >= size()) {
-      warnings_.push_back("bad special token: tokenizer.ggml." + std::string(SpecialTokenName(kind)) +
-                          "_token_id = " + std::to_string(value) + " is outside the vocabulary of " +
-                          std::to_string(size()) + "; ignored");
+      warnings_.push_back("bad special token: tokenizer.ggml." +
+                          std::string(SpecialTokenName(kind)) +
+                          "_token_id = " + std::to_string(value) +
+                          " is outside the vocabulary of " + std::to_string(size()) + "; ignored");
       continue;
     }
     set(kind, static_cast<TokenId>(value));
@@ -92,9 +108,8 @@ Status Vocab::InitSpecials(const VocabData& data, const tokenizer::PreTokenizerC
   for (TokenId id = 0; id < size(); ++id) {
     if (attr_[id] & (kAttrControl | kAttrUserDefined | kAttrUnknown)) special_tokens_.push_back(id);
   }
-  std::stable_sort(special_tokens_.begin(), special_tokens_.end(), [&](TokenId a, TokenId b) {
-    return text_[a].size() > text_[b].size();
-  });
+  std::stable_sort(special_tokens_.begin(), special_tokens_.end(),
+                   [&](TokenId a, TokenId b) { return text_[a].size() > text_[b].size(); });
   return Status::Ok();
 }
 
@@ -112,7 +127,7 @@ void Vocab::DetectSpecialsByText() {
   for (TokenId id = 0; id < size(); ++id) by_text[text_[id]] = id;
   for (const auto& [text, id] : by_text) {
     for (const TextRule& rule : kTextRules) {
-      TokenId& slot = special_[static_cast<int>(rule.kind)];
+      TokenId& slot = special_[static_cast<size_t>(rule.kind)];
       if (slot == kNoToken && TextIn(text, rule.texts)) {
         slot = id;
         force_control(id);

@@ -11,6 +11,7 @@
 #include "engine/model/model.h"
 #include "engine/runtime/forward_pass.h"
 #include "engine/runtime/sampler.h"
+#include "engine/tokenizer/tokenizer.h"
 #include "tests/util/golden.h"
 #include "tests/util/test_paths.h"
 
@@ -101,6 +102,15 @@ void CheckFile(const std::string& json_name, kernels::ThreadPool* pool) {
       ASSERT_TRUE(fp.Run({&next, 1}, pos, cache, false, &logits).ok());
       ++pos;
     }
+  }
+  // The tokenizer must reproduce the prompt ids, and the generated ids' pieces the exact text.
+  auto tok = LoadTokenizer((*model)->file());
+  ASSERT_TRUE(tok.ok()) << tok.status().ToString();
+  for (const auto& p : g.prompts) {
+    EXPECT_EQ((*tok)->Tokenize(p.prompt, /*add_special=*/true), p.prompt_tokens) << "prompt \"" << p.prompt << "\"";
+    std::string text;
+    for (int32_t id : p.generated_tokens) text += (*tok)->piece(id);
+    EXPECT_EQ(text, p.generated_text_bytes) << "generated text of \"" << p.prompt << "\"";
   }
   std::printf("[golden] %-28s worst rel logit diff %.3g (limit %.3g), %d greedy tokens compared\n",
               g.model_file.c_str(), worst, tol.rel_logits, compared_tokens);

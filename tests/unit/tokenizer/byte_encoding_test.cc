@@ -39,7 +39,9 @@ TEST(ByteEncoding, CodePointsOutsideTheAlphabet) {
 TEST(ByteEncoding, EncodesText) {
   std::string out;
   AppendByteEncoded("a b\n", &out);
-  EXPECT_EQ(out, "a\xC4\xA0" "b\xC4\x8A");
+  EXPECT_EQ(out,
+            "a\xC4\xA0"
+            "b\xC4\x8A");
 }
 
 }  // namespace

@@ -24,7 +24,8 @@ std::string Sanitize(std::string_view bytes, bool at_end, size_t* consumed = nul
 #define FFFD "\xEF\xBF\xBD"
 
 TEST(SanitizeUtf8, KeepsValidText) {
-  EXPECT_EQ(Sanitize("a\xC3\xA9\xE4\xB8\x96\xF0\x9F\x98\x80", true), "a\xC3\xA9\xE4\xB8\x96\xF0\x9F\x98\x80");
+  EXPECT_EQ(Sanitize("a\xC3\xA9\xE4\xB8\x96\xF0\x9F\x98\x80", true),
+            "a\xC3\xA9\xE4\xB8\x96\xF0\x9F\x98\x80");
 }
 
 TEST(SanitizeUtf8, HoldsBackAnIncompleteTail) {
@@ -36,19 +37,29 @@ TEST(SanitizeUtf8, HoldsBackAnIncompleteTail) {
 }
 
 TEST(SanitizeUtf8, OneReplacementPerStrayByte) {
-  EXPECT_EQ(Sanitize("\x80" "a", false), FFFD "a");
-  EXPECT_EQ(Sanitize("\xE2\x82" "a", false), FFFD FFFD "a");
+  EXPECT_EQ(Sanitize("\x80"
+                     "a",
+                     false),
+            FFFD "a");
+  EXPECT_EQ(Sanitize("\xE2\x82"
+                     "a",
+                     false),
+            FFFD FFFD "a");
   EXPECT_EQ(Sanitize("\xE1\x8F\xE2\x80\x93", false), FFFD FFFD "\xE2\x80\x93");
-  EXPECT_EQ(Sanitize("\xE0\x80" "a", false), FFFD FFFD "a");       // E0 needs A0..BF next
-  EXPECT_EQ(Sanitize("\xED\xA0\x80", false), FFFD FFFD FFFD);        // surrogate
+  EXPECT_EQ(Sanitize("\xE0\x80"
+                     "a",
+                     false),
+            FFFD FFFD "a");                                             // E0 needs A0..BF next
+  EXPECT_EQ(Sanitize("\xED\xA0\x80", false), FFFD FFFD FFFD);           // surrogate
   EXPECT_EQ(Sanitize("\xF4\x90\x80\x80", false), FFFD FFFD FFFD FFFD);  // past U+10FFFF
-  EXPECT_EQ(Sanitize("\xC0\xAF\xFF", false), FFFD FFFD FFFD);        // overlong, invalid byte
+  EXPECT_EQ(Sanitize("\xC0\xAF\xFF", false), FFFD FFFD FFFD);           // overlong, invalid byte
 }
 
 class IncrementalDetokenizerTest : public ::testing::Test {
  protected:
   // Pushes the ids one by one; checks that every output is valid UTF-8 on its own.
-  static std::vector<std::string> PushAll(IncrementalDetokenizer& d, const std::vector<TokenId>& ids) {
+  static std::vector<std::string> PushAll(IncrementalDetokenizer& d,
+                                          const std::vector<TokenId>& ids) {
     std::vector<std::string> outs;
     for (TokenId id : ids) {
       outs.push_back(d.Push(id));
@@ -103,7 +114,7 @@ TEST_F(IncrementalDetokenizerTest, StrayBytesDoNotBlockTheStream) {
   IncrementalDetokenizer d(*tok);
   const TokenId byte0 = tok->FindToken("<0x00>");
   ASSERT_NE(byte0, kNoToken);
-  EXPECT_EQ(d.Push(byte0 + 0xE4), "");      // could start a CJK character
+  EXPECT_EQ(d.Push(byte0 + 0xE4), "");       // could start a CJK character
   EXPECT_EQ(d.Push(byte0 + 'x'), FFFD "x");  // it cannot any more
   EXPECT_EQ(d.Push(byte0 + 0xC3), "");
   EXPECT_EQ(d.pending_bytes(), 1u);
@@ -118,13 +129,14 @@ TEST_F(IncrementalDetokenizerTest, StrayBytesDoNotBlockTheStream) {
 // shown as U+FFFD: streaming must give exactly that text.
 TEST_F(IncrementalDetokenizerTest, MatchesGoldenGeneratedText) {
   int checked = 0;
-  for (const char* stem : {"stories260K", "llama-2-tiny-random", "synth-llama-f32", "synth-llama-q4_0",
-                           "synth-qwen2-f32", "aidreams260K-f32"}) {
+  for (const char* stem : {"stories260K", "llama-2-tiny-random", "synth-llama-f32",
+                           "synth-llama-q4_0", "synth-qwen2-f32", "aidreams260K-f32"}) {
     const std::string json_path = testing::TestdataPath(std::string("golden/") + stem + ".json");
     if (!testing::FileExists(json_path)) continue;
     const auto ref = nlohmann::json::parse(testing::ReadFileOrDie(json_path));
     std::string model = ModelPath(ref["model_file"].get<std::string>());
-    if (!testing::FileExists(model)) model = ModelPath("synthetic/" + ref["model_file"].get<std::string>());
+    if (!testing::FileExists(model))
+      model = ModelPath("synthetic/" + ref["model_file"].get<std::string>());
     if (!testing::FileExists(model)) continue;
     auto tok = LoadTokenizerFromPath(model);
     ASSERT_NE(tok, nullptr);

@@ -26,7 +26,9 @@ Words Split(std::string_view text, PreTokenizerKind kind) {
 }
 
 TEST(PreTokenizer, WordsAreByteEncoded) {
-  EXPECT_EQ(PreTokenize(" a\n", PreTokenizerKind::kGpt2), (Words{"\xC4\xA0" "a", "\xC4\x8A"}));
+  EXPECT_EQ(PreTokenize(" a\n", PreTokenizerKind::kGpt2), (Words{"\xC4\xA0"
+                                                                 "a",
+                                                                 "\xC4\x8A"}));
   EXPECT_TRUE(PreTokenize("", PreTokenizerKind::kGpt2).empty());
 }
 
@@ -68,7 +70,8 @@ TEST(PreTokenizer, DefaultSplitsPunctuationAndThreeDigitGroups) {
 }
 
 TEST(PreTokenizer, FalconAndStarcoder) {
-  EXPECT_EQ(Split("a``b 1234", PreTokenizerKind::kFalcon), (Words{"a", "``", "b", " ", "123", "4"}));
+  EXPECT_EQ(Split("a``b 1234", PreTokenizerKind::kFalcon),
+            (Words{"a", "``", "b", " ", "123", "4"}));
   EXPECT_EQ(Split("x12 y", PreTokenizerKind::kStarcoder), (Words{"x", "1", "2", " y"}));
 }
 
@@ -77,7 +80,10 @@ TEST(PreTokenizer, Bloom) {
 }
 
 TEST(PreTokenizer, InvalidUtf8IsReadAsReplacementCharacter) {
-  EXPECT_EQ(Split("\xFF" "a", PreTokenizerKind::kGpt2), (Words{"\xEF\xBF\xBD", "a"}));
+  EXPECT_EQ(Split("\xFF"
+                  "a",
+                  PreTokenizerKind::kGpt2),
+            (Words{"\xEF\xBF\xBD", "a"}));
 }
 
 TEST(PreTokenizer, LookupNamesAndFlags) {

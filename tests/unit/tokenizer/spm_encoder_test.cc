@@ -8,12 +8,12 @@ namespace sparrow::tokenizer {
 namespace {
 
 constexpr TokenId kByte0 = 3;  // <0x00>
-#define SP "\xE2\x96\x81"     // U+2581, SentencePiece's space
+#define SP "\xE2\x96\x81"      // U+2581, SentencePiece's space
 
 Vocab MakeVocab() {
   // 259 ▁  260 a  261 b  262 ab  263 ▁ab  264 ba  265 c
-  VocabData d = testing::SpmData({{SP, -5}, {"a", -3}, {"b", -3}, {"ab", -2}, {SP "ab", -1},
-                                  {"ba", -2.5f}, {"c", -3}});
+  VocabData d = testing::SpmData(
+      {{SP, -5}, {"a", -3}, {"b", -3}, {"ab", -2}, {SP "ab", -1}, {"ba", -2.5f}, {"c", -3}});
   auto v = Vocab::Create(std::move(d));
   EXPECT_TRUE(v.ok()) << v.status().ToString();
   return std::move(v).value();
@@ -43,7 +43,9 @@ TEST(SpmEncoder, EqualScoresMergeLeftmostFirst) {
 
 TEST(SpmEncoder, UnknownCharactersFallBackToBytes) {
   const Vocab v = MakeVocab();
-  EXPECT_EQ(Encode(v, "a\xC3\xA9" "c"),
+  EXPECT_EQ(Encode(v,
+                   "a\xC3\xA9"
+                   "c"),
             (std::vector<TokenId>{260, kByte0 + 0xC3, kByte0 + 0xA9, 265}));
   // Invalid UTF-8 too: a stray byte is one symbol.
   EXPECT_EQ(Encode(v, "\xFF"), (std::vector<TokenId>{kByte0 + 0xFF}));

@@ -37,12 +37,13 @@ inline VocabData SpmData(const std::vector<std::pair<std::string, float>>& piece
 
 // A byte-level BPE vocabulary: the 256 alphabet characters (id = byte value), then `extra`
 // tokens, with `merges` ("left right", alphabet text) and pre-tokenizer `pre`.
-inline VocabData BpeData(const std::vector<std::string>& extra, const std::vector<std::string>& merges,
-                         const std::string& pre = "gpt-2") {
+inline VocabData BpeData(const std::vector<std::string>& extra,
+                         const std::vector<std::string>& merges, const std::string& pre = "gpt-2") {
   VocabData d;
   d.model = "gpt2";
   d.pre = pre;
-  for (int b = 0; b < 256; ++b) d.tokens.push_back(tokenizer::ByteToUnicodeUtf8(static_cast<uint8_t>(b)));
+  for (int b = 0; b < 256; ++b)
+    d.tokens.push_back(tokenizer::ByteToUnicodeUtf8(static_cast<uint8_t>(b)));
   for (const std::string& t : extra) d.tokens.push_back(t);
   d.merges = merges;
   d.has_merges = true;

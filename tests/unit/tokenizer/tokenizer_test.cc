@@ -79,7 +79,8 @@ TEST_P(LlamaVocabVectors, DetokenizeRoundTrips) {
   if (!testing::FileExists(path + ".inp")) GTEST_SKIP() << path << " not present";
   auto tok = LoadTokenizerFromPath(path);
   ASSERT_NE(tok, nullptr);
-  if (tok->type() == VocabType::kBpe && tok->Detokenize(tok->Tokenize("a ,", false), false) != "a ,") {
+  if (tok->type() == VocabType::kBpe &&
+      tok->Detokenize(tok->Tokenize("a ,", false), false) != "a ,") {
     GTEST_SKIP() << "clean_spaces vocabulary: detokenized text is tidied, not inverted";
   }
   for (const VocabVector& v : ReadVocabVectors(path)) {
@@ -96,7 +97,8 @@ INSTANTIATE_TEST_SUITE_P(AllVocabs, LlamaVocabVectors,
                                            "starcoder"),
                          [](const auto& info) {
                            std::string name = info.param;
-                           for (char& c : name) c = std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+                           for (char& c : name)
+                             c = std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
                            return name;
                          });
 
@@ -216,8 +218,9 @@ std::string FindModel(const std::string& file) {
 // golden/*.json: the prompt tokens llama.cpp fed each model, and its EOG decision.
 TEST(GoldenPrompts, PromptTokensMatch) {
   int checked = 0;
-  for (const char* stem : {"stories260K", "stories260K-q8_0", "aidreams260K-f32", "llama-2-tiny-random",
-                           "synth-llama-f32", "synth-qwen2-f32", "synth-llama-tied-q4_0"}) {
+  for (const char* stem :
+       {"stories260K", "stories260K-q8_0", "aidreams260K-f32", "llama-2-tiny-random",
+        "synth-llama-f32", "synth-qwen2-f32", "synth-llama-tied-q4_0"}) {
     const std::string json_path = TestdataPath(std::string("golden/") + stem + ".json");
     if (!testing::FileExists(json_path)) continue;
     const auto ref = nlohmann::json::parse(ReadFileOrDie(json_path));

@@ -8,16 +8,23 @@ namespace {
 using Cpts = std::vector<uint32_t>;
 
 TEST(Unicode, DecodesValidText) {
-  EXPECT_EQ(DecodeUtf8Lossy("a\xC3\xA9\xE2\x82\xAC\xF0\x9F\x98\x80"), (Cpts{'a', 0xE9, 0x20AC, 0x1F600}));
+  EXPECT_EQ(DecodeUtf8Lossy("a\xC3\xA9\xE2\x82\xAC\xF0\x9F\x98\x80"),
+            (Cpts{'a', 0xE9, 0x20AC, 0x1F600}));
   EXPECT_TRUE(DecodeUtf8Lossy("").empty());
 }
 
 TEST(Unicode, EachUndecodableByteBecomesOneReplacement) {
-  EXPECT_EQ(DecodeUtf8Lossy("\x80" "a"), (Cpts{kReplacementChar, 'a'}));
+  EXPECT_EQ(DecodeUtf8Lossy("\x80"
+                            "a"),
+            (Cpts{kReplacementChar, 'a'}));
   EXPECT_EQ(DecodeUtf8Lossy("\xE2\x82"), (Cpts{kReplacementChar, kReplacementChar}));
   EXPECT_EQ(DecodeUtf8Lossy("\xC3"), (Cpts{kReplacementChar}));
-  EXPECT_EQ(DecodeUtf8Lossy("\xF8" "b"), (Cpts{kReplacementChar, 'b'}));
-  EXPECT_EQ(DecodeUtf8Lossy("\xC3" "b"), (Cpts{kReplacementChar, 'b'}));
+  EXPECT_EQ(DecodeUtf8Lossy("\xF8"
+                            "b"),
+            (Cpts{kReplacementChar, 'b'}));
+  EXPECT_EQ(DecodeUtf8Lossy("\xC3"
+                            "b"),
+            (Cpts{kReplacementChar, 'b'}));
 }
 
 TEST(Unicode, AcceptsWhatLlamaCppAccepts) {

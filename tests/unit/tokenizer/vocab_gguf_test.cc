@@ -16,7 +16,9 @@ MiniGguf BaseSpm() {
   MiniGguf g;
   g.String("general.name", "tiny")
       .String("tokenizer.ggml.model", "llama")
-      .Strings("tokenizer.ggml.tokens", {"<unk>", "<s>", "</s>", "\xE2\x96\x81" "a"})
+      .Strings("tokenizer.ggml.tokens", {"<unk>", "<s>", "</s>",
+                                         "\xE2\x96\x81"
+                                         "a"})
       .F32s("tokenizer.ggml.scores", {0, 0, 0, -1})
       .I32s("tokenizer.ggml.token_type", {2, 3, 3, 1});
   return g;
@@ -69,7 +71,8 @@ TEST(VocabGguf, ReadsTheRealModel) {
 }
 
 TEST(VocabGguf, MinimalFileLoads) {
-  auto l = Load(BaseSpm().U32("tokenizer.ggml.eos_token_id", 3).Bool("tokenizer.ggml.add_bos_token", false));
+  auto l = Load(
+      BaseSpm().U32("tokenizer.ggml.eos_token_id", 3).Bool("tokenizer.ggml.add_bos_token", false));
   ASSERT_TRUE(l->tokenizer.ok()) << l->tokenizer.status().ToString();
   const Tokenizer& t = **l->tokenizer;
   EXPECT_EQ(t.n_vocab(), 4);
@@ -103,7 +106,9 @@ TEST(VocabGguf, MalformedMetadataIsCorrupt) {
     g.String("tokenizer.ggml.model", "llama").I32s("tokenizer.ggml.tokens", {1, 2});
     ExpectError(g, StatusCode::kCorrupt, "tokenizer.ggml.tokens");
   }
-  ExpectError(BaseSpm().I32("tokenizer.ggml.model_x", 0).Strings("tokenizer.ggml.merges", {"a b"})
+  ExpectError(BaseSpm()
+                  .I32("tokenizer.ggml.model_x", 0)
+                  .Strings("tokenizer.ggml.merges", {"a b"})
                   .String("tokenizer.ggml.bos_token_id", "1"),
               StatusCode::kCorrupt, "tokenizer.ggml.bos_token_id");
   {
@@ -131,7 +136,8 @@ TEST(VocabGguf, MalformedMetadataIsCorrupt) {
               "tokenizer.ggml.add_bos_token");
   {
     MiniGguf g;
-    g.String("tokenizer.ggml.model", "gpt2").String("tokenizer.ggml.pre", "gpt-2")
+    g.String("tokenizer.ggml.model", "gpt2")
+        .String("tokenizer.ggml.pre", "gpt-2")
         .Strings("tokenizer.ggml.tokens", {"a", "b"});
     ExpectError(g, StatusCode::kCorrupt, "merges");
   }

@@ -24,7 +24,10 @@ void ExpectError(Result<Vocab> r, StatusCode code, std::string_view text) {
 }
 
 TEST(Vocab, SpmDefaults) {
-  auto v = Vocab::Create(SpmData({{"\xE2\x96\x81" "a", -1.0f}}));
+  auto v =
+      Vocab::Create(SpmData({{"\xE2\x96\x81"
+                              "a",
+                              -1.0f}}));
   ASSERT_TRUE(v.ok()) << v.status().ToString();
   EXPECT_EQ(v->type(), VocabType::kSpm);
   EXPECT_EQ(v->size(), 260);
@@ -152,8 +155,8 @@ TEST(Vocab, MetadataFlagsOverrideDefaults) {
 }
 
 TEST(Vocab, EndOfGenerationTokensFoundByText) {
-  VocabData d = BpeData({"<|im_end|>", "<|endoftext|>", "<|fim_prefix|>", "<|fim_pad|>", "<|eom_id|>"}, {},
-                        "qwen2");
+  VocabData d = BpeData(
+      {"<|im_end|>", "<|endoftext|>", "<|fim_prefix|>", "<|fim_pad|>", "<|eom_id|>"}, {}, "qwen2");
   d.token_types.assign(d.tokens.size(), 1);
   d.token_types[256 + 1] = 3;  // <|endoftext|> already control
   auto v = Vocab::Create(std::move(d));
@@ -182,9 +185,9 @@ TEST(Vocab, Phi3GetsRightStripOnSpecialTokens) {
   ASSERT_TRUE(v.ok());
   EXPECT_TRUE(v->attr(259) & kAttrRStrip);
   EXPECT_TRUE(v->attr(260) & kAttrRStrip);
-  EXPECT_TRUE(v->attr(2) & kAttrRStrip);    // </s>
-  EXPECT_FALSE(v->attr(1) & kAttrRStrip);   // <s>
-  EXPECT_FALSE(v->attr(0) & kAttrRStrip);   // <unk>
+  EXPECT_TRUE(v->attr(2) & kAttrRStrip);   // </s>
+  EXPECT_FALSE(v->attr(1) & kAttrRStrip);  // <s>
+  EXPECT_FALSE(v->attr(0) & kAttrRStrip);  // <unk>
 }
 
 TEST(Vocab, SmallVocabularyDropsDefaultsThatDoNotFit) {

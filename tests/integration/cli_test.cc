@@ -1,0 +1,158 @@
+// The `sparrow` CLI end to end: real models in, text and exit codes out; every bad input is
+// one clear line on stderr and a non-zero exit, never a crash.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "tests/util/golden.h"
+#include "tests/util/test_paths.h"
+
+namespace sparrow {
+namespace {
+
+struct CliRun {
+  int exit_code;
+  std::string out, err;
+};
+
+std::string Quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+CliRun Sparrow(const std::string& args) {
+  const std::string out = testing::TempPath("out.txt"), err = testing::TempPath("err.txt");
+  const std::string cmd = std::string(SPARROW_CLI) + " " + args + " >" + out + " 2>" + err;
+  const int status = std::system(cmd.c_str());
+  CliRun r{WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status),
+        testing::ReadFileOrDie(out), testing::ReadFileOrDie(err)};
+  std::remove(out.c_str());
+  std::remove(err.c_str());
+  return r;
+}
+
+int Lines(const std::string& s) {
+  int n = 0;
+  for (char c : s) n += c == '\n';
+  return n;
+}
+
+const std::string kStories = testing::ModelPath("stories260K.gguf");
+
+TEST(CliTest, GreedyStoryMatchesLlamaCpp) {
+  CliRun r = Sparrow("generate -m " + kStories + " -p \"Once upon a time\" -n 48 --temp 0 -t 1");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("Once upon a time, there was a little girl named Lily.", 0), 0u) << r.out;
+  auto g = testing::LoadGolden(testing::TestdataPath("golden/stories260K.json"));
+  EXPECT_EQ(r.out, g.prompts[0].prompt + g.prompts[0].generated_text_bytes + "\n");
+  EXPECT_NE(r.err.find("tokens/s"), std::string::npos) << r.err;
+}
+
+TEST(CliTest, JsonOutputCarriesTokensTextAndTimings) {
+  auto g = testing::LoadGolden(testing::TestdataPath("golden/synth-qwen2-q4_0.json"));
+  const std::string model = testing::GoldenModelPath(g);
+  CliRun r = Sparrow("generate -m " + model + " -p " + Quote(g.prompts[2].prompt) +
+                  " -n 48 --temp 0 --json -t 2");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j.at("prompt_tokens").get<std::vector<int32_t>>(), g.prompts[2].prompt_tokens);
+  auto tokens = j.at("tokens").get<std::vector<int32_t>>();
+  ASSERT_EQ(tokens.size(), 48u);
+  // Quantized: compare up to the first step whose llama.cpp margin is under 0.25.
+  size_t i = 0;
+  for (; i < tokens.size() && g.prompts[2].margins[i] >= 0.25f; ++i)
+    ASSERT_EQ(tokens[i], g.prompts[2].generated_tokens[i]) << i;
+  EXPECT_GT(i, 5u);
+  EXPECT_TRUE(j.at("text").is_string());
+  EXPECT_EQ(j.at("timings").at("predicted_n"), 48);
+  EXPECT_EQ(j.at("finish_reason"), "length");
+}
+
+TEST(CliTest, SeededSamplingIsReproducible) {
+  const std::string args =
+      "generate -m " + kStories + " -p Once -n 40 --temp 0.9 --top-k 20 --seed 7 --no-echo";
+  CliRun a = Sparrow(args), b = Sparrow(args);
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  EXPECT_EQ(a.out, b.out);
+  CliRun c = Sparrow("generate -m " + kStories +
+                  " -p Once -n 40 --temp 0.9 --top-k 20 --seed 8 --no-echo");
+  EXPECT_NE(a.out, c.out);
+}
+
+TEST(CliTest, StopsAtContextSize) {
+  CliRun r = Sparrow("generate -m " + kStories + " -p Once -n 100 --temp 0 -c 16 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j.at("finish_reason"), "context");
+  EXPECT_LE(j.at("tokens").size() + j.at("prompt_tokens").size(), 17u);
+}
+
+void ExpectOneLineError(const CliRun& r, const std::string& needle) {
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_LT(r.exit_code, 128) << "crashed: " << r.err;
+  EXPECT_EQ(Lines(r.err), 1) << r.err;
+  EXPECT_NE(r.err.find(needle), std::string::npos) << r.err;
+}
+
+TEST(CliTest, MissingFile) {
+  ExpectOneLineError(Sparrow("generate -m /no/such/model.gguf -p hi"),
+                     "/no/such/model.gguf: no such file");
+  ExpectOneLineError(Sparrow("info /no/such/model.gguf"), "no such file");
+}
+
+TEST(CliTest, TruncatedAndCorruptFiles) {
+  const std::string bytes = testing::ReadFileOrDie(kStories);
+  const std::string path = testing::TempPath("truncated.gguf");
+  for (size_t cut : {size_t{3}, size_t{100}, size_t{5000}, bytes.size() / 2, bytes.size() - 1}) {
+    std::ofstream(path, std::ios::binary).write(bytes.data(), cut);
+    CliRun r = Sparrow("generate -m " + path + " -p hi");
+    SCOPED_TRACE("cut at " + std::to_string(cut));
+    ExpectOneLineError(r, path);
+    EXPECT_NE(r.err.find("truncated"), std::string::npos) << r.err;
+  }
+  std::ofstream(path, std::ios::binary) << "this is a text file, not a model\n";
+  ExpectOneLineError(Sparrow("generate -m " + path + " -p hi"), "not a GGUF file");
+  std::ofstream(path, std::ios::binary).flush();
+  ExpectOneLineError(Sparrow("generate -m " + path + " -p hi"), "empty");
+  std::remove(path.c_str());
+}
+
+TEST(CliTest, UnsupportedArchitecture) {
+  // A vocabulary-only file of the gpt2 architecture.
+  ExpectOneLineError(
+      Sparrow("generate -m " + testing::ModelPath("vocab/ggml-vocab-gpt-2.gguf") + " -p hi"),
+      "architecture 'gpt2' is not supported");
+}
+
+TEST(CliTest, BadFlagValues) {
+  ExpectOneLineError(Sparrow("generate -m " + kStories + " --top-p 2"), "top_p");
+  CliRun r = Sparrow("generate -p hi");  // no model
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("model"), std::string::npos) << r.err;
+}
+
+TEST(CliTest, PromptLongerThanContext) {
+  ExpectOneLineError(Sparrow("generate -m " + kStories +
+                             " -c 8 -p \"one two three four five six seven eight nine\""),
+                     "context");
+}
+
+TEST(CliTest, InfoAndTokenize) {
+  CliRun info = Sparrow("info " + kStories);
+  ASSERT_EQ(info.exit_code, 0) << info.err;
+  EXPECT_NE(info.out.find("llama.embedding_length"), std::string::npos);
+  EXPECT_NE(info.out.find("blk.4.ffn_down.weight"), std::string::npos);
+  CliRun tok = Sparrow("tokenize -m " + kStories + " --ids \"Once upon a time\"");
+  ASSERT_EQ(tok.exit_code, 0) << tok.err;
+  EXPECT_EQ(tok.out, "[1, 403, 407, 261, 378]\n");
+  CliRun help = Sparrow("--help");
+  EXPECT_EQ(help.exit_code, 0);
+  EXPECT_NE(help.out.find("generate"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace sparrow
