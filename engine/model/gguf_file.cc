@@ -363,7 +363,14 @@ Status GgufFile::Parse() {
     uint32_t type = 0;
     SPARROW_RETURN_IF_ERROR(r.Read(&type, what + " type"));
     auto traits = GetTensorTypeTraits(type);
-    if (!traits) return Corrupt(what + " has unknown tensor type id " + std::to_string(type));
+    if (!traits) {
+      // Ids past the last one we know are probably a newer ggml type, not garbage.
+      if (type > static_cast<uint32_t>(TensorType::kBF16) && type < 256) {
+        return Unsupported(what + " has tensor type id " + std::to_string(type) +
+                           ", a ggml type newer than this build of Sparrow knows");
+      }
+      return Corrupt(what + " has unknown tensor type id " + std::to_string(type));
+    }
     t.type = static_cast<TensorType>(type);
     if (t.dims[0] % traits->block_elems != 0) {
       return Corrupt(what + " of type " + std::string(traits->name) + " has row length " +

@@ -64,7 +64,10 @@ class Tokenizer {
   virtual const std::vector<std::string>& warnings() const = 0;
 };
 
-// Builds the tokenizer described by the file's tokenizer.ggml.* metadata.
+// Builds the tokenizer described by the file's tokenizer.ggml.* metadata. Everything needed is
+// copied, so `file` may be closed afterwards. NotFound when the file has no tokenizer,
+// Unsupported for other tokenizer models or pre-tokenizers, Corrupt for malformed metadata;
+// messages name the file and the key.
 Result<std::unique_ptr<Tokenizer>> LoadTokenizer(const GgufFile& file);
 // Builds a tokenizer from a validated vocabulary (tests, other containers).
 std::unique_ptr<Tokenizer> CreateTokenizer(Vocab vocab);

@@ -122,8 +122,9 @@ void Vocab::DetectSpecialsByText() {
   };
   // When a vocabulary holds several candidates for one role (Phi-3 has both <|end|> and
   // <|endoftext|>), llama.cpp takes the first one its std::unordered_map<std::string, id> yields.
-  // Building the same map the same way reproduces that choice with the same standard library.
-  std::unordered_map<std::string, TokenId> by_text;
+  // Building the same map the same way reproduces that choice with the same standard library
+  // (std::hash of a string_view equals that of the string, so the order is the same).
+  std::unordered_map<std::string_view, TokenId> by_text;
   for (TokenId id = 0; id < size(); ++id) by_text[text_[id]] = id;
   for (const auto& [text, id] : by_text) {
     for (const TextRule& rule : kTextRules) {

@@ -15,9 +15,9 @@ namespace {
 template <typename T>
 void AppendLe(std::vector<uint8_t>& out, T v) {
   static_assert(std::endian::native == std::endian::little);
-  const size_t at = out.size();
-  out.resize(at + sizeof(T));
-  std::memcpy(out.data() + at, &v, sizeof(T));
+  uint8_t le[sizeof(T)];
+  std::memcpy(le, &v, sizeof(T));
+  out.insert(out.end(), le, le + sizeof(T));
 }
 
 void PadTo(std::vector<uint8_t>& out, uint64_t alignment) {
@@ -273,7 +273,15 @@ GgufWriter& GgufWriter::AddTensorF32(std::string name, TensorType type, std::vec
 GgufImage GgufWriter::Build() const {
   GgufImage img;
   std::vector<uint8_t>& out = img.bytes;
-  AppendLe<uint32_t>(out, 0x46554747);  // "GGUF"
+  size_t estimate = 24 + alignment_;
+  for (const Kv& kv : kvs_) estimate += 12 + kv.key.size() + kv.value.size();
+  for (const Tensor& t : tensors_) {
+    estimate += 24 + t.name.size() + 8 * t.dims.size() + t.data.size() + alignment_;
+  }
+  out.reserve(estimate);
+  // Sized first: GCC 12 misreports an insert into an empty vector as an overflow.
+  out.resize(4);
+  std::memcpy(out.data(), "GGUF", 4);
   AppendLe(out, version_);
   AppendLe<uint64_t>(out, tensors_.size());
   AppendLe<uint64_t>(out, kvs_.size());

@@ -173,7 +173,7 @@ std::vector<Case> Cases() {
       {"TensorNameLength2_63", Patch([](I& i) { i.SetTensorNameLength(1, k2_63); }), kCorrupt, {"tensor 1"}},
       {"TensorNameEmpty", OneTensor(F32, {8}, 32, ""), kCorrupt, {"tensor 0"}},
       {"TensorTypeRemoved4", Patch([](I& i) { i.SetTensorType(1, 4); }), kCorrupt, {"tensor.b", "type"}},
-      {"TensorType31", Patch([](I& i) { i.SetTensorType(1, 31); }), kCorrupt, {"tensor.b", "type"}},
+      {"TensorType31", Patch([](I& i) { i.SetTensorType(1, 31); }), kUnsupported, {"tensor.b", "type"}},
       {"TensorTypeMax", Patch([](I& i) { i.SetTensorType(1, kU32Max); }), kCorrupt, {"tensor.b", "type"}},
       {"NDims0", Patch([](I& i) { i.SetTensorNDims(0, 0); }), kCorrupt, {"tensor.a", "dimensions"}},
       {"NDims5Patched", Patch([](I& i) { i.SetTensorNDims(0, 5); }), kCorrupt, {"tensor.a", "dimensions"}},

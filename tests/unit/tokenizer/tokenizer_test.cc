@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <thread>
 
 #include "tests/unit/tokenizer/reference_data.h"
 #include "tests/util/test_paths.h"
@@ -172,6 +173,22 @@ TEST(SpecialTokens, FlagsAndEndOfGeneration) {
     // Phi-3 control tokens swallow the whitespace after them.
     EXPECT_EQ(phi3->Tokenize("<|end|>\nhi", false, true), phi3->Tokenize("<|end|>hi", false, true));
   }
+}
+
+TEST(Threads, ConcurrentTokenizeAgrees) {
+  auto tok = LoadVocab("deepseek-llm");
+  if (!tok) GTEST_SKIP();
+  const std::string text = ReadFileOrDie(ModelPath("vocab/ggml-vocab-deepseek-llm.gguf.inp"));
+  const auto expected = tok->Tokenize(text, true);
+  std::vector<std::vector<TokenId>> results(4);
+  std::vector<std::thread> threads;
+  for (auto& r : results) {
+    threads.emplace_back([&tok, &text, &r] {
+      for (int i = 0; i < 5; ++i) r = tok->Tokenize(text, true);
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (const auto& r : results) EXPECT_EQ(r, expected);
 }
 
 // tokenizer/*.json: every field the dumper recorded.
