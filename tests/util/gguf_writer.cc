@@ -332,4 +332,16 @@ GgufImage GgufWriter::Build() const {
   return img;
 }
 
+bool GgufWriter::RemoveKey(std::string_view key) {
+  const size_t before = kvs_.size();
+  std::erase_if(kvs_, [&](const Kv& kv) { return kv.key == key; });
+  return kvs_.size() != before;
+}
+
+bool GgufWriter::RemoveTensor(std::string_view name) {
+  const size_t before = tensors_.size();
+  std::erase_if(tensors_, [&](const Tensor& t) { return t.name == name; });
+  return tensors_.size() != before;
+}
+
 }  // namespace sparrow::testing

@@ -141,6 +141,11 @@ class GgufWriter {
   GgufWriter& AddTensorF32(std::string name, TensorType type, std::vector<uint64_t> dims,
                            std::span<const float> values, const QuantizeRowFn& quantize = {});
 
+  // Drop an entry (to build files that lack it, or to re-add it with another value).
+  // Returns false when there was none.
+  bool RemoveKey(std::string_view key);
+  bool RemoveTensor(std::string_view name);
+
   size_t kv_count() const { return kvs_.size(); }
   size_t tensor_count() const { return tensors_.size(); }
 
