@@ -34,41 +34,62 @@ void ForwardPass::Resize(int64_t n) {
 
 Status ForwardPass::Run(std::span<const int32_t> tokens, int64_t start_pos, KvCache& cache,
                         bool all_logits, std::vector<float>* logits) {
-  const int64_t n = static_cast<int64_t>(tokens.size());
-  if (n == 0) return InvalidArgument("no tokens to evaluate");
-  if (start_pos < 0 || start_pos + n > cache.capacity()) {
-    return OutOfRange("positions " + std::to_string(start_pos) + ".." +
-                      std::to_string(start_pos + n - 1) + " exceed the context of " +
-                      std::to_string(cache.capacity()) + " tokens");
-  }
-  for (int32_t id : tokens) {
-    if (id < 0 || id >= c_.n_vocab) {
-      return OutOfRange("token id " + std::to_string(id) + " is outside the vocabulary of " +
-                        std::to_string(c_.n_vocab));
+  const Segment seg{&cache, tokens, start_pos, all_logits};
+  return RunBatch({&seg, 1}, logits);
+}
+
+Status ForwardPass::RunBatch(std::span<const Segment> segments, std::vector<float>* logits) {
+  int64_t n = 0, rows = 0;
+  for (const Segment& sg : segments) {
+    const int64_t len = static_cast<int64_t>(sg.tokens.size());
+    if (len == 0 || sg.cache == nullptr) return InvalidArgument("no tokens to evaluate");
+    if (sg.start_pos < 0 || sg.start_pos + len > sg.cache->capacity()) {
+      return OutOfRange("positions " + std::to_string(sg.start_pos) + ".." +
+                        std::to_string(sg.start_pos + len - 1) + " exceed the context of " +
+                        std::to_string(sg.cache->capacity()) + " tokens");
     }
+    for (int32_t id : sg.tokens) {
+      if (id < 0 || id >= c_.n_vocab) {
+        return OutOfRange("token id " + std::to_string(id) + " is outside the vocabulary of " +
+                          std::to_string(c_.n_vocab));
+      }
+    }
+    n += len;
+    rows += sg.all_logits ? len : 1;
   }
+  if (n == 0) return InvalidArgument("no tokens to evaluate");
   Resize(n);
   const ModelWeights& w = model_.weights();
-  kernels::GetRows(w.token_embd, tokens.data(), n, x_.data());
-  for (int64_t t = 0; t < n; ++t)
-    rope_.Compute(start_pos + t, &cos_[t * (c_.n_rot / 2)], &sin_[t * (c_.n_rot / 2)]);
+  const int64_t half = c_.n_rot / 2;
+  int64_t t0 = 0;
+  for (const Segment& sg : segments) {
+    const int64_t len = static_cast<int64_t>(sg.tokens.size());
+    kernels::GetRows(w.token_embd, sg.tokens.data(), len, &x_[t0 * c_.n_embd]);
+    for (int64_t t = 0; t < len; ++t) {
+      rope_.Compute(sg.start_pos + t, &cos_[(t0 + t) * half], &sin_[(t0 + t) * half]);
+    }
+    t0 += len;
+  }
 
-  for (int64_t il = 0; il < c_.n_layer; ++il) Layer(il, n, start_pos, cache);
+  for (int64_t il = 0; il < c_.n_layer; ++il) Layer(il, n, segments);
 
-  // Only the rows whose logits are wanted go through the output layer.
-  const int64_t first = all_logits ? 0 : n - 1;
-  const int64_t rows = n - first;
-  for (int64_t t = first; t < n; ++t) {
-    kernels::RmsNorm(&x_[t * c_.n_embd], w.output_norm.data(), c_.n_embd, c_.rms_eps,
-                     &xn_[t * c_.n_embd]);
+  // Only the rows whose logits are wanted go through the output layer; gather them first.
+  int64_t row = 0;
+  t0 = 0;
+  for (const Segment& sg : segments) {
+    const int64_t len = static_cast<int64_t>(sg.tokens.size());
+    for (int64_t t = sg.all_logits ? 0 : len - 1; t < len; ++t, ++row) {
+      kernels::RmsNorm(&x_[(t0 + t) * c_.n_embd], w.output_norm.data(), c_.n_embd, c_.rms_eps,
+                       &xn_[row * c_.n_embd]);
+    }
+    t0 += len;
   }
   logits->resize(rows * c_.n_vocab);
-  kernels::MatMul(w.output, &xn_[first * c_.n_embd], rows, c_.n_embd, logits->data(), c_.n_vocab,
-                  pool_);
+  kernels::MatMul(w.output, xn_.data(), rows, c_.n_embd, logits->data(), c_.n_vocab, pool_);
   return Status::Ok();
 }
 
-void ForwardPass::Layer(int64_t il, int64_t n, int64_t start_pos, KvCache& cache) {
+void ForwardPass::Layer(int64_t il, int64_t n, std::span<const Segment> segments) {
   const LayerWeights& l = model_.weights().layers[il];
   const int64_t d = c_.n_embd, qd = c_.q_dim(), kvd = c_.kv_dim(), half = c_.n_rot / 2;
 
@@ -86,11 +107,19 @@ void ForwardPass::Layer(int64_t il, int64_t n, int64_t start_pos, KvCache& cache
               &sin_[t * half]);
     ApplyRope(c_.arch->rope_style, &k_[t * kvd], c_.n_head_kv, c_.head_dim, c_.n_rot,
               &cos_[t * half], &sin_[t * half]);
-    std::copy_n(&k_[t * kvd], kvd, cache.Key(il, start_pos + t));
-    std::copy_n(&v_[t * kvd], kvd, cache.Value(il, start_pos + t));
   }
-  CausalAttention({c_.n_head, c_.n_head_kv, c_.head_dim}, q_.data(), cache, il, start_pos, n,
-                  att_.data(), pool_, attn_scratch_);
+  // Keys and values join each sequence's cache; attention stays within the sequence.
+  int64_t t0 = 0;
+  for (const Segment& sg : segments) {
+    const int64_t len = static_cast<int64_t>(sg.tokens.size());
+    for (int64_t t = 0; t < len; ++t) {
+      std::copy_n(&k_[(t0 + t) * kvd], kvd, sg.cache->Key(il, sg.start_pos + t));
+      std::copy_n(&v_[(t0 + t) * kvd], kvd, sg.cache->Value(il, sg.start_pos + t));
+    }
+    CausalAttention({c_.n_head, c_.n_head_kv, c_.head_dim}, &q_[t0 * qd], *sg.cache, il,
+                    sg.start_pos, len, &att_[t0 * qd], pool_, attn_scratch_);
+    t0 += len;
+  }
   // The attention output projection writes into xn_ (free now), then joins the residual.
   kernels::MatMul(l.wo, att_.data(), n, qd, xn_.data(), d, pool_);
   kernels::AddInPlace(x_.data(), xn_.data(), n * d);

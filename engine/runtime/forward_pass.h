@@ -22,14 +22,28 @@ class ForwardPass {
   // `pool` may be null (single-threaded); both must outlive this object.
   ForwardPass(const Model& model, kernels::ThreadPool* pool);
 
+  // One sequence's part of a batch: consecutive tokens at positions start_pos.., whose keys
+  // and values go to `cache`.
+  struct Segment {
+    KvCache* cache = nullptr;
+    std::span<const int32_t> tokens;
+    int64_t start_pos = 0;
+    bool all_logits = false;  // logits for every token, or only for the last one
+  };
+
   // Runs tokens at positions start_pos.. and stores their keys/values in `cache`.
   // logits receives n_vocab floats for the last token, or for every token when all_logits.
   // Fails (without touching the cache) on an out-of-vocabulary id or a full cache.
   Status Run(std::span<const int32_t> tokens, int64_t start_pos, KvCache& cache, bool all_logits,
              std::vector<float>* logits);
 
+  // Runs several sequences in one pass: the weight matrices are streamed once for all of their
+  // tokens (continuous batching), attention stays within each sequence. logits receives the
+  // wanted rows segment after segment. Validates every segment before computing anything.
+  Status RunBatch(std::span<const Segment> segments, std::vector<float>* logits);
+
  private:
-  void Layer(int64_t il, int64_t n, int64_t start_pos, KvCache& cache);
+  void Layer(int64_t il, int64_t n, std::span<const Segment> segments);
   void Resize(int64_t n);
 
   const Model& model_;

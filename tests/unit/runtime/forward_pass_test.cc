@@ -252,6 +252,49 @@ TEST_P(ForwardPassTest, BatchEqualsTokenByTokenAndThreadsDoNotMatter) {
   }
 }
 
+TEST_P(ForwardPassTest, BatchOfSequencesEqualsEachAlone) {
+  auto model = Load();
+  ASSERT_NE(model, nullptr);
+  const ModelConfig& c = model->config();
+  const auto tokens = Tokens(*model);
+  kernels::ThreadPool pool(2);
+  ForwardPass fp(*model, &pool);
+  // Three sequences: one prefilling 5 tokens, two decoding one token after different histories.
+  std::vector<ContiguousKvCache> caches;
+  for (int i = 0; i < 3; ++i) caches.emplace_back(c.n_layer, 32, c.kv_dim());
+  std::vector<float> scratch;
+  ASSERT_TRUE(fp.Run({tokens.data(), 3}, 0, caches[1], false, &scratch).ok());
+  ASSERT_TRUE(fp.Run({tokens.data() + 2, 6}, 0, caches[2], false, &scratch).ok());
+  std::vector<ForwardPass::Segment> segs = {
+      {&caches[0], {tokens.data(), 5}, 0, true},
+      {&caches[1], {tokens.data() + 3, 1}, 3, false},
+      {&caches[2], {tokens.data() + 8, 1}, 6, false},
+  };
+  std::vector<float> batched;
+  ASSERT_TRUE(fp.RunBatch(segs, &batched).ok());
+  ASSERT_EQ(batched.size(), static_cast<size_t>(7 * c.n_vocab));
+
+  // The same computations one sequence at a time, on fresh caches.
+  std::vector<float> want, step;
+  ContiguousKvCache a(c.n_layer, 32, c.kv_dim()), b(c.n_layer, 32, c.kv_dim()),
+      d(c.n_layer, 32, c.kv_dim());
+  ASSERT_TRUE(fp.Run({tokens.data(), 5}, 0, a, true, &step).ok());
+  want.insert(want.end(), step.begin(), step.end());
+  ASSERT_TRUE(fp.Run({tokens.data(), 4}, 0, b, false, &step).ok());
+  want.insert(want.end(), step.begin(), step.end());
+  ASSERT_TRUE(fp.Run({tokens.data() + 2, 7}, 0, d, false, &step).ok());
+  want.insert(want.end(), step.begin(), step.end());
+  for (int64_t r = 0; r < 7; ++r) {
+    std::vector<double> wd(want.begin() + r * c.n_vocab, want.begin() + (r + 1) * c.n_vocab);
+    EXPECT_LE(RelDiff(&batched[r * c.n_vocab], wd), 1e-5) << "row " << r;
+  }
+
+  // A bad segment anywhere fails the whole batch before anything is computed.
+  const int32_t bad = static_cast<int32_t>(c.n_vocab);
+  segs[2].tokens = {&bad, 1};
+  EXPECT_EQ(fp.RunBatch(segs, &batched).code(), StatusCode::kOutOfRange);
+}
+
 INSTANTIATE_TEST_SUITE_P(Shapes, ForwardPassTest, ::testing::ValuesIn(Cases()),
                          [](const ::testing::TestParamInfo<Case>& i) { return i.param.name; });
 
