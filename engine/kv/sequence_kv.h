@@ -1,0 +1,43 @@
+#pragma once
+// SequenceKv: one sequence's view of the paged KV cache: a block table mapping positions to
+// pool blocks. Implements KvCache, so the forward pass reads and writes through it unchanged.
+// Not thread-safe; the pool must outlive it.
+#include <cstdint>
+#include <vector>
+
+#include "engine/kv/kv_block_pool.h"
+#include "engine/runtime/kv_cache.h"
+
+namespace sparrow {
+
+class SequenceKv final : public KvCache {
+ public:
+  explicit SequenceKv(KvBlockPool* pool) : pool_(pool) {}
+  ~SequenceKv() override { ReleaseAll(); }
+  SequenceKv(const SequenceKv&) = delete;
+  SequenceKv& operator=(const SequenceKv&) = delete;
+
+  // Positions backed by blocks right now.
+  int64_t capacity() const override { return static_cast<int64_t>(blocks_.size()) * pool_->block_size(); }
+  float* Key(int64_t layer, int64_t pos) override;
+  float* Value(int64_t layer, int64_t pos) override;
+
+  // Reuses cached blocks for the longest run of full blocks of `tokens` (at most
+  // max_tokens tokens) and returns how many positions they cover. Call on an empty table.
+  int64_t AttachPrefix(const std::vector<int32_t>& tokens, int64_t max_tokens);
+  // Makes positions [0, n_positions) backed by blocks; false (table unchanged beyond what
+  // was there) when the pool has too few blocks.
+  bool Reserve(int64_t n_positions);
+  // Registers the full blocks among the first `n_done` positions of `tokens` in the prefix
+  // cache, so other sequences can reuse them.
+  void PublishFullBlocks(const std::vector<int32_t>& tokens, int64_t n_done);
+  void ReleaseAll();
+  int64_t n_blocks() const { return static_cast<int64_t>(blocks_.size()); }
+
+ private:
+  KvBlockPool* pool_;
+  std::vector<BlockId> blocks_;
+  std::vector<uint64_t> hashes_;  // chain hash of each published full block
+};
+
+}  // namespace sparrow

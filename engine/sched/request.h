@@ -1,0 +1,64 @@
+#pragma once
+// What a frontend hands the scheduler, and how the scheduler answers it.
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "engine/common/status.h"
+#include "engine/runtime/sampler.h"
+
+namespace sparrow {
+
+struct TokenEvent {
+  int32_t token = 0;
+  float logprob = 0;  // log-softmax of the sampled token in the model's distribution
+  std::vector<std::pair<int32_t, float>> top_logprobs;  // filled when requested
+};
+
+enum class FinishReason {
+  kStop,       // end-of-generation token, or the sink asked to stop (stop string)
+  kLength,     // max_tokens reached
+  kContext,    // the context window is full
+  kCancelled,  // the client went away or the server is shutting down
+  kError,      // see FinishInfo::status
+};
+const char* FinishReasonName(FinishReason r);
+
+struct FinishInfo {
+  FinishReason reason = FinishReason::kStop;
+  Status status;                     // non-OK only for kError
+  int64_t prompt_tokens = 0;
+  int64_t cached_prompt_tokens = 0;  // prompt positions served by the prefix cache
+  int64_t completion_tokens = 0;
+  double queue_ms = 0;               // submit -> admitted
+  double ttft_ms = 0;                // submit -> first token
+  double total_ms = 0;               // submit -> finish
+  int64_t preemptions = 0;
+};
+
+// Receives one request's output. Called on the scheduler thread: must be quick and must not
+// block (copy the token and hand it to the frontend's own thread).
+class RequestSink {
+ public:
+  virtual ~RequestSink() = default;
+  // A sampled token. Returning false stops the request with kStop (e.g. a stop string matched).
+  virtual bool OnToken(const TokenEvent& event) = 0;
+  // Called exactly once, last.
+  virtual void OnFinish(const FinishInfo& info) = 0;
+  // Polled every step; true once the client has gone away (the request is then cancelled).
+  virtual bool Cancelled() const { return false; }
+};
+
+struct GenerationRequest {
+  std::vector<int32_t> prompt;  // already templated and tokenized, BOS included
+  SamplingParams sampling;
+  int64_t max_tokens = 128;
+  int32_t top_logprobs = 0;     // alternatives to report per token (0..20)
+  bool logprobs = false;
+  bool interactive = true;      // served before batch (non-interactive) requests
+  std::shared_ptr<RequestSink> sink;
+};
+
+}  // namespace sparrow

@@ -1,0 +1,97 @@
+#pragma once
+// Scheduler: owns the step loop of continuous batching. Frontends Submit() requests from any
+// thread; one scheduler thread admits them while KV blocks allow (reusing cached prefix
+// blocks), prefills long prompts in chunks within a per-step token budget so decoding
+// streams keep flowing, runs one forward pass per step for the whole batch, samples, and
+// feeds each request's sink. When KV blocks run out it preempts the newest sequence (frees
+// its blocks, recomputes it later) rather than failing a request.
+// Thread-safe: Submit, Stats and Shutdown may be called from any thread.
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "engine/common/result.h"
+#include "engine/kv/kv_block_pool.h"
+#include "engine/model/model.h"
+#include "engine/runtime/forward_pass.h"
+#include "engine/sched/request.h"
+
+namespace sparrow {
+namespace kernels {
+class ThreadPool;
+}
+
+struct SchedulerOptions {
+  int64_t n_ctx = 2048;            // positions one sequence may use (prompt + output)
+  int64_t kv_block_size = 16;      // positions per KV block
+  int64_t kv_blocks = 0;           // 0: enough for max_running full contexts
+  int64_t max_running = 16;        // sequences decoding at once
+  int64_t max_queue = 64;          // waiting requests beyond which Submit refuses
+  int64_t step_token_budget = 512; // tokens (decode + prefill chunk) per forward pass
+  std::function<bool(int32_t)> is_eog;  // end-of-generation tokens; required
+};
+
+struct SchedulerStats {
+  int64_t waiting = 0;
+  int64_t running = 0;
+  KvPoolStats kv;
+  int64_t requests_finished = 0;
+  int64_t requests_cancelled = 0;
+  int64_t requests_failed = 0;
+  int64_t prompt_tokens = 0;      // computed (not served from cache), cumulative
+  int64_t generated_tokens = 0;
+  int64_t preemptions = 0;
+  int64_t steps = 0;
+};
+
+class Scheduler {
+ public:
+  // The model and pool must outlive the scheduler. Starts the step thread.
+  Scheduler(const Model& model, kernels::ThreadPool* pool, SchedulerOptions options);
+  ~Scheduler();  // Shutdown(0)
+
+  // Queues a request. InvalidArgument when it can never run (empty prompt, prompt + 1 over
+  // n_ctx, prompt larger than the whole KV pool, bad sampling), naming the numbers;
+  // ResourceExhausted when the queue is full (retry later). On error the sink is not called.
+  Status Submit(GenerationRequest request);
+
+  SchedulerStats Stats() const;
+  const SchedulerOptions& options() const { return opts_; }
+
+  // Stops admitting new requests, lets running ones finish until `deadline`, then cancels
+  // what is left (sinks get kCancelled) and joins the step thread. Idempotent.
+  void Shutdown(std::chrono::milliseconds deadline);
+
+ private:
+  struct Sequence;
+  void Loop();
+  void Admit();
+  bool Step();
+  void Finish(Sequence& s, FinishReason reason, Status status = Status::Ok());
+  void Preempt(Sequence& s);
+
+  const Model& model_;
+  SchedulerOptions opts_;
+  ForwardPass fp_;
+  KvBlockPool kv_;
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::unique_ptr<Sequence>> waiting_;  // guarded by mu_
+  bool accepting_ = true;                          // guarded by mu_
+  bool stop_ = false;                              // guarded by mu_
+  std::chrono::steady_clock::time_point drain_deadline_;
+  bool draining_ = false;
+  SchedulerStats stats_;                           // guarded by mu_
+
+  std::vector<std::unique_ptr<Sequence>> running_;  // scheduler thread only
+  std::thread thread_;
+};
+
+}  // namespace sparrow
