@@ -19,7 +19,7 @@ struct KvPoolStats {
   int64_t used_blocks = 0;    // referenced by at least one sequence
   int64_t cached_blocks = 0;  // unreferenced but kept for prefix reuse
   int64_t free_blocks = 0;
-  int64_t prefix_hits = 0;    // blocks reused from the prefix cache, cumulative
+  int64_t prefix_hits = 0;  // blocks reused from the prefix cache, cumulative
   int64_t prefix_lookups = 0;
 };
 
@@ -43,7 +43,7 @@ class KvBlockPool {
 
   // Prefix cache. `hash` identifies a full block by its tokens and all tokens before them.
   std::optional<BlockId> Lookup(uint64_t hash);  // retains the block on a hit
-  void Register(BlockId b, uint64_t hash);        // a full block whose contents are final
+  void Register(BlockId b, uint64_t hash);       // a full block whose contents are final
 
   float* Key(BlockId b, int64_t layer, int64_t offset);
   float* Value(BlockId b, int64_t layer, int64_t offset);

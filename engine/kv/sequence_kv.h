@@ -18,7 +18,9 @@ class SequenceKv final : public KvCache {
   SequenceKv& operator=(const SequenceKv&) = delete;
 
   // Positions backed by blocks right now.
-  int64_t capacity() const override { return static_cast<int64_t>(blocks_.size()) * pool_->block_size(); }
+  int64_t capacity() const override {
+    return static_cast<int64_t>(blocks_.size()) * pool_->block_size();
+  }
   float* Key(int64_t layer, int64_t pos) override;
   float* Value(int64_t layer, int64_t pos) override;
 

@@ -28,13 +28,13 @@ const char* FinishReasonName(FinishReason r);
 
 struct FinishInfo {
   FinishReason reason = FinishReason::kStop;
-  Status status;                     // non-OK only for kError
+  Status status;  // non-OK only for kError
   int64_t prompt_tokens = 0;
   int64_t cached_prompt_tokens = 0;  // prompt positions served by the prefix cache
   int64_t completion_tokens = 0;
-  double queue_ms = 0;               // submit -> admitted
-  double ttft_ms = 0;                // submit -> first token
-  double total_ms = 0;               // submit -> finish
+  double queue_ms = 0;  // submit -> admitted
+  double ttft_ms = 0;   // submit -> first token
+  double total_ms = 0;  // submit -> finish
   int64_t preemptions = 0;
 };
 
@@ -55,9 +55,9 @@ struct GenerationRequest {
   std::vector<int32_t> prompt;  // already templated and tokenized, BOS included
   SamplingParams sampling;
   int64_t max_tokens = 128;
-  int32_t top_logprobs = 0;     // alternatives to report per token (0..20)
+  int32_t top_logprobs = 0;  // alternatives to report per token (0..20)
   bool logprobs = false;
-  bool interactive = true;      // served before batch (non-interactive) requests
+  bool interactive = true;  // served before batch (non-interactive) requests
   std::shared_ptr<RequestSink> sink;
 };
 

@@ -11,6 +11,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -28,12 +29,12 @@ class ThreadPool;
 }
 
 struct SchedulerOptions {
-  int64_t n_ctx = 2048;            // positions one sequence may use (prompt + output)
-  int64_t kv_block_size = 16;      // positions per KV block
-  int64_t kv_blocks = 0;           // 0: enough for max_running full contexts
-  int64_t max_running = 16;        // sequences decoding at once
-  int64_t max_queue = 64;          // waiting requests beyond which Submit refuses
-  int64_t step_token_budget = 512; // tokens (decode + prefill chunk) per forward pass
+  int64_t n_ctx = 2048;                 // positions one sequence may use (prompt + output)
+  int64_t kv_block_size = 16;           // positions per KV block
+  int64_t kv_blocks = 0;                // 0: enough for max_running full contexts
+  int64_t max_running = 16;             // sequences decoding at once
+  int64_t max_queue = 64;               // waiting requests beyond which Submit refuses
+  int64_t step_token_budget = 512;      // tokens (decode + prefill chunk) per forward pass
   std::function<bool(int32_t)> is_eog;  // end-of-generation tokens; required
 };
 
@@ -44,7 +45,7 @@ struct SchedulerStats {
   int64_t requests_finished = 0;
   int64_t requests_cancelled = 0;
   int64_t requests_failed = 0;
-  int64_t prompt_tokens = 0;      // computed (not served from cache), cumulative
+  int64_t prompt_tokens = 0;  // computed (not served from cache), cumulative
   int64_t generated_tokens = 0;
   int64_t preemptions = 0;
   int64_t steps = 0;
@@ -88,7 +89,7 @@ class Scheduler {
   bool stop_ = false;                              // guarded by mu_
   std::chrono::steady_clock::time_point drain_deadline_;
   bool draining_ = false;
-  SchedulerStats stats_;                           // guarded by mu_
+  SchedulerStats stats_;  // guarded by mu_
 
   std::vector<std::unique_ptr<Sequence>> running_;  // scheduler thread only
   std::thread thread_;

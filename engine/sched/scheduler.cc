@@ -1,0 +1,387 @@
+#include "engine/sched/scheduler.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "engine/common/check.h"
+#include "engine/kv/sequence_kv.h"
+
+namespace sparrow {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double MsBetween(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double, std::milli>(b - a).count();
+}
+
+constexpr int64_t kDefaultMaxKvBytes = int64_t{1} << 30;
+
+int64_t DefaultKvBlocks(const ModelConfig& c, const SchedulerOptions& o) {
+  const int64_t per_ctx = (o.n_ctx + o.kv_block_size - 1) / o.kv_block_size;
+  const int64_t want = per_ctx * std::max<int64_t>(1, o.max_running);
+  const int64_t cap =
+      kDefaultMaxKvBytes / KvBlockPool::BlockBytes(c.n_layer, c.kv_dim(), o.kv_block_size);
+  return std::max<int64_t>(per_ctx, std::min(want, cap));
+}
+
+// log-softmax of the sampled token and the `top` best alternatives, from raw logits.
+void FillLogprobs(std::span<const float> logits, int32_t token, int32_t top, TokenEvent* ev) {
+  float mx = logits[0];
+  for (float l : logits) mx = std::max(mx, l);
+  double sum = 0;
+  for (float l : logits) sum += std::exp(static_cast<double>(l - mx));
+  const float log_z = mx + static_cast<float>(std::log(sum));
+  ev->logprob = logits[token] - log_z;
+  if (top <= 0) return;
+  std::vector<int32_t> ids(logits.size());
+  for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int32_t>(i);
+  const size_t k = std::min<size_t>(top, ids.size());
+  std::partial_sort(ids.begin(), ids.begin() + k, ids.end(), [&](int32_t a, int32_t b) {
+    return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
+  });
+  for (size_t i = 0; i < k; ++i) ev->top_logprobs.emplace_back(ids[i], logits[ids[i]] - log_z);
+}
+
+}  // namespace
+
+const char* FinishReasonName(FinishReason r) {
+  switch (r) {
+    case FinishReason::kStop:
+      return "stop";
+    case FinishReason::kLength:
+      return "length";
+    case FinishReason::kContext:
+      return "length";  // OpenAI has no separate reason
+    case FinishReason::kCancelled:
+      return "cancelled";
+    case FinishReason::kError:
+      return "error";
+  }
+  return "error";
+}
+
+struct Scheduler::Sequence {
+  GenerationRequest req;
+  std::vector<int32_t> tokens;  // prompt then generated tokens; recomputed after preemption
+  int64_t n_prompt = 0;
+  int64_t n_computed = 0;  // positions whose keys/values are in the cache
+  int64_t n_generated = 0;
+  int64_t cached_prompt = 0;
+  int64_t preemptions = 0;
+  std::unique_ptr<SequenceKv> kv;
+  std::unique_ptr<Sampler> sampler;
+  Clock::time_point submitted, admitted, first_token;
+  bool has_first_token = false;
+  bool done = false;
+};
+
+Scheduler::Scheduler(const Model& model, kernels::ThreadPool* pool, SchedulerOptions options)
+    : model_(model),
+      opts_(std::move(options)),
+      fp_(model, pool),
+      kv_(model.config().n_layer, model.config().kv_dim(), opts_.kv_block_size,
+          opts_.kv_blocks > 0 ? opts_.kv_blocks : DefaultKvBlocks(model.config(), opts_)) {
+  SPARROW_CHECK(opts_.is_eog != nullptr);
+  SPARROW_CHECK(opts_.n_ctx > 1 && opts_.max_running > 0 && opts_.step_token_budget > 0);
+  opts_.kv_blocks = kv_.n_blocks();
+  thread_ = std::thread([this] { Loop(); });
+}
+
+Scheduler::~Scheduler() {
+  Shutdown(std::chrono::milliseconds(0));
+}
+
+Status Scheduler::Submit(GenerationRequest request) {
+  if (!request.sink) return InvalidArgument("request has no sink");
+  const int64_t n = static_cast<int64_t>(request.prompt.size());
+  if (n == 0) return InvalidArgument("the prompt is empty");
+  for (int32_t id : request.prompt) {
+    if (id < 0 || id >= model_.config().n_vocab) {
+      return InvalidArgument("token id " + std::to_string(id) + " is outside the vocabulary of " +
+                             std::to_string(model_.config().n_vocab));
+    }
+  }
+  if (n + 1 > opts_.n_ctx) {
+    return InvalidArgument("the prompt has " + std::to_string(n) +
+                           " tokens but the context holds " + std::to_string(opts_.n_ctx) +
+                           " (prompt plus at least one generated token)");
+  }
+  const int64_t blocks = (n + 1 + opts_.kv_block_size - 1) / opts_.kv_block_size;
+  if (blocks > kv_.n_blocks()) {
+    return InvalidArgument("the prompt needs " + std::to_string(blocks) +
+                           " KV blocks but the pool has " + std::to_string(kv_.n_blocks()));
+  }
+  if (request.max_tokens < 1) return InvalidArgument("max_tokens must be at least 1");
+  if (request.top_logprobs < 0 || request.top_logprobs > 20) {
+    return InvalidArgument("top_logprobs must be between 0 and 20");
+  }
+  SPARROW_RETURN_IF_ERROR(request.sampling.Validate());
+
+  auto seq = std::make_unique<Sequence>();
+  seq->tokens = request.prompt;
+  seq->n_prompt = n;
+  seq->sampler = std::make_unique<Sampler>(request.sampling);
+  for (int32_t t : request.prompt) seq->sampler->Accept(t);
+  seq->req = std::move(request);
+  seq->submitted = Clock::now();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!accepting_) return ResourceExhausted("the server is shutting down");
+    if (static_cast<int64_t>(waiting_.size()) >= opts_.max_queue) {
+      return ResourceExhausted("the request queue is full (" + std::to_string(opts_.max_queue) +
+                               " waiting); retry later");
+    }
+    waiting_.push_back(std::move(seq));
+    stats_.waiting = static_cast<int64_t>(waiting_.size());
+  }
+  cv_.notify_one();
+  return Status::Ok();
+}
+
+SchedulerStats Scheduler::Stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return stats_;
+}
+
+void Scheduler::Shutdown(std::chrono::milliseconds deadline) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!thread_.joinable()) return;
+    accepting_ = false;
+    draining_ = true;
+    drain_deadline_ = Clock::now() + deadline;
+  }
+  cv_.notify_one();
+  if (thread_.joinable()) thread_.join();
+}
+
+void Scheduler::Finish(Sequence& s, FinishReason reason, Status status) {
+  if (s.done) return;
+  s.done = true;
+  const auto now = Clock::now();
+  FinishInfo info;
+  info.reason = reason;
+  info.status = std::move(status);
+  info.prompt_tokens = s.n_prompt;
+  info.cached_prompt_tokens = s.cached_prompt;
+  info.completion_tokens = s.n_generated;
+  info.queue_ms = s.admitted.time_since_epoch().count() ? MsBetween(s.submitted, s.admitted)
+                                                        : MsBetween(s.submitted, now);
+  info.ttft_ms = s.has_first_token ? MsBetween(s.submitted, s.first_token) : 0;
+  info.total_ms = MsBetween(s.submitted, now);
+  info.preemptions = s.preemptions;
+  if (s.kv) {
+    s.kv->PublishFullBlocks(s.tokens, s.n_computed);  // later turns of a chat reuse them
+    s.kv->ReleaseAll();
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (reason == FinishReason::kCancelled)
+      ++stats_.requests_cancelled;
+    else if (reason == FinishReason::kError)
+      ++stats_.requests_failed;
+    else
+      ++stats_.requests_finished;
+  }
+  s.req.sink->OnFinish(info);
+}
+
+void Scheduler::Preempt(Sequence& s) {
+  s.kv->PublishFullBlocks(s.tokens, s.n_computed);
+  s.kv->ReleaseAll();
+  s.kv.reset();
+  s.n_computed = 0;
+  ++s.preemptions;
+  std::lock_guard<std::mutex> lock(mu_);
+  ++stats_.preemptions;
+}
+
+void Scheduler::Admit() {
+  while (static_cast<int64_t>(running_.size()) < opts_.max_running) {
+    std::unique_ptr<Sequence> seq;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (waiting_.empty()) break;
+      // FCFS, but interactive requests go before batch ones.
+      auto it = std::find_if(waiting_.begin(), waiting_.end(),
+                             [](const auto& s) { return s->req.interactive; });
+      if (it == waiting_.end()) it = waiting_.begin();
+      seq = std::move(*it);
+      waiting_.erase(it);
+      stats_.waiting = static_cast<int64_t>(waiting_.size());
+    }
+    if (seq->req.sink->Cancelled()) {
+      Finish(*seq, FinishReason::kCancelled);
+      continue;
+    }
+    seq->kv = std::make_unique<SequenceKv>(&kv_);
+    const int64_t n = static_cast<int64_t>(seq->tokens.size());
+    // At least the last token is computed, so it yields logits.
+    const int64_t cached = seq->kv->AttachPrefix(seq->tokens, n - 1);
+    if (!seq->kv->Reserve(n)) {
+      seq->kv.reset();
+      if (running_.empty()) {
+        Finish(*seq, FinishReason::kError,
+               ResourceExhausted("the KV cache cannot hold this request's " + std::to_string(n) +
+                                 " tokens"));
+        continue;
+      }
+      // Wait for running sequences to free blocks; keep its place at the front.
+      std::lock_guard<std::mutex> lock(mu_);
+      waiting_.push_front(std::move(seq));
+      stats_.waiting = static_cast<int64_t>(waiting_.size());
+      break;
+    }
+    seq->n_computed = cached;
+    if (seq->preemptions == 0) {
+      seq->cached_prompt = cached;
+      seq->admitted = Clock::now();
+    }
+    running_.push_back(std::move(seq));
+  }
+}
+
+bool Scheduler::Step() {
+  // Drop cancelled sequences first: their blocks go back to the pool before we allocate.
+  for (auto& s : running_) {
+    if (!s->done && s->req.sink->Cancelled()) Finish(*s, FinishReason::kCancelled);
+  }
+  std::erase_if(running_, [](const auto& s) { return s->done; });
+  Admit();
+  if (running_.empty()) return false;
+
+  // Decoding sequences need one more position each; when the pool is dry, preempt the newest.
+  for (size_t i = 0; i < running_.size(); ++i) {
+    Sequence& s = *running_[i];
+    const int64_t n = static_cast<int64_t>(s.tokens.size());
+    if (s.n_computed != n - 1) continue;  // still prefilling: its blocks were reserved
+    while (!s.kv->Reserve(n)) {
+      Sequence& victim = *running_.back();
+      Preempt(victim);
+      std::unique_ptr<Sequence> v = std::move(running_.back());
+      running_.pop_back();
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        waiting_.push_front(std::move(v));
+        stats_.waiting = static_cast<int64_t>(waiting_.size());
+      }
+      if (&victim == &s) break;
+    }
+  }
+  if (running_.empty()) return true;
+
+  // Decode tokens first (they keep streams flowing), then prefill chunks within the budget.
+  std::vector<ForwardPass::Segment> segs;
+  std::vector<Sequence*> owners;
+  int64_t budget = opts_.step_token_budget;
+  for (auto& s : running_) {
+    const int64_t n = static_cast<int64_t>(s->tokens.size());
+    if (s->n_computed == n - 1 && s->kv && budget > 0) {
+      segs.push_back({s.get()->kv.get(), {&s->tokens[n - 1], 1}, n - 1, false});
+      owners.push_back(s.get());
+      --budget;
+    }
+  }
+  int64_t prompt_computed = 0;
+  for (auto& s : running_) {
+    const int64_t n = static_cast<int64_t>(s->tokens.size());
+    if (s->n_computed < n - 1 && budget > 0) {
+      const int64_t len = std::min(budget, n - s->n_computed);
+      segs.push_back({s->kv.get(),
+                      {&s->tokens[s->n_computed], static_cast<size_t>(len)},
+                      s->n_computed,
+                      false});
+      owners.push_back(s.get());
+      budget -= len;
+      prompt_computed += len;
+    }
+  }
+  if (segs.empty()) return true;
+
+  std::vector<float> logits;
+  Status st = fp_.RunBatch(segs, &logits);
+  if (!st.ok()) {
+    spdlog::error("forward pass failed: {}", st.ToString());
+    for (Sequence* s : owners) Finish(*s, FinishReason::kError, st);
+    std::erase_if(running_, [](const auto& s) { return s->done; });
+    return true;
+  }
+
+  const int64_t n_vocab = model_.config().n_vocab;
+  int64_t generated = 0;
+  for (size_t i = 0; i < segs.size(); ++i) {
+    Sequence& s = *owners[i];
+    s.n_computed += static_cast<int64_t>(segs[i].tokens.size());
+    const int64_t n = static_cast<int64_t>(s.tokens.size());
+    s.kv->PublishFullBlocks(s.tokens, s.n_computed);
+    if (s.n_computed < n) continue;  // mid-prompt chunk: no token yet
+
+    std::span<const float> row(&logits[i * n_vocab], n_vocab);
+    TokenEvent ev;
+    ev.token = s.sampler->Sample(row);
+    s.sampler->Accept(ev.token);
+    if (s.req.logprobs || s.req.top_logprobs > 0)
+      FillLogprobs(row, ev.token, s.req.top_logprobs, &ev);
+    s.tokens.push_back(ev.token);
+    ++s.n_generated;
+    ++generated;
+    if (!s.has_first_token) {
+      s.has_first_token = true;
+      s.first_token = Clock::now();
+    }
+    const bool keep = s.req.sink->OnToken(ev);
+    if (opts_.is_eog(ev.token) || !keep) {
+      Finish(s, FinishReason::kStop);
+    } else if (s.n_generated >= s.req.max_tokens) {
+      Finish(s, FinishReason::kLength);
+    } else if (static_cast<int64_t>(s.tokens.size()) >= opts_.n_ctx) {
+      Finish(s, FinishReason::kContext);
+    }
+  }
+  std::erase_if(running_, [](const auto& s) { return s->done; });
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stats_.generated_tokens += generated;
+    stats_.prompt_tokens += prompt_computed;
+    ++stats_.steps;
+  }
+  return true;
+}
+
+void Scheduler::Loop() {
+  for (;;) {
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [this] { return draining_ || !waiting_.empty() || !running_.empty(); });
+      if (draining_) {
+        const bool idle = waiting_.empty() && running_.empty();
+        if (idle) break;
+        if (Clock::now() >= drain_deadline_) {
+          // Out of time: cancel what is left.
+          std::deque<std::unique_ptr<Sequence>> rest = std::move(waiting_);
+          waiting_.clear();
+          lock.unlock();
+          for (auto& s : rest) Finish(*s, FinishReason::kCancelled);
+          for (auto& s : running_) Finish(*s, FinishReason::kCancelled);
+          running_.clear();
+          break;
+        }
+      }
+    }
+    Step();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stats_.running = static_cast<int64_t>(running_.size());
+      stats_.kv = kv_.Stats();
+    }
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  stats_.running = 0;
+  stats_.waiting = 0;
+  stats_.kv = kv_.Stats();
+}
+
+}  // namespace sparrow

@@ -1,0 +1,104 @@
+#include "engine/kv/kv_block_pool.h"
+
+#include <gtest/gtest.h>
+
+#include "engine/kv/sequence_kv.h"
+
+namespace sparrow {
+namespace {
+
+TEST(KvBlockPoolTest, AllocateReleaseAndExhaust) {
+  KvBlockPool pool(2, 8, 4, 3);
+  auto a = pool.Allocate(), b = pool.Allocate(), c = pool.Allocate();
+  ASSERT_TRUE(a && b && c);
+  EXPECT_FALSE(pool.Allocate().has_value());
+  EXPECT_EQ(pool.Stats().used_blocks, 3);
+  pool.Release(*b);
+  EXPECT_EQ(pool.available(), 1);
+  auto d = pool.Allocate();
+  ASSERT_TRUE(d);
+  EXPECT_EQ(*d, *b);
+  // Block storage does not overlap between blocks, layers or offsets.
+  *pool.Key(*a, 1, 3) = 1.0f;
+  *pool.Value(*a, 1, 3) = 2.0f;
+  EXPECT_NE(pool.Key(*a, 1, 3), pool.Key(*c, 1, 3));
+  EXPECT_EQ(pool.Key(*a, 0, 1) + 8, pool.Key(*a, 0, 2));
+  EXPECT_EQ(*pool.Value(*a, 1, 3), 2.0f);
+}
+
+TEST(KvBlockPoolTest, RegisteredBlocksStayCachedAndAreEvictedLru) {
+  KvBlockPool pool(1, 4, 2, 2);
+  auto a = *pool.Allocate();
+  auto b = *pool.Allocate();
+  pool.Register(a, 111);
+  pool.Register(b, 222);
+  pool.Release(a);
+  pool.Release(b);
+  KvPoolStats s = pool.Stats();
+  EXPECT_EQ(s.used_blocks, 0);
+  EXPECT_EQ(s.cached_blocks, 2);
+  EXPECT_EQ(pool.available(), 2);
+  // A hit revives the block; a miss is counted.
+  auto hit = pool.Lookup(222);
+  ASSERT_TRUE(hit);
+  EXPECT_EQ(*hit, b);
+  EXPECT_FALSE(pool.Lookup(333).has_value());
+  EXPECT_EQ(pool.Stats().prefix_hits, 1);
+  EXPECT_EQ(pool.Stats().prefix_lookups, 2);
+  // Allocation evicts the least recently used cached block (a), never a referenced one.
+  auto fresh = pool.Allocate();
+  ASSERT_TRUE(fresh);
+  EXPECT_EQ(*fresh, a);
+  EXPECT_FALSE(pool.Lookup(111).has_value());
+  EXPECT_FALSE(pool.Allocate().has_value());
+}
+
+TEST(SequenceKvTest, PrefixSharingBetweenSequences) {
+  KvBlockPool pool(1, 2, 4, 8);
+  std::vector<int32_t> prompt = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
+  {
+    SequenceKv first(&pool);
+    EXPECT_EQ(first.AttachPrefix(prompt, 9), 0);
+    ASSERT_TRUE(first.Reserve(10));
+    EXPECT_EQ(first.capacity(), 12);
+    first.Key(0, 5)[0] = 42.0f;
+    first.PublishFullBlocks(prompt, 10);  // blocks 0 and 1 are full
+    SequenceKv second(&pool);
+    EXPECT_EQ(second.AttachPrefix(prompt, 9), 8);
+    EXPECT_EQ(second.Key(0, 5)[0], 42.0f);  // same physical block
+    EXPECT_EQ(pool.Stats().used_blocks, 3);
+    // A different second block breaks the chain after the first block.
+    std::vector<int32_t> other = {1, 2, 3, 4, 9, 9, 9, 9, 9};
+    SequenceKv third(&pool);
+    EXPECT_EQ(third.AttachPrefix(other, 8), 4);
+  }
+  // Everyone released: published blocks stay cached, nothing is in use.
+  EXPECT_EQ(pool.Stats().used_blocks, 0);
+  EXPECT_EQ(pool.Stats().cached_blocks, 2);
+  // The match never covers the last token (it must be computed to give logits).
+  SequenceKv again(&pool);
+  EXPECT_EQ(again.AttachPrefix(std::vector<int32_t>(prompt.begin(), prompt.begin() + 8), 7), 4);
+}
+
+TEST(SequenceKvTest, ReserveFailsCleanlyWhenPoolIsDry) {
+  KvBlockPool pool(1, 2, 4, 2);
+  SequenceKv a(&pool), b(&pool);
+  ASSERT_TRUE(a.Reserve(5));
+  EXPECT_FALSE(b.Reserve(5));
+  EXPECT_EQ(b.n_blocks(), 0);
+  EXPECT_FALSE(b.Reserve(1));
+  a.ReleaseAll();
+  EXPECT_TRUE(b.Reserve(8));
+}
+
+TEST(ChainBlockHashTest, DependsOnParentAndTokens) {
+  const int32_t t[] = {5, 6, 7};
+  EXPECT_EQ(ChainBlockHash(0, t, 3), ChainBlockHash(0, t, 3));
+  EXPECT_NE(ChainBlockHash(0, t, 3), ChainBlockHash(1, t, 3));
+  EXPECT_NE(ChainBlockHash(0, t, 3), ChainBlockHash(0, t, 2));
+  const int32_t u[] = {5, 6, 8};
+  EXPECT_NE(ChainBlockHash(0, t, 3), ChainBlockHash(0, u, 3));
+}
+
+}  // namespace
+}  // namespace sparrow

@@ -1,0 +1,281 @@
+// The scheduler on a real model (stories260K): batching must not change greedy results,
+// prefix blocks are reused, preemption and cancellation keep every request whole.
+#include "engine/sched/scheduler.h"
+
+#include <gtest/gtest.h>
+
+#include <condition_variable>
+#include <future>
+#include <mutex>
+
+#include "engine/kernels/thread_pool.h"
+#include "engine/runtime/generate.h"
+#include "engine/tokenizer/tokenizer.h"
+#include "tests/util/golden.h"
+#include "tests/util/test_paths.h"
+
+namespace sparrow {
+namespace {
+
+class CollectingSink : public RequestSink {
+ public:
+  explicit CollectingSink(int cancel_after = -1) : cancel_after_(cancel_after) {}
+  bool OnToken(const TokenEvent& ev) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    tokens_.push_back(ev.token);
+    events_.push_back(ev);
+    return true;
+  }
+  void OnFinish(const FinishInfo& info) override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      info_ = info;
+      done_ = true;
+      ++finish_calls_;
+    }
+    cv_.notify_all();
+  }
+  bool Cancelled() const override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return cancel_after_ >= 0 && static_cast<int>(tokens_.size()) >= cancel_after_;
+  }
+  FinishInfo Wait() {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [this] { return done_; });
+    return info_;
+  }
+  std::vector<int32_t> tokens() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return tokens_;
+  }
+  std::vector<TokenEvent> events() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return events_;
+  }
+  int finish_calls() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return finish_calls_;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<int32_t> tokens_;
+  std::vector<TokenEvent> events_;
+  FinishInfo info_;
+  bool done_ = false;
+  int finish_calls_ = 0;
+  int cancel_after_;
+};
+
+class SchedulerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto m = Model::Load(testing::ModelPath("stories260K.gguf"));
+    ASSERT_TRUE(m.ok()) << m.status().ToString();
+    model_ = std::move(m).value();
+    auto t = LoadTokenizer(model_->file());
+    ASSERT_TRUE(t.ok());
+    tok_ = std::move(t).value();
+  }
+
+  SchedulerOptions Options() {
+    SchedulerOptions o;
+    o.n_ctx = 256;
+    o.is_eog = [this](int32_t id) { return tok_->IsEog(id); };
+    return o;
+  }
+
+  GenerationRequest Greedy(const std::string& text, int64_t max_tokens,
+                           std::shared_ptr<RequestSink> sink) {
+    GenerationRequest r;
+    r.prompt = tok_->Tokenize(text, true);
+    r.sampling.temperature = 0;
+    r.max_tokens = max_tokens;
+    r.sink = std::move(sink);
+    return r;
+  }
+
+  // The same request through the single-sequence loop, as the reference.
+  std::vector<int32_t> Alone(const std::string& text, int64_t max_tokens) {
+    ForwardPass fp(*model_, nullptr);
+    ContiguousKvCache cache(model_->config().n_layer, 256, model_->config().kv_dim());
+    GenerateOptions o;
+    o.max_tokens = max_tokens;
+    o.sampling.temperature = 0;
+    std::vector<int32_t> out;
+    auto prompt = tok_->Tokenize(text, true);
+    auto st = Generate(
+        fp, cache, prompt, o, [this](int32_t id) { return tok_->IsEog(id); },
+        [&](int32_t id) {
+          out.push_back(id);
+          return true;
+        });
+    EXPECT_TRUE(st.ok());
+    return out;
+  }
+
+  std::unique_ptr<Model> model_;
+  std::unique_ptr<Tokenizer> tok_;
+};
+
+TEST_F(SchedulerTest, GreedyRequestMatchesLlamaCpp) {
+  auto g = testing::LoadGolden(testing::TestdataPath("golden/stories260K.json"));
+  Scheduler s(*model_, nullptr, Options());
+  auto sink = std::make_shared<CollectingSink>();
+  auto req = Greedy(g.prompts[0].prompt, 48, sink);
+  EXPECT_EQ(req.prompt, g.prompts[0].prompt_tokens);
+  ASSERT_TRUE(s.Submit(std::move(req)).ok());
+  FinishInfo info = sink->Wait();
+  EXPECT_EQ(info.reason, FinishReason::kLength);
+  EXPECT_EQ(sink->tokens(), g.prompts[0].generated_tokens);
+  EXPECT_EQ(info.prompt_tokens, 5);
+  EXPECT_EQ(info.completion_tokens, 48);
+  EXPECT_EQ(s.Stats().kv.used_blocks, 0);
+}
+
+TEST_F(SchedulerTest, SixteenConcurrentRequestsEqualEachAlone) {
+  const std::vector<std::string> prompts = {"Once upon a time",
+                                            "The little dog",
+                                            "Lily and Ben went to the park.",
+                                            "Tom had a big red ball",
+                                            "",
+                                            "One day, a cat"};
+  kernels::ThreadPool pool(2);
+  SchedulerOptions o = Options();
+  o.step_token_budget = 7;  // forces chunked prefill next to decoding sequences
+  Scheduler s(*model_, &pool, o);
+  std::vector<std::shared_ptr<CollectingSink>> sinks;
+  for (int i = 0; i < 16; ++i) {
+    sinks.push_back(std::make_shared<CollectingSink>());
+    ASSERT_TRUE(s.Submit(Greedy(prompts[i % prompts.size()], 20 + i, sinks.back())).ok());
+  }
+  for (int i = 0; i < 16; ++i) {
+    sinks[i]->Wait();
+    EXPECT_EQ(sinks[i]->tokens(), Alone(prompts[i % prompts.size()], 20 + i)) << "request " << i;
+    EXPECT_EQ(sinks[i]->finish_calls(), 1);
+  }
+  SchedulerStats st = s.Stats();
+  EXPECT_EQ(st.requests_finished, 16);
+  EXPECT_EQ(st.kv.used_blocks, 0);
+  EXPECT_LT(st.steps, 16 * 40) << "requests were batched";
+}
+
+TEST_F(SchedulerTest, SharedPrefixBlocksAreReused) {
+  Scheduler s(*model_, nullptr, Options());
+  const std::string system =
+      "Once upon a time, there was a little girl named Lily. She loved to play outside.";
+  auto first = std::make_shared<CollectingSink>();
+  ASSERT_TRUE(s.Submit(Greedy(system + " One day", 10, first)).ok());
+  first->Wait();
+  auto second = std::make_shared<CollectingSink>();
+  ASSERT_TRUE(s.Submit(Greedy(system + " One day", 10, second)).ok());
+  FinishInfo info = second->Wait();
+  EXPECT_GT(info.cached_prompt_tokens, 0);
+  EXPECT_EQ(info.cached_prompt_tokens % 16, 0);
+  EXPECT_EQ(second->tokens(), first->tokens());
+  EXPECT_GT(s.Stats().kv.prefix_hits, 0);
+  EXPECT_EQ(second->tokens(), Alone(system + " One day", 10));
+}
+
+TEST_F(SchedulerTest, PreemptionWhenKvRunsOutKeepsResultsExact) {
+  SchedulerOptions o = Options();
+  o.kv_blocks = 6;  // 96 positions for 4 requests of up to ~45 positions each
+  o.kv_block_size = 16;
+  Scheduler s(*model_, nullptr, o);
+  std::vector<std::shared_ptr<CollectingSink>> sinks;
+  const std::vector<std::string> prompts = {"Once upon a time", "The little dog", "Tom said",
+                                            "A big tree"};
+  for (const auto& p : prompts) {
+    sinks.push_back(std::make_shared<CollectingSink>());
+    ASSERT_TRUE(s.Submit(Greedy(p, 40, sinks.back())).ok());
+  }
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    FinishInfo info = sinks[i]->Wait();
+    EXPECT_EQ(info.reason, FinishReason::kLength);
+    EXPECT_EQ(sinks[i]->tokens(), Alone(prompts[i], 40)) << prompts[i];
+  }
+  EXPECT_GT(s.Stats().preemptions, 0);
+  EXPECT_EQ(s.Stats().kv.used_blocks, 0);
+}
+
+TEST_F(SchedulerTest, CancelledRequestFreesItsBlocks) {
+  Scheduler s(*model_, nullptr, Options());
+  auto sink = std::make_shared<CollectingSink>(/*cancel_after=*/3);
+  ASSERT_TRUE(s.Submit(Greedy("Once upon a time", 200, sink)).ok());
+  FinishInfo info = sink->Wait();
+  EXPECT_EQ(info.reason, FinishReason::kCancelled);
+  EXPECT_GE(sink->tokens().size(), 3u);
+  EXPECT_LT(sink->tokens().size(), 10u);
+  EXPECT_EQ(s.Stats().requests_cancelled, 1);
+  EXPECT_EQ(s.Stats().kv.used_blocks, 0);
+}
+
+TEST_F(SchedulerTest, LogprobsAreNormalised) {
+  Scheduler s(*model_, nullptr, Options());
+  auto sink = std::make_shared<CollectingSink>();
+  auto req = Greedy("Once upon a time", 5, sink);
+  req.logprobs = true;
+  req.top_logprobs = 3;
+  ASSERT_TRUE(s.Submit(std::move(req)).ok());
+  sink->Wait();
+  for (const TokenEvent& ev : sink->events()) {
+    ASSERT_EQ(ev.top_logprobs.size(), 3u);
+    EXPECT_EQ(ev.top_logprobs[0].first, ev.token);  // greedy picks the best
+    EXPECT_FLOAT_EQ(ev.top_logprobs[0].second, ev.logprob);
+    EXPECT_LE(ev.logprob, 0.0f);
+    EXPECT_GE(ev.top_logprobs[0].second, ev.top_logprobs[1].second);
+  }
+}
+
+TEST_F(SchedulerTest, SubmitRejectsWhatCanNeverRun) {
+  SchedulerOptions o = Options();
+  o.n_ctx = 8;
+  Scheduler s(*model_, nullptr, o);
+  auto sink = std::make_shared<CollectingSink>();
+  GenerationRequest r = Greedy("one two three four five six seven eight", 4, sink);
+  Status st = s.Submit(r);
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(st.message().find("context holds 8"), std::string::npos) << st.message();
+  r.prompt = {};
+  EXPECT_EQ(s.Submit(r).code(), StatusCode::kInvalidArgument);
+  r.prompt = {1, 9999};
+  EXPECT_NE(s.Submit(r).message().find("9999"), std::string::npos);
+  r.prompt = {1};
+  r.sampling.top_p = 3;
+  EXPECT_NE(s.Submit(r).message().find("top_p"), std::string::npos);
+  r.sampling.top_p = 1;
+  r.max_tokens = 0;
+  EXPECT_EQ(s.Submit(r).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(sink->finish_calls(), 0);
+}
+
+TEST_F(SchedulerTest, FullQueueIsResourceExhaustedAndShutdownCancels) {
+  SchedulerOptions o = Options();
+  o.max_queue = 2;
+  o.max_running = 1;
+  auto s = std::make_unique<Scheduler>(*model_, nullptr, o);
+  std::vector<std::shared_ptr<CollectingSink>> sinks;
+  int refused = 0;
+  for (int i = 0; i < 10; ++i) {
+    sinks.push_back(std::make_shared<CollectingSink>());
+    Status st = s->Submit(Greedy("Once upon a time", 200, sinks.back()));
+    if (!st.ok()) {
+      EXPECT_EQ(st.code(), StatusCode::kResourceExhausted);
+      ++refused;
+      sinks.pop_back();
+    }
+  }
+  EXPECT_GT(refused, 0);
+  s->Shutdown(std::chrono::milliseconds(0));
+  for (auto& sink : sinks) {
+    FinishInfo info = sink->Wait();
+    EXPECT_TRUE(info.reason == FinishReason::kCancelled || info.reason == FinishReason::kLength);
+    EXPECT_EQ(sink->finish_calls(), 1);
+  }
+  EXPECT_EQ(s->Submit(Greedy("x", 1, std::make_shared<CollectingSink>())).code(),
+            StatusCode::kResourceExhausted);
+}
+
+}  // namespace
+}  // namespace sparrow
