@@ -7,6 +7,8 @@ PACKAGES=(
   build-essential cmake ninja-build pkg-config git
   libspdlog-dev libfmt-dev nlohmann-json3-dev libcli11-dev libutf8proc-dev
   libgtest-dev libgmock-dev
+  libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler   # gRPC frontend
+  libboost-dev libyaml-cpp-dev                                             # HTTP (Beast), config
   clang libclang-rt-14-dev   # libFuzzer and sanitizer runtimes for the fuzz target
 )
 
@@ -16,6 +18,14 @@ for p in "${PACKAGES[@]}"; do
     missing+=("$p")
   fi
 done
+
+# Node.js with npm drives the official OpenAI and gRPC client tests. Keep a Node that is already
+# installed (it may come with its own npm); otherwise take Debian's.
+if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+  for p in nodejs npm; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+fi
 
 if [ ${#missing[@]} -eq 0 ]; then
   echo "setup-deps: all ${#PACKAGES[@]} packages present"

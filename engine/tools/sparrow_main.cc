@@ -1,8 +1,12 @@
-// sparrow: the command-line tool for models: generate text, inspect and tokenize GGUF files.
+// sparrow: the command-line tool for models: generate text, inspect and tokenize GGUF files,
+// benchmark a model and write synthetic benchmark models.
 #include <CLI/CLI.hpp>
 
+#include "engine/tools/bench_command.h"
+#include "engine/tools/bench_runner.h"
 #include "engine/tools/generate_command.h"
 #include "engine/tools/info_command.h"
+#include "engine/tools/mkmodel_command.h"
 #include "engine/tools/tokenize_command.h"
 
 int main(int argc, char** argv) {
@@ -11,7 +15,9 @@ int main(int argc, char** argv) {
       "Examples:\n"
       "  sparrow generate -m model.gguf -p \"Once upon a time\" -n 48 --temp 0\n"
       "  sparrow info model.gguf\n"
-      "  sparrow tokenize -m model.gguf \"Hello world\""};
+      "  sparrow tokenize -m model.gguf \"Hello world\"\n"
+      "  sparrow bench -m model.gguf -p 512 -n 128 -t 1,2 -r 5\n"
+      "  sparrow mkmodel --shape llama-3.2-1b --type q4_0 -o /tmp/l1b-q4_0.gguf"};
   app.require_subcommand(1);
   int exit_code = 0;
   sparrow::tools::GenerateCommandOptions generate;
@@ -20,6 +26,11 @@ int main(int argc, char** argv) {
   sparrow::tools::RegisterInfoCommand(app, info, exit_code);
   sparrow::tools::TokenizeOptions tokenize;
   sparrow::tools::RegisterTokenizeCommand(app, tokenize, exit_code);
+  sparrow::tools::BenchOptions bench;
+  bool bench_json = false;
+  sparrow::tools::RegisterBenchCommand(app, bench, bench_json, exit_code);
+  sparrow::tools::MkModelOptions mkmodel;
+  sparrow::tools::RegisterMkModelCommand(app, mkmodel, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

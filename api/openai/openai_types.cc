@@ -1,0 +1,221 @@
+#include "api/openai/openai_types.h"
+
+#include <cmath>
+
+namespace sparrow::openai {
+namespace {
+
+using json = nlohmann::json;
+
+// Records the failing field for the caller and builds the status.
+Status Bad(std::string* param, const std::string& field, const std::string& what) {
+  if (param) *param = field;
+  return InvalidArgument("'" + field + "' " + what);
+}
+
+Status Number(const json& b, const char* key, double lo, double hi, float* out,
+              std::string* param) {
+  auto it = b.find(key);
+  if (it == b.end() || it->is_null()) return Status::Ok();
+  if (!it->is_number() || !std::isfinite(it->get<double>()) || it->get<double>() < lo ||
+      it->get<double>() > hi) {
+    char buf[128];
+    std::snprintf(buf, sizeof(buf), "must be a number between %g and %g", lo, hi);
+    return Bad(param, key, buf);
+  }
+  *out = static_cast<float>(it->get<double>());
+  return Status::Ok();
+}
+
+Status Integer(const json& b, const char* key, int64_t lo, int64_t hi,
+               std::optional<int64_t>* out, std::string* param) {
+  auto it = b.find(key);
+  if (it == b.end() || it->is_null()) return Status::Ok();
+  if (!it->is_number_integer() || it->get<int64_t>() < lo || it->get<int64_t>() > hi) {
+    return Bad(param, key,
+               "must be an integer between " + std::to_string(lo) + " and " + std::to_string(hi));
+  }
+  *out = it->get<int64_t>();
+  return Status::Ok();
+}
+
+Status Bool(const json& b, const char* key, bool* out, std::string* param) {
+  auto it = b.find(key);
+  if (it == b.end() || it->is_null()) return Status::Ok();
+  if (!it->is_boolean()) return Bad(param, key, "must be true or false");
+  *out = it->get<bool>();
+  return Status::Ok();
+}
+
+Status String(const json& b, const char* key, std::string* out, std::string* param) {
+  auto it = b.find(key);
+  if (it == b.end() || it->is_null()) return Status::Ok();
+  if (!it->is_string()) return Bad(param, key, "must be a string");
+  *out = it->get<std::string>();
+  return Status::Ok();
+}
+
+// Everything but the prompt/messages and the endpoint-specific logprobs fields.
+Status ParseCommon(const json& b, GenerationFields* g, std::string* param) {
+  SPARROW_RETURN_IF_ERROR(String(b, "model", &g->model, param));
+  SPARROW_RETURN_IF_ERROR(Integer(b, "max_tokens", 1, int64_t{1} << 24, &g->max_tokens, param));
+  SPARROW_RETURN_IF_ERROR(Number(b, "temperature", 0, 2, &g->temperature, param));
+  SPARROW_RETURN_IF_ERROR(Number(b, "top_p", 0, 1, &g->top_p, param));
+  if (b.contains("top_p") && b["top_p"].is_number() && g->top_p <= 0) {
+    return Bad(param, "top_p", "must be greater than 0 and at most 1");
+  }
+  std::optional<int64_t> v;
+  SPARROW_RETURN_IF_ERROR(Integer(b, "top_k", 0, 1 << 20, &v, param));
+  if (v) g->top_k = static_cast<int32_t>(*v);
+  float min_p = 0;
+  if (b.contains("min_p") && !b["min_p"].is_null()) {
+    SPARROW_RETURN_IF_ERROR(Number(b, "min_p", 0, 1, &min_p, param));
+    g->min_p = min_p;
+  }
+  auto seed = b.find("seed");
+  if (seed != b.end() && !seed->is_null()) {
+    if (!seed->is_number_integer()) return Bad(param, "seed", "must be an integer");
+    g->seed = seed->is_number_unsigned() ? seed->get<uint64_t>()
+                                         : static_cast<uint64_t>(seed->get<int64_t>());
+  }
+  auto stop = b.find("stop");
+  if (stop != b.end() && !stop->is_null()) {
+    if (stop->is_string()) {
+      g->stop.push_back(stop->get<std::string>());
+    } else if (stop->is_array() && stop->size() <= 4) {
+      for (const auto& s : *stop) {
+        if (!s.is_string()) return Bad(param, "stop", "must be a string or a list of strings");
+        g->stop.push_back(s.get<std::string>());
+      }
+    } else {
+      return Bad(param, "stop", "must be a string or a list of at most 4 strings");
+    }
+  }
+  SPARROW_RETURN_IF_ERROR(Number(b, "presence_penalty", -2, 2, &g->presence_penalty, param));
+  SPARROW_RETURN_IF_ERROR(Number(b, "frequency_penalty", -2, 2, &g->frequency_penalty, param));
+  v.reset();
+  SPARROW_RETURN_IF_ERROR(Integer(b, "n", 1, kMaxN, &v, param));
+  if (v) g->n = static_cast<int32_t>(*v);
+  SPARROW_RETURN_IF_ERROR(String(b, "user", &g->user, param));
+  SPARROW_RETURN_IF_ERROR(Bool(b, "stream", &g->stream, param));
+  auto so = b.find("stream_options");
+  if (so != b.end() && !so->is_null()) {
+    if (!so->is_object()) return Bad(param, "stream_options", "must be an object");
+    if (!g->stream) return Bad(param, "stream_options", "is only allowed when 'stream' is true");
+    SPARROW_RETURN_IF_ERROR(Bool(*so, "include_usage", &g->include_usage, param));
+  }
+  return Status::Ok();
+}
+
+// Chat message content: a string, or a list of {"type": "text", "text": ...} parts.
+Status MessageContent(const json& c, size_t i, std::string* out, std::string* param) {
+  const std::string field = "messages[" + std::to_string(i) + "].content";
+  if (c.is_string()) {
+    *out = c.get<std::string>();
+    return Status::Ok();
+  }
+  if (c.is_null()) return Status::Ok();
+  if (!c.is_array()) return Bad(param, field, "must be a string or a list of text parts");
+  for (const auto& part : c) {
+    if (!part.is_object() || part.value("type", "") != "text" || !part.contains("text") ||
+        !part["text"].is_string()) {
+      return Bad(param, field, "parts must be {\"type\": \"text\", \"text\": \"...\"}");
+    }
+    *out += part["text"].get<std::string>();
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<ChatCompletionRequest> ParseChatCompletionRequest(const json& b, std::string* param) {
+  if (!b.is_object()) return Bad(param, "body", "must be a JSON object");
+  ChatCompletionRequest r;
+  SPARROW_RETURN_IF_ERROR(ParseCommon(b, &r.gen, param));
+  if (!r.gen.max_tokens) {
+    std::optional<int64_t> v;
+    SPARROW_RETURN_IF_ERROR(
+        Integer(b, "max_completion_tokens", 1, int64_t{1} << 24, &v, param));
+    r.gen.max_tokens = v;
+  }
+  SPARROW_RETURN_IF_ERROR(Bool(b, "logprobs", &r.gen.logprobs, param));
+  std::optional<int64_t> top;
+  SPARROW_RETURN_IF_ERROR(Integer(b, "top_logprobs", 0, kMaxTopLogprobs, &top, param));
+  if (top) {
+    if (!r.gen.logprobs && *top > 0) {
+      return Bad(param, "top_logprobs", "requires 'logprobs' to be true");
+    }
+    r.gen.top_logprobs = static_cast<int32_t>(*top);
+  }
+  auto msgs = b.find("messages");
+  if (msgs == b.end()) return Bad(param, "messages", "is required");
+  if (!msgs->is_array() || msgs->empty()) {
+    return Bad(param, "messages", "must be a non-empty list of messages");
+  }
+  for (size_t i = 0; i < msgs->size(); ++i) {
+    const json& m = (*msgs)[i];
+    const std::string field = "messages[" + std::to_string(i) + "]";
+    if (!m.is_object()) return Bad(param, field, "must be an object");
+    auto role = m.find("role");
+    if (role == m.end() || !role->is_string()) {
+      return Bad(param, field + ".role", "must be a string");
+    }
+    ChatMessageIn msg;
+    msg.role = role->get<std::string>();
+    if (msg.role == "developer") msg.role = "system";
+    if (msg.role != "system" && msg.role != "user" && msg.role != "assistant") {
+      return Bad(param, field + ".role",
+                 "must be one of system, user, assistant; got '" + msg.role + "'");
+    }
+    auto content = m.find("content");
+    if (content == m.end()) return Bad(param, field + ".content", "is required");
+    SPARROW_RETURN_IF_ERROR(MessageContent(*content, i, &msg.content, param));
+    r.messages.push_back(std::move(msg));
+  }
+  return r;
+}
+
+Result<CompletionRequest> ParseCompletionRequest(const json& b, std::string* param) {
+  if (!b.is_object()) return Bad(param, "body", "must be a JSON object");
+  CompletionRequest r;
+  SPARROW_RETURN_IF_ERROR(ParseCommon(b, &r.gen, param));
+  std::optional<int64_t> lp;
+  SPARROW_RETURN_IF_ERROR(Integer(b, "logprobs", 0, kMaxTopLogprobs, &lp, param));
+  if (lp) {
+    r.gen.logprobs = true;
+    r.gen.top_logprobs = static_cast<int32_t>(*lp);
+  }
+  SPARROW_RETURN_IF_ERROR(Bool(b, "echo", &r.echo, param));
+  auto p = b.find("prompt");
+  if (p == b.end()) return Bad(param, "prompt", "is required");
+  if (p->is_string()) {
+    r.prompt = p->get<std::string>();
+  } else if (p->is_array() && p->size() == 1 && (*p)[0].is_string()) {
+    r.prompt = (*p)[0].get<std::string>();
+  } else if (p->is_array() && !p->empty() && (*p)[0].is_number_integer()) {
+    for (const auto& t : *p) {
+      if (!t.is_number_integer() || t.get<int64_t>() < 0 || t.get<int64_t>() > INT32_MAX) {
+        return Bad(param, "prompt", "token ids must be non-negative integers");
+      }
+      r.prompt_tokens.push_back(static_cast<int32_t>(t.get<int64_t>()));
+    }
+  } else {
+    return Bad(param, "prompt",
+               "must be a string, a list with one string, or a non-empty list of token ids");
+  }
+  return r;
+}
+
+json ErrorBody(const std::string& message, const std::string& type, const std::string& param,
+               const std::string& code) {
+  json e = {{"message", message}, {"type", type}};
+  e["param"] = param.empty() ? json(nullptr) : json(param);
+  e["code"] = code.empty() ? json(nullptr) : json(code);
+  return json{{"error", e}};
+}
+
+std::string Dump(const json& j) {
+  return j.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+}  // namespace sparrow::openai

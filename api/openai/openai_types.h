@@ -1,0 +1,69 @@
+#pragma once
+// The OpenAI-compatible JSON request types (/v1/chat/completions, /v1/completions) and their
+// validation, plus the OpenAI error body. Parsing checks types and ranges; each error names
+// the field ("'temperature' must be a number between 0 and 2") and reports it as `param`.
+// Pure functions, thread-safe.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/common/result.h"
+
+namespace sparrow::openai {
+
+// Fields shared by both endpoints.
+struct GenerationFields {
+  std::string model;                  // "" when absent
+  std::optional<int64_t> max_tokens;  // absent: the endpoint's default
+  float temperature = 1.0f;           // 0: greedy
+  float top_p = 1.0f;
+  std::optional<int32_t> top_k;  // extension (llama.cpp server): 0 = off
+  std::optional<float> min_p;    // extension
+  std::optional<uint64_t> seed;
+  std::vector<std::string> stop;  // at most 4
+  float presence_penalty = 0;
+  float frequency_penalty = 0;
+  int32_t n = 1;
+  bool logprobs = false;
+  int32_t top_logprobs = 0;
+  std::string user;
+  bool stream = false;
+  bool include_usage = false;  // stream_options.include_usage
+};
+
+struct ChatMessageIn {
+  std::string role;
+  std::string content;
+};
+
+struct ChatCompletionRequest {
+  GenerationFields gen;
+  std::vector<ChatMessageIn> messages;
+};
+
+struct CompletionRequest {
+  GenerationFields gen;
+  std::string prompt;                 // text prompt, or
+  std::vector<int32_t> prompt_tokens;  // token ids when the prompt was an array of integers
+  bool echo = false;
+};
+
+inline constexpr int32_t kMaxN = 16;
+inline constexpr int32_t kMaxTopLogprobs = 20;
+
+// On error, `*param` (if not null) is set to the offending field's name.
+Result<ChatCompletionRequest> ParseChatCompletionRequest(const nlohmann::json& body,
+                                                         std::string* param);
+Result<CompletionRequest> ParseCompletionRequest(const nlohmann::json& body, std::string* param);
+
+// {"error": {"message", "type", "param", "code"}}; empty param/code become null.
+nlohmann::json ErrorBody(const std::string& message, const std::string& type,
+                         const std::string& param = "", const std::string& code = "");
+
+// Serializes with invalid UTF-8 replaced by U+FFFD (token pieces can be partial characters).
+std::string Dump(const nlohmann::json& j);
+
+}  // namespace sparrow::openai

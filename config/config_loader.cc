@@ -1,0 +1,237 @@
+#include "config/config_loader.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <fstream>
+#include <sstream>
+
+namespace sparrow {
+namespace {
+
+// One configuration key: its YAML name, where it lives in ServerConfig and its allowed range.
+struct KeySpec {
+  const char* key;
+  const char* help;
+  std::string ServerConfig::*str = nullptr;
+  int64_t ServerConfig::*num = nullptr;
+  int64_t min = 0;
+  int64_t max = 0;
+};
+
+const std::vector<KeySpec>& Keys() {
+  static const std::vector<KeySpec> keys = {
+      {"host", "Address to listen on (127.0.0.1: this machine only; 0.0.0.0: every interface)",
+       &ServerConfig::host},
+      {"port", "HTTP port for the OpenAI-compatible API (0: pick a free one)", nullptr,
+       &ServerConfig::port, 0, 65535},
+      {"grpc_port", "gRPC port (0: pick a free one, -1: no gRPC)", nullptr,
+       &ServerConfig::grpc_port, -1, 65535},
+      {"http_threads", "Threads serving HTTP connections", nullptr, &ServerConfig::http_threads,
+       1, 256},
+      {"max_body_bytes", "Largest accepted HTTP request body, in bytes", nullptr,
+       &ServerConfig::max_body_bytes, 1024, int64_t{1} << 30},
+      {"api_key", "Secret clients must send as 'Authorization: Bearer <key>' (required off loopback)",
+       &ServerConfig::api_key},
+      {"model", "Path of the GGUF model file to serve", &ServerConfig::model},
+      {"model_id", "Model name clients use in requests (default: file name without .gguf)",
+       &ServerConfig::model_id},
+      {"chat_template",
+       "Chat template: chatml, llama2, llama3, phi3, gemma, mistral, zephyr (default: detect)",
+       &ServerConfig::chat_template},
+      {"threads", "Compute threads (0: all cores)", nullptr, &ServerConfig::threads, 0, 1024},
+      {"n_ctx", "Context length per request, prompt plus output (0: the model's own)", nullptr,
+       &ServerConfig::n_ctx, 0, int64_t{1} << 24},
+      {"kv_block_size", "Token positions per KV cache block", nullptr,
+       &ServerConfig::kv_block_size, 1, 4096},
+      {"kv_blocks", "KV cache blocks in the pool (0: enough for max_running full contexts)",
+       nullptr, &ServerConfig::kv_blocks, 0, int64_t{1} << 24},
+      {"max_running", "Requests generating at once", nullptr, &ServerConfig::max_running, 1, 4096},
+      {"max_queue", "Waiting requests before new ones get HTTP 429", nullptr,
+       &ServerConfig::max_queue, 0, 1 << 20},
+      {"step_token_budget", "Tokens (decode plus prefill chunk) per forward pass", nullptr,
+       &ServerConfig::step_token_budget, 1, 1 << 20},
+      {"log_format", "Log line format: text or json", &ServerConfig::log_format},
+      {"log_level", "Log level: trace, debug, info, warn, error", &ServerConfig::log_level},
+      {"shutdown_timeout_ms", "How long running requests may finish after SIGTERM, in ms",
+       nullptr, &ServerConfig::shutdown_timeout_ms, 0, 3600 * 1000},
+  };
+  return keys;
+}
+
+std::string EnvName(std::string_view key) {
+  std::string out = "SPARROW_";
+  for (char c : key) out += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return out;
+}
+
+std::string FlagName(std::string_view key) {
+  std::string out = "--";
+  for (char c : key) out += c == '_' ? '-' : c;
+  return out;
+}
+
+Status SetKey(const KeySpec& k, const std::string& value, const std::string& origin,
+              ServerConfig* c) {
+  if (k.str) {
+    c->*k.str = value;
+    return Status::Ok();
+  }
+  int64_t v = 0;
+  const char* end = value.data() + value.size();
+  auto [ptr, ec] = std::from_chars(value.data(), end, v);
+  if (value.empty() || ec != std::errc() || ptr != end || v < k.min || v > k.max) {
+    return InvalidArgument("config: '" + std::string(k.key) + "' must be an integer between " +
+                           std::to_string(k.min) + " and " + std::to_string(k.max) + ", got '" +
+                           value + "' (from " + origin + ")");
+  }
+  c->*k.num = v;
+  return Status::Ok();
+}
+
+const KeySpec* FindKey(std::string_view key) {
+  for (const auto& k : Keys()) {
+    if (key == k.key) return &k;
+  }
+  return nullptr;
+}
+
+bool IsLoopback(const std::string& host) {
+  return host == "127.0.0.1" || host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
+}
+
+constexpr const char* kDescription =
+    "sparrowd: serves one GGUF language model over an OpenAI-compatible HTTP API\n"
+    "(POST /v1/chat/completions, POST /v1/completions, GET /v1/models, GET /health,\n"
+    "GET /metrics) and gRPC.\n"
+    "\n"
+    "Quick start (from the repository root):\n"
+    "  sparrowd --model ../shared/models/stories260K.gguf --port 8080\n"
+    "  curl http://127.0.0.1:8080/v1/completions -H 'Content-Type: application/json' \\\n"
+    "       -d '{\"prompt\": \"Once upon a time\", \"max_tokens\": 32}'\n"
+    "\n"
+    "Every setting below can come from four places; the first one found wins:\n"
+    "  1. a flag           --max-running 8\n"
+    "  2. the environment  SPARROW_MAX_RUNNING=8\n"
+    "  3. a YAML file      max_running: 8     (given with --config or SPARROW_CONFIG;\n"
+    "                                          config/sparrow.yaml documents every key)\n"
+    "  4. the built-in default shown in brackets.\n"
+    "A bad value stops the server with exit code 2 and a message naming the key.\n"
+    "Stop it with Ctrl-C or SIGTERM: it stops accepting, lets running requests finish\n"
+    "(up to shutdown_timeout_ms) and exits 0.\n";
+
+}  // namespace
+
+Status ApplyYamlConfig(const std::string& yaml_text, const std::string& origin,
+                       ServerConfig* config) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(yaml_text);
+  } catch (const YAML::Exception& e) {
+    return InvalidArgument("config: " + origin + ": not valid YAML: " + e.what());
+  }
+  if (root.IsNull()) return Status::Ok();
+  if (!root.IsMap()) return InvalidArgument("config: " + origin + ": must be a mapping of keys");
+  for (const auto& entry : root) {
+    const std::string key = entry.first.as<std::string>("");
+    const KeySpec* k = FindKey(key);
+    if (!k) return InvalidArgument("config: " + origin + ": unknown key '" + key + "'");
+    if (entry.second.IsNull()) continue;  // "key:" with no value keeps the default
+    if (!entry.second.IsScalar()) {
+      return InvalidArgument("config: '" + key + "' in " + origin + " must be a single value");
+    }
+    SPARROW_RETURN_IF_ERROR(SetKey(*k, entry.second.Scalar(), origin, config));
+  }
+  return Status::Ok();
+}
+
+Status ValidateServerConfig(const ServerConfig& c) {
+  if (c.log_format != "text" && c.log_format != "json") {
+    return InvalidArgument("config: 'log_format' must be text or json, got '" + c.log_format +
+                           "'");
+  }
+  static const char* kLevels[] = {"trace", "debug", "info", "warn", "error"};
+  if (std::find(std::begin(kLevels), std::end(kLevels), c.log_level) == std::end(kLevels)) {
+    return InvalidArgument("config: 'log_level' must be trace, debug, info, warn or error, got '" +
+                           c.log_level + "'");
+  }
+  if (c.host.empty()) return InvalidArgument("config: 'host' must not be empty");
+  if (c.model.empty()) return InvalidArgument("config: 'model' must name a GGUF file");
+  if (!IsLoopback(c.host) && c.api_key.empty()) {
+    return InvalidArgument("config: 'api_key' must be set when 'host' is '" + c.host +
+                           "' (not loopback): anyone on the network could use the server");
+  }
+  return Status::Ok();
+}
+
+Result<ConfigLoadResult> LoadServerConfig(const std::vector<std::string>& args,
+                                          const EnvLookup& env) {
+  ConfigLoadResult result;
+  ServerConfig& c = result.config;
+
+  CLI::App app(kDescription, "sparrowd");
+  app.get_formatter()->column_width(36);
+  std::string config_flag;
+  app.add_option("--config", config_flag, "YAML file with settings (env SPARROW_CONFIG)");
+  app.set_version_flag("--version", "sparrowd 0.1.0");
+  std::vector<std::string> flag_values(Keys().size());
+  std::vector<CLI::Option*> options;
+  const ServerConfig defaults;
+  for (size_t i = 0; i < Keys().size(); ++i) {
+    const KeySpec& k = Keys()[i];
+    const std::string def = k.str ? defaults.*k.str : std::to_string(defaults.*k.num);
+    std::string help = std::string(k.help) + " [" + (def.empty() ? "none" : def) + "]";
+    options.push_back(app.add_option(FlagName(k.key), flag_values[i], help));
+  }
+  std::vector<std::string> argv_store = {"sparrowd"};
+  argv_store.insert(argv_store.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& a : argv_store) argv.push_back(a.data());
+  try {
+    app.parse(static_cast<int>(argv.size()), argv.data());
+  } catch (const CLI::CallForHelp&) {
+    result.exit_now = true;
+    result.message = app.help();
+    return result;
+  } catch (const CLI::CallForVersion&) {
+    result.exit_now = true;
+    result.message = "sparrowd 0.1.0\n";
+    return result;
+  } catch (const CLI::ParseError& e) {
+    return InvalidArgument(std::string("command line: ") + e.what() + " (see --help)");
+  }
+
+  // File layer.
+  std::string file = config_flag;
+  if (file.empty()) {
+    if (const char* v = env("SPARROW_CONFIG")) file = v;
+  }
+  if (!file.empty()) {
+    std::ifstream in(file);
+    if (!in) return InvalidArgument("config: cannot read config file '" + file + "'");
+    std::stringstream ss;
+    ss << in.rdbuf();
+    SPARROW_RETURN_IF_ERROR(ApplyYamlConfig(ss.str(), file, &c));
+    c.config_file = file;
+  }
+  // Environment layer, then flags.
+  for (const auto& k : Keys()) {
+    const std::string name = EnvName(k.key);
+    if (const char* v = env(name.c_str())) {
+      SPARROW_RETURN_IF_ERROR(SetKey(k, v, "environment variable " + name, &c));
+    }
+  }
+  for (size_t i = 0; i < Keys().size(); ++i) {
+    if (options[i]->count() > 0) {
+      SPARROW_RETURN_IF_ERROR(
+          SetKey(Keys()[i], flag_values[i], "flag " + FlagName(Keys()[i].key), &c));
+    }
+  }
+  SPARROW_RETURN_IF_ERROR(ValidateServerConfig(c));
+  return result;
+}
+
+}  // namespace sparrow

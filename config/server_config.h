@@ -1,0 +1,36 @@
+#pragma once
+// ServerConfig: every setting of sparrowd, with its default. config_loader.h fills it from
+// sparrow.yaml, SPARROW_* environment variables and command-line flags. A plain value type.
+#include <cstdint>
+#include <string>
+
+namespace sparrow {
+
+struct ServerConfig {
+  // Network.
+  std::string host = "127.0.0.1";
+  int64_t port = 8080;        // HTTP; 0 picks a free port
+  int64_t grpc_port = 50051;  // 0 picks a free port; -1 disables gRPC
+  int64_t http_threads = 2;
+  int64_t max_body_bytes = 1 << 20;
+  std::string api_key;  // required from clients when set; must be set off loopback
+  // Model.
+  std::string model = "../shared/models/stories260K.gguf";
+  std::string model_id;       // "" -> the model file name without .gguf
+  std::string chat_template;  // "" -> detect from the GGUF; or chatml, llama2, llama3, ...
+  // Engine.
+  int64_t threads = 0;  // compute threads; 0 -> all cores
+  int64_t n_ctx = 0;    // 0 -> the model's training context
+  int64_t kv_block_size = 16;
+  int64_t kv_blocks = 0;  // 0 -> enough for max_running full contexts
+  int64_t max_running = 16;
+  int64_t max_queue = 64;
+  int64_t step_token_budget = 512;
+  // Operations.
+  std::string log_format = "text";  // text | json
+  std::string log_level = "info";   // trace | debug | info | warn | error
+  int64_t shutdown_timeout_ms = 10000;
+  std::string config_file;  // where the file layer came from ("" -> none)
+};
+
+}  // namespace sparrow

@@ -1,0 +1,49 @@
+#include "engine/tools/bench_command.h"
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+
+#include "engine/tools/bench_report.h"
+#include "engine/tools/bench_runner.h"
+
+namespace sparrow::tools {
+
+void RegisterBenchCommand(CLI::App& app, BenchOptions& o, bool& json, int& exit_code) {
+  CLI::App* cmd = app.add_subcommand(
+      "bench",
+      "Measure prompt (pp) and generation (tg) tokens/s like llama-bench, with the machine's "
+      "read bandwidth and each tg result's fraction of that roofline");
+  cmd->add_option("-m,--model", o.model, "Path of the GGUF model")->required();
+  cmd->add_option("-p,--n-prompt", o.n_prompt, "Prompt tokens per pp test (0: skip pp)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("-n,--n-gen", o.n_gen, "Generated tokens per tg test (0: skip tg)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("-t,--threads", o.threads, "Thread counts, comma-separated")
+      ->delimiter(',')
+      ->capture_default_str();
+  cmd->add_option("-r,--repetitions", o.reps, "Timed repetitions per test (after one warm-up)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cmd->add_flag("--json", json, "Print one JSON object instead of the table");
+  cmd->add_flag("!--no-bandwidth", o.bandwidth, "Skip the memory bandwidth probe");
+  cmd->add_option("--bandwidth-mib", o.bandwidth_mib, "Size of the bandwidth probe's buffer, MiB")
+      ->capture_default_str()
+      ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 20));
+  cmd->callback([&o, &json, &exit_code] { exit_code = RunBenchCommand(o, json); });
+}
+
+int RunBenchCommand(const BenchOptions& o, bool json) {
+  auto report = RunBench(o);
+  if (!report.ok()) {
+    std::fprintf(stderr, "sparrow bench: %s\n", report.status().ToString().c_str());
+    return 1;
+  }
+  const std::string text = json ? BenchReportJson(*report) + "\n" : BenchReportTable(*report);
+  std::fwrite(text.data(), 1, text.size(), stdout);
+  std::fflush(stdout);
+  return 0;
+}
+
+}  // namespace sparrow::tools

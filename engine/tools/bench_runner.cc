@@ -1,0 +1,217 @@
+#include "engine/tools/bench_runner.h"
+
+#include <algorithm>
+#include <chrono>
+#include <fstream>
+#include <random>
+
+#include "engine/kernels/thread_pool.h"
+#include "engine/model/model.h"
+#include "engine/runtime/forward_pass.h"
+#include "engine/runtime/kv_cache.h"
+
+namespace sparrow::tools {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::string FileTypeName(uint64_t ftype) {
+  switch (ftype) {
+    case 0:
+      return "F32";
+    case 1:
+      return "F16";
+    case 2:
+      return "Q4_0";
+    case 3:
+      return "Q4_1";
+    case 7:
+      return "Q8_0";
+    case 8:
+      return "Q5_0";
+    case 9:
+      return "Q5_1";
+    case 14:
+      return "Q4_K - Small";
+    case 15:
+      return "Q4_K - Medium";
+    case 16:
+      return "Q5_K - Small";
+    case 17:
+      return "Q5_K - Medium";
+    case 18:
+      return "Q6_K";
+    case 32:
+      return "BF16";
+    default:
+      return "ftype " + std::to_string(ftype);
+  }
+}
+
+uint64_t MatrixBytes(const kernels::WeightMatrix& w) {
+  return static_cast<uint64_t>(w.rows) * w.row_stride_bytes;
+}
+
+BenchModelInfo DescribeModel(const Model& model, const std::string& path) {
+  BenchModelInfo info;
+  const GgufFile& f = model.file();
+  const ModelConfig& c = model.config();
+  info.path = path;
+  info.name = c.name.empty() ? path.substr(path.find_last_of('/') + 1) : c.name;
+  auto ftype = f.GetUInt("general.file_type");
+  // Without general.file_type, name the type of the first attention matrix instead.
+  if (ftype.ok()) {
+    info.type_name = FileTypeName(*ftype);
+  } else if (!model.weights().layers.empty()) {
+    info.type_name = std::string(TensorTypeName(model.weights().layers[0].wq.type));
+  }
+  info.arch = std::string(c.arch->name);
+  for (const GgufTensorInfo& t : f.tensors()) {
+    info.size_bytes += t.n_bytes;
+    info.n_params += t.n_elements;
+  }
+  const ModelWeights& w = model.weights();
+  info.weight_bytes_per_token = MatrixBytes(w.output);
+  for (const LayerWeights& l : w.layers) {
+    for (const kernels::WeightMatrix* m :
+         {&l.wq, &l.wk, &l.wv, &l.wo, &l.ffn_gate, &l.ffn_up, &l.ffn_down}) {
+      info.weight_bytes_per_token += MatrixBytes(*m);
+    }
+  }
+  info.n_vocab = c.n_vocab;
+  info.n_layer = c.n_layer;
+  info.n_embd = c.n_embd;
+  return info;
+}
+
+std::string CpuModelName() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("model name", 0) == 0) {
+      const size_t colon = line.find(':');
+      if (colon != std::string::npos) return line.substr(line.find_first_not_of(" \t", colon + 1));
+    }
+  }
+  return "unknown";
+}
+
+int32_t BosId(const Model& model) {
+  auto bos = model.file().GetUInt("tokenizer.ggml.bos_token_id");
+  if (bos.ok() && static_cast<int64_t>(*bos) < model.config().n_vocab) {
+    return static_cast<int32_t>(*bos);
+  }
+  return 1;
+}
+
+// One repetition's wall time in seconds; the cache is reused from position 0, which is what
+// clearing it amounts to for the forward pass (only positions written in this run are read).
+Result<double> TimePrompt(ForwardPass& fp, KvCache& cache, const std::vector<int32_t>& tokens,
+                          std::vector<float>& logits) {
+  const auto t0 = Clock::now();
+  SPARROW_RETURN_IF_ERROR(fp.Run(tokens, 0, cache, /*all_logits=*/false, &logits));
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+Result<double> TimeGenerate(ForwardPass& fp, KvCache& cache, const std::vector<int32_t>& tokens,
+                            std::vector<float>& logits) {
+  const auto t0 = Clock::now();
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    SPARROW_RETURN_IF_ERROR(fp.Run(std::span<const int32_t>(&tokens[i], 1), static_cast<int64_t>(i),
+                                   cache, false, &logits));
+  }
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+BenchResult MakeResult(std::string test, int threads, int64_t n_prompt, int64_t n_gen,
+                       const std::vector<double>& seconds, int64_t n_tokens) {
+  BenchResult r;
+  r.test = std::move(test);
+  r.threads = threads;
+  r.n_prompt = n_prompt;
+  r.n_gen = n_gen;
+  for (double s : seconds) {
+    r.samples_ns.push_back(s * 1e9);
+    r.samples_ts.push_back(s > 0 ? static_cast<double>(n_tokens) / s : 0.0);
+  }
+  r.ts = Summarize(r.samples_ts);
+  return r;
+}
+
+}  // namespace
+
+Result<BenchReport> RunBench(const BenchOptions& o) {
+  if (o.n_prompt < 0 || o.n_gen < 0 || (o.n_prompt == 0 && o.n_gen == 0)) {
+    return InvalidArgument("-p and -n must be >= 0 and not both 0");
+  }
+  if (o.reps < 1) return InvalidArgument("-r must be >= 1, got " + std::to_string(o.reps));
+  if (o.threads.empty()) return InvalidArgument("-t names no thread count");
+  for (int t : o.threads) {
+    if (t < 1) return InvalidArgument("-t: thread count " + std::to_string(t) + " is below 1");
+  }
+  SPARROW_ASSIGN_OR_RETURN(auto model, Model::Load(o.model));
+  BenchReport report;
+  report.model = DescribeModel(*model, o.model);
+  report.cpu = CpuModelName();
+  const ModelConfig& c = model->config();
+  const int64_t n_ctx = std::max(o.n_prompt, o.n_gen);
+  if (n_ctx > c.n_ctx_train) {
+    return InvalidArgument(o.model + ": -p/-n of " + std::to_string(n_ctx) +
+                           " exceed the model's context of " + std::to_string(c.n_ctx_train));
+  }
+
+  // Random valid ids after a BOS, as llama-bench feeds them.
+  std::mt19937_64 rng(o.seed);
+  std::uniform_int_distribution<int32_t> any_token(0, static_cast<int32_t>(c.n_vocab - 1));
+  const int32_t bos = BosId(*model);
+  std::vector<int32_t> prompt(o.n_prompt), gen(o.n_gen);
+  for (auto* v : {&prompt, &gen}) {
+    for (size_t i = 0; i < v->size(); ++i) (*v)[i] = i == 0 ? bos : any_token(rng);
+  }
+
+  std::vector<float> logits;
+  for (int threads : o.threads) {
+    kernels::ThreadPool pool(threads);
+    ForwardPass fp(*model, &pool);
+    ContiguousKvCache cache(c.n_layer, n_ctx, c.kv_dim());
+    if (o.n_prompt > 0) {
+      std::vector<double> seconds;
+      for (int rep = 0; rep <= o.reps; ++rep) {  // rep 0 is the warm-up
+        SPARROW_ASSIGN_OR_RETURN(double s, TimePrompt(fp, cache, prompt, logits));
+        if (rep > 0) seconds.push_back(s);
+      }
+      report.results.push_back(MakeResult("pp" + std::to_string(o.n_prompt), threads, o.n_prompt, 0,
+                                          seconds, o.n_prompt));
+    }
+    if (o.n_gen > 0) {
+      std::vector<double> seconds;
+      for (int rep = 0; rep <= o.reps; ++rep) {
+        SPARROW_ASSIGN_OR_RETURN(double s, TimeGenerate(fp, cache, gen, logits));
+        if (rep > 0) seconds.push_back(s);
+      }
+      report.results.push_back(
+          MakeResult("tg" + std::to_string(o.n_gen), threads, 0, o.n_gen, seconds, o.n_gen));
+    }
+  }
+  // Taken before the probe allocates its buffer, so it is the model's footprint.
+  report.peak_rss_bytes = PeakRssBytes();
+
+  if (o.bandwidth) {
+    for (int threads : o.threads) {
+      report.bandwidth.push_back(
+          MeasureReadBandwidth(threads, o.bandwidth_mib << 20, o.bandwidth_reps));
+    }
+    for (BenchResult& r : report.results) {
+      for (const BandwidthResult& b : report.bandwidth) {
+        if (b.threads == r.threads) r.bandwidth_bytes_per_s = b.best_bytes_per_s;
+      }
+      if (r.n_gen > 0 && r.bandwidth_bytes_per_s > 0) {
+        r.roofline_fraction = static_cast<double>(report.model.weight_bytes_per_token) *
+                              r.ts.median / r.bandwidth_bytes_per_s;
+      }
+    }
+  }
+  return report;
+}
+
+}  // namespace sparrow::tools

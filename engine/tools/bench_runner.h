@@ -1,0 +1,67 @@
+#pragma once
+// RunBench: llama-bench-style throughput of one model: prompt processing (one forward pass of
+// n_prompt tokens) and text generation (n_gen single-token steps after a BOS) per thread
+// count, each repeated after a warm-up, with the read bandwidth of the machine so generation
+// speed can be put against its memory roofline. Not thread-safe (it uses all the threads it
+// is given); run one at a time.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "engine/common/result.h"
+#include "engine/tools/bench_bandwidth.h"
+#include "engine/tools/bench_stats.h"
+
+namespace sparrow::tools {
+
+struct BenchOptions {
+  std::string model;
+  int64_t n_prompt = 512;
+  int64_t n_gen = 128;
+  std::vector<int> threads = {1};
+  int reps = 5;
+  bool bandwidth = true;
+  uint64_t bandwidth_mib = 512;  // size of the probe's buffer
+  int bandwidth_reps = 5;
+  uint64_t seed = 42;  // random prompt tokens
+};
+
+struct BenchModelInfo {
+  std::string path;
+  std::string name;       // general.name, or the file name
+  std::string type_name = "?";  // "Q8_0", "Q4_K - Medium", ...
+  std::string arch;
+  uint64_t size_bytes = 0;  // all tensor bytes
+  uint64_t n_params = 0;
+  // Bytes of every weight matrix one token's forward pass reads (the output matrix included,
+  // the embedding table excluded unless it doubles as the output).
+  uint64_t weight_bytes_per_token = 0;
+  int64_t n_vocab = 0;
+  int64_t n_layer = 0;
+  int64_t n_embd = 0;
+};
+
+struct BenchResult {
+  std::string test;  // "pp512" / "tg128"
+  int threads = 0;
+  int64_t n_prompt = 0;
+  int64_t n_gen = 0;
+  std::vector<double> samples_ns;
+  std::vector<double> samples_ts;  // tokens per second of each repetition
+  SampleStats ts;
+  double bandwidth_bytes_per_s = 0;  // at this thread count; 0 when not measured
+  double roofline_fraction = 0;      // tg only: weight bytes * tok/s / bandwidth
+};
+
+struct BenchReport {
+  BenchModelInfo model;
+  std::vector<BenchResult> results;
+  std::vector<BandwidthResult> bandwidth;
+  uint64_t peak_rss_bytes = 0;  // before the bandwidth probe's buffer
+  std::string cpu;              // /proc/cpuinfo model name
+};
+
+// Loads the model and measures. Errors name the model file or the option at fault.
+Result<BenchReport> RunBench(const BenchOptions& opts);
+
+}  // namespace sparrow::tools

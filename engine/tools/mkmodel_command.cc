@@ -1,0 +1,64 @@
+#include "engine/tools/mkmodel_command.h"
+
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <thread>
+
+#include "engine/tools/mkmodel_generate.h"
+
+namespace sparrow::tools {
+
+void RegisterMkModelCommand(CLI::App& app, MkModelOptions& o, int& exit_code) {
+  CLI::App* cmd = app.add_subcommand(
+      "mkmodel", "Write a synthetic random-weight GGUF with a real model's shape (for benchmarks)");
+  cmd->add_option("--shape", o.shape, "Model shape: " + KnownShapeNames())->required();
+  cmd->add_option("--type", o.type, "Weight type: f16, q8_0, q4_0, q4_k_m")->capture_default_str();
+  cmd->add_option("-o,--output", o.out, "Path of the GGUF file to write")->required();
+  cmd->add_option("--vocab", o.vocab, "GGUF file whose tokenizer.* keys are copied")
+      ->capture_default_str();
+  cmd->add_option("--layers", o.layers, "Keep only this many layers (0: all)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--seed", o.seed, "Random seed of the weights")->capture_default_str();
+  cmd->add_option("-t,--threads", o.threads, "Threads (0: all hardware threads)")
+      ->check(CLI::Range(0, 256));
+  cmd->callback([&o, &exit_code] { exit_code = RunMkModel(o); });
+}
+
+int RunMkModel(const MkModelOptions& o) {
+  SyntheticModelSpec spec;
+  auto shape = FindModelShape(o.shape);
+  if (!shape) {
+    std::fprintf(stderr, "sparrow mkmodel: unknown shape '%s' (known: %s)\n", o.shape.c_str(),
+                 KnownShapeNames().c_str());
+    return 1;
+  }
+  auto ftype = ParseModelFileType(o.type);
+  if (!ftype) {
+    std::fprintf(stderr, "sparrow mkmodel: unknown type '%s' (known: f16, q8_0, q4_0, q4_k_m)\n",
+                 o.type.c_str());
+    return 1;
+  }
+  spec.shape = *shape;
+  spec.ftype = *ftype;
+  spec.n_layer = o.layers;
+  spec.vocab_path = o.vocab;
+  spec.out_path = o.out;
+  spec.seed = o.seed;
+  spec.threads = o.threads > 0
+                     ? o.threads
+                     : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  spec.verbose = isatty(STDERR_FILENO) != 0;  // \r progress only makes sense on a terminal
+  auto summary = WriteSyntheticModel(spec);
+  if (!summary.ok()) {
+    std::fprintf(stderr, "sparrow mkmodel: %s\n", summary.status().ToString().c_str());
+    return 1;
+  }
+  std::fprintf(stderr, "wrote %s: %s %s, %.1f M parameters, %.1f MiB of tensors, vocab %lld\n",
+               o.out.c_str(), o.shape.c_str(), o.type.c_str(), summary->n_params / 1e6,
+               summary->data_bytes / 1048576.0, static_cast<long long>(summary->n_vocab));
+  return 0;
+}
+
+}  // namespace sparrow::tools

@@ -1,0 +1,36 @@
+#pragma once
+// Chat templates: turn a list of chat messages into the prompt text a model was trained on.
+// The family is picked by name (a config override) or detected from the GGUF
+// `tokenizer.chat_template` Jinja text by looking for marker substrings, the way llama.cpp
+// does; ChatML is the fallback. Pure functions, thread-safe.
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "engine/common/result.h"
+
+namespace sparrow::server {
+
+struct ChatMessage {
+  std::string role;  // "system", "user" or "assistant"
+  std::string content;
+};
+
+enum class ChatTemplate { kChatMl, kLlama2, kLlama3, kPhi3, kGemma, kMistral, kZephyr };
+
+// "chatml", "llama2", "llama3", "phi3", "gemma", "mistral", "zephyr".
+const char* ChatTemplateName(ChatTemplate t);
+// A name as above (also "qwen" for ChatML), or nothing.
+bool ChatTemplateFromName(std::string_view name, ChatTemplate* out);
+// Detects the family of a Jinja template; ChatML for "" or anything unknown.
+ChatTemplate DetectChatTemplate(std::string_view jinja);
+
+// `template_name_or_jinja` is a family name or the model's Jinja template text. InvalidArgument
+// for an unknown role or an empty message list.
+Result<std::string> ApplyChatTemplate(const std::vector<ChatMessage>& messages,
+                                      std::string_view template_name_or_jinja,
+                                      bool add_generation_prompt);
+Result<std::string> ApplyChatTemplate(const std::vector<ChatMessage>& messages, ChatTemplate t,
+                                      bool add_generation_prompt);
+
+}  // namespace sparrow::server

@@ -1,0 +1,126 @@
+#include "server/core/metrics.h"
+
+#include <cstdio>
+
+namespace sparrow::server {
+namespace {
+
+std::string Num(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%.9g", v);
+  return buf;
+}
+
+void Header(std::string_view name, std::string_view type, std::string_view help,
+            std::string* out) {
+  out->append("# HELP ").append(name).append(" ").append(help).append("\n");
+  out->append("# TYPE ").append(name).append(" ").append(type).append("\n");
+}
+
+void Sample(std::string_view name, std::string_view labels, double v, std::string* out) {
+  out->append(name);
+  if (!labels.empty()) out->append("{").append(labels).append("}");
+  out->append(" ").append(Num(v)).append("\n");
+}
+
+}  // namespace
+
+void SecondsHistogram::Observe(double seconds) {
+  for (size_t i = 0; i < kBounds.size(); ++i) {
+    if (seconds <= kBounds[i]) {
+      ++buckets_[i];
+      break;
+    }
+  }
+  ++count_;
+  sum_ += seconds;
+}
+
+void SecondsHistogram::Render(std::string_view name, std::string* out) const {
+  int64_t cumulative = 0;
+  const std::string bucket = std::string(name) + "_bucket";
+  for (size_t i = 0; i < kBounds.size(); ++i) {
+    cumulative += buckets_[i];
+    Sample(bucket, "le=\"" + Num(kBounds[i]) + "\"", static_cast<double>(cumulative), out);
+  }
+  Sample(bucket, "le=\"+Inf\"", static_cast<double>(count_), out);
+  Sample(std::string(name) + "_sum", "", sum_, out);
+  Sample(std::string(name) + "_count", "", static_cast<double>(count_), out);
+}
+
+void Metrics::RecordFinish(const FinishInfo& info) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++requests_by_status_[FinishReasonName(info.reason)];
+  prompt_tokens_ += info.prompt_tokens;
+  cached_prompt_tokens_ += info.cached_prompt_tokens;
+  generated_tokens_ += info.completion_tokens;
+  if (info.completion_tokens > 0) ttft_.Observe(info.ttft_ms / 1000.0);
+  e2e_.Observe(info.total_ms / 1000.0);
+}
+
+void Metrics::ObserveTbt(double seconds) {
+  std::lock_guard<std::mutex> lock(mu_);
+  tbt_.Observe(seconds);
+}
+
+void Metrics::RecordResponse(std::string_view frontend, std::string_view code) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++responses_[{std::string(frontend), std::string(code)}];
+}
+
+std::string Metrics::Render(const SchedulerStats& s) const {
+  std::string out;
+  std::lock_guard<std::mutex> lock(mu_);
+  Header("sparrow_requests_total", "counter", "Finished generations by finish reason.", &out);
+  for (const char* r : {"stop", "length", "context", "cancelled", "error"}) {
+    auto it = requests_by_status_.find(r);
+    Sample("sparrow_requests_total", std::string("status=\"") + r + "\"",
+           it == requests_by_status_.end() ? 0.0 : static_cast<double>(it->second), &out);
+  }
+  Header("sparrow_responses_total", "counter", "Answered calls by frontend and status code.",
+         &out);
+  for (const auto& [key, n] : responses_) {
+    Sample("sparrow_responses_total",
+           "frontend=\"" + key.first + "\",code=\"" + key.second + "\"", static_cast<double>(n),
+           &out);
+  }
+  Header("sparrow_prompt_tokens_total", "counter", "Prompt tokens of finished requests.", &out);
+  Sample("sparrow_prompt_tokens_total", "", static_cast<double>(prompt_tokens_), &out);
+  Header("sparrow_prompt_tokens_cached_total", "counter",
+         "Prompt tokens served by the prefix cache.", &out);
+  Sample("sparrow_prompt_tokens_cached_total", "", static_cast<double>(cached_prompt_tokens_),
+         &out);
+  Header("sparrow_generated_tokens_total", "counter", "Generated tokens.", &out);
+  Sample("sparrow_generated_tokens_total", "", static_cast<double>(generated_tokens_), &out);
+  Header("sparrow_ttft_seconds", "histogram", "Time from submit to the first token.", &out);
+  ttft_.Render("sparrow_ttft_seconds", &out);
+  Header("sparrow_tbt_seconds", "histogram", "Time between two tokens of one stream.", &out);
+  tbt_.Render("sparrow_tbt_seconds", &out);
+  Header("sparrow_request_duration_seconds", "histogram", "Time from submit to finish.", &out);
+  e2e_.Render("sparrow_request_duration_seconds", &out);
+
+  Header("sparrow_queue_depth", "gauge", "Requests waiting for admission.", &out);
+  Sample("sparrow_queue_depth", "", static_cast<double>(s.waiting), &out);
+  Header("sparrow_running", "gauge", "Sequences being generated.", &out);
+  Sample("sparrow_running", "", static_cast<double>(s.running), &out);
+  Header("sparrow_kv_blocks_used", "gauge", "KV blocks referenced by sequences.", &out);
+  Sample("sparrow_kv_blocks_used", "", static_cast<double>(s.kv.used_blocks), &out);
+  Header("sparrow_kv_blocks_cached", "gauge", "Unreferenced KV blocks kept for prefix reuse.",
+         &out);
+  Sample("sparrow_kv_blocks_cached", "", static_cast<double>(s.kv.cached_blocks), &out);
+  Header("sparrow_kv_blocks_total", "gauge", "KV blocks in the pool.", &out);
+  Sample("sparrow_kv_blocks_total", "", static_cast<double>(s.kv.total_blocks), &out);
+  Header("sparrow_prefix_cache_hits_total", "counter", "KV blocks reused from the prefix cache.",
+         &out);
+  Sample("sparrow_prefix_cache_hits_total", "", static_cast<double>(s.kv.prefix_hits), &out);
+  Header("sparrow_prefix_cache_lookups_total", "counter", "Prefix cache lookups.", &out);
+  Sample("sparrow_prefix_cache_lookups_total", "", static_cast<double>(s.kv.prefix_lookups),
+         &out);
+  Header("sparrow_preemptions_total", "counter", "Sequences preempted for KV space.", &out);
+  Sample("sparrow_preemptions_total", "", static_cast<double>(s.preemptions), &out);
+  Header("sparrow_scheduler_steps_total", "counter", "Forward passes run.", &out);
+  Sample("sparrow_scheduler_steps_total", "", static_cast<double>(s.steps), &out);
+  return out;
+}
+
+}  // namespace sparrow::server

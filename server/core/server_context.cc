@@ -1,0 +1,55 @@
+#include "server/core/server_context.h"
+
+#include <algorithm>
+#include <thread>
+
+namespace sparrow::server {
+
+std::string ModelIdFromPath(const std::string& path) {
+  std::string name = path.substr(path.find_last_of('/') + 1);
+  if (name.size() > 5 && name.ends_with(".gguf")) name.resize(name.size() - 5);
+  return name;
+}
+
+Result<std::unique_ptr<ServerContext>> CreateServerContext(const ServerConfig& config) {
+  auto ctx = std::make_unique<ServerContext>();
+  ctx->config = config;
+  SPARROW_ASSIGN_OR_RETURN(ctx->model, Model::Load(config.model));
+  SPARROW_ASSIGN_OR_RETURN(ctx->tokenizer, LoadTokenizer(ctx->model->file()));
+  ctx->model_id = config.model_id.empty() ? ModelIdFromPath(config.model) : config.model_id;
+
+  if (!config.chat_template.empty()) {
+    ctx->chat_template = config.chat_template;
+  } else {
+    auto jinja = ctx->model->file().GetString("tokenizer.chat_template");
+    if (jinja.ok()) ctx->chat_template = std::string(*jinja);
+  }
+
+  const int64_t n_ctx_train = ctx->model->config().n_ctx_train;
+  ctx->n_ctx = config.n_ctx > 0 ? config.n_ctx : n_ctx_train;
+  if (ctx->n_ctx <= 0) ctx->n_ctx = 2048;
+  if (n_ctx_train > 0 && ctx->n_ctx > n_ctx_train) {
+    return InvalidArgument("config: 'n_ctx' is " + std::to_string(config.n_ctx) +
+                           " but the model '" + config.model + "' was trained for " +
+                           std::to_string(n_ctx_train) + " positions");
+  }
+
+  const int threads = config.threads > 0
+                          ? static_cast<int>(config.threads)
+                          : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  ctx->pool = std::make_unique<kernels::ThreadPool>(threads);
+
+  SchedulerOptions opts;
+  opts.n_ctx = ctx->n_ctx;
+  opts.kv_block_size = config.kv_block_size;
+  opts.kv_blocks = config.kv_blocks;
+  opts.max_running = config.max_running;
+  opts.max_queue = config.max_queue;
+  opts.step_token_budget = config.step_token_budget;
+  const Tokenizer* tok = ctx->tokenizer.get();
+  opts.is_eog = [tok](int32_t id) { return tok->IsEog(id); };
+  ctx->scheduler = std::make_unique<Scheduler>(*ctx->model, ctx->pool.get(), opts);
+  return ctx;
+}
+
+}  // namespace sparrow::server

@@ -1,0 +1,40 @@
+#pragma once
+// ServerContext: everything one sparrowd process serves with: the model, its tokenizer, the
+// compute pool, the scheduler, the configuration and the metrics. Frontends (HTTP, gRPC) share
+// one context and reach the engine only through `scheduler`.
+// Thread-safe to use from many threads (every member is); build and destroy on one thread.
+#include <memory>
+#include <string>
+
+#include "config/server_config.h"
+#include "engine/common/result.h"
+#include "engine/kernels/thread_pool.h"
+#include "engine/model/model.h"
+#include "engine/sched/scheduler.h"
+#include "engine/tokenizer/tokenizer.h"
+#include "server/core/metrics.h"
+
+namespace sparrow::server {
+
+struct ServerContext {
+  ServerConfig config;
+  std::string model_id;       // what clients name in "model"
+  std::string chat_template;  // a template family name or the GGUF Jinja text
+  int64_t n_ctx = 0;          // positions one request may use (prompt + output)
+  // Declaration order is destruction order in reverse: the scheduler goes first, while the
+  // model, pool and metrics its sinks use are still alive.
+  std::unique_ptr<Model> model;
+  std::unique_ptr<Tokenizer> tokenizer;
+  std::unique_ptr<kernels::ThreadPool> pool;
+  Metrics metrics;
+  std::unique_ptr<Scheduler> scheduler;
+};
+
+// Loads the model and tokenizer named by `config` and starts the scheduler. Errors name the
+// file or the setting at fault.
+Result<std::unique_ptr<ServerContext>> CreateServerContext(const ServerConfig& config);
+
+// The model id for a model path: its file name without ".gguf".
+std::string ModelIdFromPath(const std::string& path);
+
+}  // namespace sparrow::server

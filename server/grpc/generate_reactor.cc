@@ -1,0 +1,180 @@
+#include "server/grpc/generate_reactor.h"
+
+#include <mutex>
+#include <utility>
+
+#include "server/core/streaming_sink.h"
+#include "server/grpc/grpc_status.h"
+
+namespace sparrow::server {
+namespace {
+
+v1::FinishReason ToProto(FinishReason r) {
+  switch (r) {
+    case FinishReason::kStop:
+      return v1::FINISH_REASON_STOP;
+    case FinishReason::kLength:
+      return v1::FINISH_REASON_LENGTH;
+    case FinishReason::kContext:
+      return v1::FINISH_REASON_CONTEXT;
+    case FinishReason::kCancelled:
+    case FinishReason::kError:
+      return v1::FINISH_REASON_CANCELLED;
+  }
+  return v1::FINISH_REASON_UNSPECIFIED;
+}
+
+// Finishes an RPC that never reached the scheduler.
+class FailedReactor final : public grpc::ServerWriteReactor<v1::GenerateResponse> {
+ public:
+  explicit FailedReactor(const grpc::Status& status) { Finish(status); }
+  void OnDone() override { delete this; }
+};
+
+}  // namespace
+
+// What the gRPC threads and the scheduler thread share. The sink's on_ready holds it by
+// shared_ptr, so a late callback after OnDone finds `reactor` null instead of a dead object.
+struct GenerateReactor::Shared {
+  std::mutex mu;
+  GenerateReactor* reactor = nullptr;  // null once gRPC is done with the RPC
+  std::shared_ptr<StreamingSink> sink;
+  bool logprobs = false;
+  bool writing = false;          // a StartWrite is in flight; `message` is gRPC's
+  bool finishing = false;        // Finish was called; nothing more may be started
+  bool client_gone = false;      // cancelled by the client or a write failed
+  v1::GenerateResponse message;  // the message being written
+
+  // Writes whatever the sink has queued, or finishes when it is done. gRPC calls are made
+  // after unlocking: the reactor outlives them because only this function calls Finish.
+  void Pump();
+};
+
+void GenerateReactor::Shared::Pump() {
+  std::unique_lock<std::mutex> lock(mu);
+  if (reactor == nullptr || writing || finishing) return;
+  std::vector<StreamChunk> chunks;
+  const bool finished = sink->Drain(&chunks);
+  if (chunks.empty() && !finished) return;
+
+  message.Clear();
+  for (StreamChunk& c : chunks) {
+    message.mutable_text()->append(c.text);
+    for (const TokenLogprob& t : c.tokens) {
+      message.add_token_ids(t.token);
+      if (logprobs) message.add_logprobs(t.logprob);
+    }
+  }
+  GenerateReactor* r = reactor;
+  ServerContext& ctx = r->ctx_;
+  if (!finished) {
+    writing = true;
+    lock.unlock();
+    r->StartWrite(&message);
+    return;
+  }
+
+  finishing = true;
+  const FinishInfo& info = sink->finish_info();
+  grpc::Status status = grpc::Status::OK;
+  if (client_gone) {
+    status = grpc::Status(grpc::StatusCode::CANCELLED, "cancelled by the client");
+  } else if (sink->overflowed()) {
+    status = grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                          "the client did not read the stream fast enough; request cancelled");
+  } else if (info.reason == FinishReason::kError) {
+    status = ToGrpcStatus(info.status);
+  }
+  ctx.metrics.RecordResponse("grpc", GrpcCodeName(status.error_code()));
+  if (!status.ok()) {
+    lock.unlock();
+    r->Finish(status);
+    return;
+  }
+  message.set_finish_reason(ToProto(info.reason));
+  v1::Usage* usage = message.mutable_usage();
+  usage->set_prompt_tokens(info.prompt_tokens);
+  usage->set_cached_prompt_tokens(info.cached_prompt_tokens);
+  usage->set_completion_tokens(info.completion_tokens);
+  v1::Timings* timings = message.mutable_timings();
+  timings->set_queue_ms(info.queue_ms);
+  timings->set_ttft_ms(info.ttft_ms);
+  timings->set_total_ms(info.total_ms);
+  timings->set_preemptions(info.preemptions);
+  lock.unlock();
+  r->StartWriteAndFinish(&message, grpc::WriteOptions(), grpc::Status::OK);
+}
+
+GenerateReactor::GenerateReactor(ServerContext& ctx, std::shared_ptr<Shared> shared)
+    : ctx_(ctx), shared_(std::move(shared)) {}
+
+GenerateReactor* GenerateReactor::Start(ServerContext& ctx, std::vector<int32_t> prompt,
+                                        const GenerateSettings& settings) {
+  auto shared = std::make_shared<Shared>();
+  auto* reactor = new GenerateReactor(ctx, shared);
+  shared->reactor = reactor;
+  shared->logprobs = settings.logprobs;
+
+  StreamingSinkOptions sink_opts;
+  sink_opts.stop = settings.stop;
+  sink_opts.logprobs = true;  // the per-token records carry the ids each message reports
+  std::weak_ptr<Shared> weak = shared;
+  shared->sink = std::make_shared<StreamingSink>(*ctx.tokenizer, std::move(sink_opts),
+                                                 &ctx.metrics, [weak] {
+                                                   if (auto s = weak.lock()) s->Pump();
+                                                 });
+
+  GenerationRequest req;
+  req.prompt = std::move(prompt);
+  req.sampling = settings.sampling;
+  req.max_tokens = settings.max_tokens;
+  req.logprobs = settings.logprobs;
+  req.sink = shared->sink;
+  Status st = ctx.scheduler->Submit(std::move(req));
+  if (!st.ok()) {
+    const grpc::Status status = ToGrpcStatus(st);
+    ctx.metrics.RecordResponse("grpc", GrpcCodeName(status.error_code()));
+    {
+      std::lock_guard<std::mutex> lock(shared->mu);
+      shared->finishing = true;
+    }
+    reactor->Finish(status);
+  }
+  return reactor;
+}
+
+grpc::ServerWriteReactor<v1::GenerateResponse>* GenerateReactor::Fail(ServerContext& ctx,
+                                                                       const grpc::Status& status) {
+  ctx.metrics.RecordResponse("grpc", GrpcCodeName(status.error_code()));
+  return new FailedReactor(status);
+}
+
+void GenerateReactor::OnWriteDone(bool ok) {
+  {
+    std::lock_guard<std::mutex> lock(shared_->mu);
+    shared_->writing = false;
+    if (!ok) shared_->client_gone = true;
+  }
+  if (!ok) shared_->sink->Cancel();
+  shared_->Pump();
+}
+
+void GenerateReactor::OnCancel() {
+  {
+    std::lock_guard<std::mutex> lock(shared_->mu);
+    shared_->client_gone = true;
+  }
+  // The scheduler sees this at its next step, frees the blocks and calls OnFinish, whose
+  // on_ready lets Pump finish the RPC.
+  shared_->sink->Cancel();
+}
+
+void GenerateReactor::OnDone() {
+  {
+    std::lock_guard<std::mutex> lock(shared_->mu);
+    shared_->reactor = nullptr;
+  }
+  delete this;
+}
+
+}  // namespace sparrow::server

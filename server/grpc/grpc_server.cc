@@ -1,0 +1,63 @@
+#include "server/grpc/grpc_server.h"
+
+#include <mutex>
+
+#include <grpcpp/ext/proto_server_reflection_plugin.h>
+#include <grpcpp/grpcpp.h>
+#include <grpcpp/health_check_service_interface.h>
+
+#include "server/grpc/sparrow_service.h"
+
+namespace sparrow::server {
+namespace {
+
+// Process-wide gRPC switches; they must be set before the first ServerBuilder is made.
+void EnableGrpcPlugins() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    grpc::EnableDefaultHealthCheckService(true);
+    grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  });
+}
+
+}  // namespace
+
+Result<std::unique_ptr<GrpcServer>> StartGrpcServer(ServerContext& ctx,
+                                                    const std::string& address) {
+  const size_t colon = address.rfind(':');
+  if (address.empty() || colon == std::string::npos || colon == 0 ||
+      colon + 1 == address.size()) {
+    return InvalidArgument("gRPC address '" + address + "' is not host:port");
+  }
+  EnableGrpcPlugins();
+
+  std::unique_ptr<GrpcServer> server(new GrpcServer());
+  server->service_ = std::make_unique<SparrowService>(ctx);
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &server->port_);
+  builder.RegisterService(server->service_.get());
+  server->server_ = builder.BuildAndStart();
+  if (server->server_ == nullptr || server->port_ == 0) {
+    return IoError("gRPC: cannot listen on '" + address + "' (in use, or not a local address)");
+  }
+  grpc::HealthCheckServiceInterface* health = server->server_->GetHealthCheckService();
+  if (health != nullptr) {
+    health->SetServingStatus(true);
+    health->SetServingStatus("sparrow.v1.Sparrow", true);
+  }
+  return server;
+}
+
+GrpcServer::~GrpcServer() { Shutdown(std::chrono::milliseconds(0)); }
+
+void GrpcServer::Shutdown(std::chrono::milliseconds deadline) {
+  if (shut_down_ || server_ == nullptr) return;
+  shut_down_ = true;
+  if (grpc::HealthCheckServiceInterface* health = server_->GetHealthCheckService()) {
+    health->Shutdown();  // watchers see NOT_SERVING while calls drain
+  }
+  server_->Shutdown(std::chrono::system_clock::now() + deadline);
+  server_->Wait();
+}
+
+}  // namespace sparrow::server

@@ -1,0 +1,49 @@
+#pragma once
+// GrpcServer: the running gRPC endpoint of sparrowd: the sparrow.v1.Sparrow service, the
+// standard grpc.health.v1 health service and server reflection, on one listening address.
+// Thread-safe: Shutdown may be called from any thread, once or more.
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "engine/common/result.h"
+#include "server/core/server_context.h"
+
+namespace grpc {
+class Server;
+}
+
+namespace sparrow::server {
+
+class SparrowService;
+
+class GrpcServer {
+ public:
+  ~GrpcServer();  // Shutdown(0) if still running
+
+  // The port actually bound (useful when the address asked for port 0).
+  int port() const { return port_; }
+
+  // Stops accepting calls, lets running ones end until `deadline`, then cancels the rest
+  // (their scheduler requests are cancelled too) and waits for them to be gone. Call it before
+  // shutting down the scheduler. Idempotent.
+  void Shutdown(std::chrono::milliseconds deadline);
+
+ private:
+  friend Result<std::unique_ptr<GrpcServer>> StartGrpcServer(ServerContext& ctx,
+                                                              const std::string& address);
+  GrpcServer() = default;
+
+  std::unique_ptr<SparrowService> service_;
+  std::unique_ptr<grpc::Server> server_;
+  int port_ = 0;
+  bool shut_down_ = false;
+};
+
+// Listens on `address` ("127.0.0.1:0", "0.0.0.0:50051", "[::1]:0"; insecure credentials) and
+// serves until Shutdown. `ctx` must outlive the server. InvalidArgument when the address is
+// malformed, IoError when it cannot be bound.
+Result<std::unique_ptr<GrpcServer>> StartGrpcServer(ServerContext& ctx,
+                                                    const std::string& address);
+
+}  // namespace sparrow::server

@@ -1,0 +1,115 @@
+#include "server/grpc/sparrow_service.h"
+
+#include <string>
+#include <vector>
+
+#include "engine/model/architecture.h"
+#include "server/core/chat_template.h"
+#include "server/grpc/generate_reactor.h"
+#include "server/grpc/grpc_auth.h"
+#include "server/grpc/grpc_request.h"
+#include "server/grpc/grpc_status.h"
+
+namespace sparrow::server {
+namespace {
+
+// The default output length when a request leaves options.max_tokens unset.
+int64_t DefaultMaxTokens() { return GenerationRequest{}.max_tokens; }
+
+}  // namespace
+
+grpc::ServerUnaryReactor* SparrowService::Done(grpc::CallbackServerContext* context,
+                                               const grpc::Status& status) {
+  ctx_.metrics.RecordResponse("grpc", GrpcCodeName(status.error_code()));
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(status);
+  return reactor;
+}
+
+grpc::ServerWriteReactor<v1::GenerateResponse>* SparrowService::Generate(
+    grpc::CallbackServerContext* context, const v1::GenerateRequest* request) {
+  grpc::Status auth = CheckBearerKey(*context, ctx_.config.api_key);
+  if (!auth.ok()) return GenerateReactor::Fail(ctx_, auth);
+  Status st = CheckModel(request->model(), ctx_.model_id);
+  if (!st.ok()) return GenerateReactor::Fail(ctx_, ToGrpcStatus(st));
+  auto settings = ParseGenerateOptions(request->options(), SamplingParams{}, DefaultMaxTokens());
+  if (!settings.ok()) return GenerateReactor::Fail(ctx_, ToGrpcStatus(settings.status()));
+  auto prompt = PromptTokens(*request, *ctx_.tokenizer);
+  if (!prompt.ok()) return GenerateReactor::Fail(ctx_, ToGrpcStatus(prompt.status()));
+  return GenerateReactor::Start(ctx_, std::move(*prompt), *settings);
+}
+
+grpc::ServerWriteReactor<v1::GenerateResponse>* SparrowService::Chat(
+    grpc::CallbackServerContext* context, const v1::ChatRequest* request) {
+  grpc::Status auth = CheckBearerKey(*context, ctx_.config.api_key);
+  if (!auth.ok()) return GenerateReactor::Fail(ctx_, auth);
+  Status st = CheckModel(request->model(), ctx_.model_id);
+  if (!st.ok()) return GenerateReactor::Fail(ctx_, ToGrpcStatus(st));
+  auto settings = ParseGenerateOptions(request->options(), SamplingParams{}, DefaultMaxTokens());
+  if (!settings.ok()) return GenerateReactor::Fail(ctx_, ToGrpcStatus(settings.status()));
+  auto messages = ChatMessages(*request);
+  if (!messages.ok()) return GenerateReactor::Fail(ctx_, ToGrpcStatus(messages.status()));
+  auto text = ApplyChatTemplate(*messages, ctx_.chat_template, /*add_generation_prompt=*/true);
+  if (!text.ok()) return GenerateReactor::Fail(ctx_, ToGrpcStatus(text.status()));
+  // Templates write their control tokens as text; BOS comes from the vocabulary's add_bos.
+  std::vector<int32_t> prompt =
+      ctx_.tokenizer->Tokenize(*text, /*add_special=*/true, /*parse_special=*/true);
+  if (prompt.empty()) {
+    return GenerateReactor::Fail(
+        ctx_, grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "messages give an empty prompt"));
+  }
+  return GenerateReactor::Start(ctx_, std::move(prompt), *settings);
+}
+
+grpc::ServerUnaryReactor* SparrowService::Tokenize(grpc::CallbackServerContext* context,
+                                                   const v1::TokenizeRequest* request,
+                                                   v1::TokenizeResponse* response) {
+  grpc::Status auth = CheckBearerKey(*context, ctx_.config.api_key);
+  if (!auth.ok()) return Done(context, auth);
+  Status st = CheckModel(request->model(), ctx_.model_id);
+  if (!st.ok()) return Done(context, ToGrpcStatus(st));
+  const bool add_special = request->has_add_special() ? request->add_special() : true;
+  const Tokenizer& tok = *ctx_.tokenizer;
+  for (int32_t id : tok.Tokenize(request->text(), add_special, request->parse_special())) {
+    response->add_tokens(id);
+    response->add_pieces(std::string(tok.piece(id, /*special=*/true)));
+  }
+  return Done(context, grpc::Status::OK);
+}
+
+grpc::ServerUnaryReactor* SparrowService::Detokenize(grpc::CallbackServerContext* context,
+                                                     const v1::DetokenizeRequest* request,
+                                                     v1::DetokenizeResponse* response) {
+  grpc::Status auth = CheckBearerKey(*context, ctx_.config.api_key);
+  if (!auth.ok()) return Done(context, auth);
+  Status st = CheckModel(request->model(), ctx_.model_id);
+  if (!st.ok()) return Done(context, ToGrpcStatus(st));
+  const Tokenizer& tok = *ctx_.tokenizer;
+  st = CheckTokenIds(request->tokens(), tok.n_vocab(), "tokens");
+  if (!st.ok()) return Done(context, ToGrpcStatus(st));
+  const std::vector<int32_t> ids(request->tokens().begin(), request->tokens().end());
+  response->set_text(tok.Detokenize(ids, request->remove_special(), request->render_special()));
+  return Done(context, grpc::Status::OK);
+}
+
+grpc::ServerUnaryReactor* SparrowService::ListModels(grpc::CallbackServerContext* context,
+                                                     const v1::ListModelsRequest* /*request*/,
+                                                     v1::ListModelsResponse* response) {
+  grpc::Status auth = CheckBearerKey(*context, ctx_.config.api_key);
+  if (!auth.ok()) return Done(context, auth);
+  const ModelConfig& mc = ctx_.model->config();
+  v1::ModelInfo* info = response->add_models();
+  info->set_id(ctx_.model_id);
+  if (mc.arch != nullptr) info->set_architecture(std::string(mc.arch->name));
+  info->set_n_vocab(ctx_.tokenizer->n_vocab());
+  info->set_n_ctx(ctx_.n_ctx);
+  int64_t n_params = 0;
+  for (const GgufTensorInfo& t : ctx_.model->file().tensors()) {
+    n_params += static_cast<int64_t>(t.n_elements);
+  }
+  info->set_n_params(n_params);
+  info->set_path(ctx_.config.model);
+  return Done(context, grpc::Status::OK);
+}
+
+}  // namespace sparrow::server

@@ -1,0 +1,39 @@
+#pragma once
+// SparrowService: the sparrow.v1.Sparrow gRPC service on the callback API. Every call checks
+// the bearer key (when one is configured) and the request, then reaches the engine only through
+// the context's tokenizer and scheduler. Thread-safe: gRPC calls it from many threads.
+#include <grpcpp/grpcpp.h>
+
+#include "server/core/server_context.h"
+#include "sparrow/v1/sparrow.grpc.pb.h"
+
+namespace sparrow::server {
+
+class SparrowService final : public v1::Sparrow::CallbackService {
+ public:
+  // `ctx` must outlive the service.
+  explicit SparrowService(ServerContext& ctx) : ctx_(ctx) {}
+
+  grpc::ServerWriteReactor<v1::GenerateResponse>* Generate(
+      grpc::CallbackServerContext* context, const v1::GenerateRequest* request) override;
+  grpc::ServerWriteReactor<v1::GenerateResponse>* Chat(grpc::CallbackServerContext* context,
+                                                       const v1::ChatRequest* request) override;
+  grpc::ServerUnaryReactor* Tokenize(grpc::CallbackServerContext* context,
+                                     const v1::TokenizeRequest* request,
+                                     v1::TokenizeResponse* response) override;
+  grpc::ServerUnaryReactor* Detokenize(grpc::CallbackServerContext* context,
+                                       const v1::DetokenizeRequest* request,
+                                       v1::DetokenizeResponse* response) override;
+  grpc::ServerUnaryReactor* ListModels(grpc::CallbackServerContext* context,
+                                       const v1::ListModelsRequest* request,
+                                       v1::ListModelsResponse* response) override;
+
+ private:
+  // Finishes a unary call with `status`, counting it in the metrics.
+  grpc::ServerUnaryReactor* Done(grpc::CallbackServerContext* context,
+                                 const grpc::Status& status);
+
+  ServerContext& ctx_;
+};
+
+}  // namespace sparrow::server

@@ -1,0 +1,234 @@
+#include "server/http/generation_handler.h"
+
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/http/chunk_encode.hpp>
+
+#include "api/openai/openai_types.h"
+#include "server/http/generation_request.h"
+#include "server/http/openai_response.h"
+#include "server/http/wakeup.h"
+
+namespace sparrow::server {
+namespace {
+
+namespace asio = boost::asio;
+using json = nlohmann::json;
+constexpr auto kPoll = std::chrono::milliseconds(250);
+
+// The n generations of one HTTP request.
+struct Job {
+  PreparedGeneration prep;
+  ResponseMeta meta;
+  std::shared_ptr<Wakeup> wakeup;
+  std::vector<std::shared_ptr<StreamingSink>> sinks;
+
+  void CancelAll() {
+    for (auto& s : sinks) s->Cancel();
+  }
+};
+
+// Submits every choice; on failure cancels those already queued and fills the error response.
+bool SubmitAll(ServerContext& ctx, const HttpRequest& req, const GenerationLimits& limits,
+               Job* job, HttpResponse* error) {
+  for (int32_t i = 0; i < job->prep.n; ++i) {
+    StreamingSinkOptions so;
+    so.stop = job->prep.stop;
+    so.logprobs = job->prep.logprobs;
+    so.max_pending_chunks = limits.max_pending_chunks;
+    auto wakeup = job->wakeup;
+    auto sink = std::make_shared<StreamingSink>(*ctx.tokenizer, so, &ctx.metrics,
+                                                [wakeup] { wakeup->Notify(); });
+    GenerationRequest g;
+    g.prompt = job->prep.prompt;
+    g.sampling = job->prep.sampling;
+    if (g.sampling.seed != SamplingParams::kRandomSeed) g.sampling.seed += i;  // distinct choices
+    g.max_tokens = job->prep.max_tokens;
+    g.logprobs = job->prep.logprobs;
+    g.top_logprobs = job->prep.top_logprobs;
+    g.sink = sink;
+    Status s = ctx.scheduler->Submit(std::move(g));
+    if (!s.ok()) {
+      job->CancelAll();
+      if (s.code() == StatusCode::kResourceExhausted) {
+        *error = ErrorResponse(req, http::status::too_many_requests, s.message(), "",
+                               "queue_full");
+        error->set(http::field::retry_after, "1");
+      } else if (s.code() == StatusCode::kInvalidArgument) {
+        *error = ErrorResponse(req, http::status::bad_request, s.message());
+      } else {
+        *error = ErrorResponse(req, http::status::internal_server_error, s.message());
+      }
+      return false;
+    }
+    job->sinks.push_back(std::move(sink));
+  }
+  return true;
+}
+
+void NoteUsage(const Job& job, RequestLog* log) {
+  log->prompt_tokens = static_cast<int64_t>(job.prep.prompt.size());
+  log->completion_tokens = 0;
+  for (const auto& s : job.sinks) log->completion_tokens += s->finish_info().completion_tokens;
+  if (!job.sinks.empty()) {
+    log->ttft_ms = job.sinks[0]->finish_info().ttft_ms;
+    log->finish_reason = job.sinks[0]->finish_reason();
+  }
+}
+
+asio::awaitable<bool> Collect(boost::beast::tcp_stream& stream, const HttpRequest& req,
+                              ServerContext& ctx, Job& job, RequestLog* log) {
+  std::vector<ChoiceResult> results(job.sinks.size());
+  for (;;) {
+    bool all_done = true;
+    for (size_t i = 0; i < job.sinks.size(); ++i) {
+      std::vector<StreamChunk> chunks;
+      all_done &= job.sinks[i]->Drain(&chunks);
+      for (auto& c : chunks) {
+        results[i].text += c.text;
+        for (auto& t : c.tokens) results[i].tokens.push_back(std::move(t));
+      }
+    }
+    if (all_done) break;
+    co_await job.wakeup->Wait(kPoll);
+  }
+  NoteUsage(job, log);
+  for (size_t i = 0; i < job.sinks.size(); ++i) {
+    const FinishInfo& f = job.sinks[i]->finish_info();
+    if (f.reason == FinishReason::kError) {
+      co_return co_await WriteResponse(
+          stream, ErrorResponse(req, http::status::internal_server_error, f.status.message()),
+          log);
+    }
+    if (f.reason == FinishReason::kCancelled) {
+      co_return co_await WriteResponse(
+          stream,
+          ErrorResponse(req, http::status::service_unavailable,
+                        "the request was cancelled (server shutting down or too slow a reader)"),
+          log);
+    }
+    results[i].finish_reason = job.sinks[i]->finish_reason();
+    if (!job.prep.echo_text.empty()) results[i].text = job.prep.echo_text + results[i].text;
+  }
+  json body = FullResponse(job.meta, results, job.prep.logprobs, job.prep.top_logprobs,
+                           *ctx.tokenizer, log->prompt_tokens, log->completion_tokens);
+  co_return co_await WriteResponse(stream, JsonResponse(req, http::status::ok, body), log);
+}
+
+asio::awaitable<bool> WriteEvent(boost::beast::tcp_stream& stream, const std::string& payload) {
+  const std::string event = "data: " + payload + "\n\n";
+  boost::system::error_code ec;
+  co_await asio::async_write(stream, http::make_chunk(asio::buffer(event)),
+                             asio::redirect_error(asio::use_awaitable, ec));
+  co_return !ec;
+}
+
+asio::awaitable<bool> Stream(boost::beast::tcp_stream& stream, const HttpRequest& req,
+                             ServerContext& ctx, Job& job, RequestLog* log) {
+  http::response<http::empty_body> res(http::status::ok, req.version());
+  res.set(http::field::content_type, "text/event-stream");
+  res.set(http::field::cache_control, "no-cache");
+  res.set(http::field::server, "sparrowd");
+  res.keep_alive(req.keep_alive());
+  res.chunked(true);
+  log->status = 200;
+  http::response_serializer<http::empty_body> sr(res);
+  boost::system::error_code ec;
+  co_await http::async_write_header(stream, sr, asio::redirect_error(asio::use_awaitable, ec));
+  if (ec) {
+    job.CancelAll();
+    co_return false;
+  }
+  const json null_lp = nullptr;
+  for (size_t i = 0; i < job.sinks.size(); ++i) {
+    std::string first = job.meta.chat
+                            ? openai::Dump(ChunkJson(job.meta, static_cast<int>(i), "", null_lp, "", true))
+                            : "";
+    if (!first.empty() && !co_await WriteEvent(stream, first)) {
+      job.CancelAll();
+      co_return false;
+    }
+    if (!job.prep.echo_text.empty() &&
+        !co_await WriteEvent(stream, openai::Dump(ChunkJson(job.meta, static_cast<int>(i),
+                                                            job.prep.echo_text, null_lp, "")))) {
+      job.CancelAll();
+      co_return false;
+    }
+  }
+  std::vector<size_t> offsets(job.sinks.size(), 0);
+  std::vector<bool> done(job.sinks.size(), false);
+  size_t n_done = 0;
+  while (n_done < job.sinks.size()) {
+    bool progressed = false;
+    for (size_t i = 0; i < job.sinks.size(); ++i) {
+      if (done[i]) continue;
+      std::vector<StreamChunk> chunks;
+      const bool finished = job.sinks[i]->Drain(&chunks);
+      for (const auto& c : chunks) {
+        const json lp = job.prep.logprobs ? LogprobsJson(job.meta.chat, c.tokens, job.prep.top_logprobs,
+                                                         *ctx.tokenizer, offsets[i])
+                                          : null_lp;
+        offsets[i] += c.text.size();
+        if (!co_await WriteEvent(stream, openai::Dump(ChunkJson(job.meta, static_cast<int>(i), c.text, lp, "")))) {
+          job.CancelAll();  // the client went away: free its KV blocks
+          co_return false;
+        }
+        progressed = true;
+      }
+      if (finished) {
+        done[i] = true;
+        ++n_done;
+        const FinishInfo& f = job.sinks[i]->finish_info();
+        std::string payload =
+            f.reason == FinishReason::kError
+                ? openai::Dump(openai::ErrorBody(f.status.message(), "server_error"))
+                : openai::Dump(ChunkJson(job.meta, static_cast<int>(i), "", null_lp,
+                                         job.sinks[i]->finish_reason()));
+        if (!co_await WriteEvent(stream, payload)) {
+          job.CancelAll();
+          co_return false;
+        }
+        progressed = true;
+      }
+    }
+    if (!progressed) co_await job.wakeup->Wait(kPoll);
+  }
+  NoteUsage(job, log);
+  if (job.prep.include_usage) {
+    json usage = ChunkJson(job.meta, 0, "", null_lp, "");
+    usage["choices"] = json::array();
+    usage["usage"] = UsageJson(log->prompt_tokens, log->completion_tokens);
+    if (!co_await WriteEvent(stream, openai::Dump(usage))) co_return false;
+  }
+  if (!co_await WriteEvent(stream, "[DONE]")) co_return false;
+  co_await asio::async_write(stream, http::make_chunk_last(),
+                             asio::redirect_error(asio::use_awaitable, ec));
+  co_return !ec;
+}
+
+}  // namespace
+
+asio::awaitable<bool> HandleGeneration(boost::beast::tcp_stream& stream, const HttpRequest& req,
+                                       bool chat, ServerContext& ctx,
+                                       const GenerationLimits& limits, RequestLog* log) {
+  Job job;
+  GenerationError err;
+  if (!PrepareGeneration(ctx, chat, req.body(), &job.prep, &err)) {
+    co_return co_await WriteResponse(
+        stream,
+        ErrorResponse(req, static_cast<http::status>(err.http_status), err.message, err.param,
+                      err.code),
+        log);
+  }
+  log->stream = job.prep.stream;
+  log->model = ctx.model_id;
+  job.meta = MakeResponseMeta(chat, ctx.model_id);
+  job.wakeup = std::make_shared<Wakeup>(co_await asio::this_coro::executor);
+  HttpResponse error;
+  if (!SubmitAll(ctx, req, limits, &job, &error)) co_return co_await WriteResponse(stream, std::move(error), log);
+  if (job.prep.stream) co_return co_await Stream(stream, req, ctx, job, log);
+  co_return co_await Collect(stream, req, ctx, job, log);
+}
+
+}  // namespace sparrow::server

@@ -1,0 +1,18 @@
+#pragma once
+// One HTTP connection: reads requests (enforcing the body limit), checks the API key, routes
+// them and writes the answers, keeping the connection alive while the client wants to.
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/ip/tcp.hpp>
+
+#include "server/core/server_context.h"
+#include "server/http/http_server.h"
+
+namespace sparrow::server {
+
+boost::asio::awaitable<void> RunHttpSession(boost::asio::ip::tcp::socket socket,
+                                            ServerContext& ctx, const HttpServerOptions& opts);
+
+// Constant-time comparison of the "Authorization" header against "Bearer <key>".
+bool AuthorizationMatches(std::string_view header, std::string_view key);
+
+}  // namespace sparrow::server

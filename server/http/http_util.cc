@@ -1,0 +1,60 @@
+#include "server/http/http_util.h"
+
+#include <spdlog/spdlog.h>
+
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include "api/openai/openai_types.h"
+
+namespace sparrow::server {
+
+void LogRequest(const RequestLog& l, bool json_format) {
+  const double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - l.start).count();
+  if (json_format) {
+    nlohmann::json j = {{"event", "http_request"}, {"method", l.method},  {"target", l.target},
+                        {"status", l.status},       {"remote", l.remote},  {"duration_ms", ms},
+                        {"stream", l.stream},       {"model", l.model},    {"prompt_tokens", l.prompt_tokens},
+                        {"completion_tokens", l.completion_tokens},       {"ttft_ms", l.ttft_ms},
+                        {"finish_reason", l.finish_reason}};
+    spdlog::info("{}", openai::Dump(j));
+    return;
+  }
+  spdlog::info("{} {} {} {:.1f}ms remote={} stream={} prompt_tokens={} completion_tokens={} "
+               "ttft={:.1f}ms finish={}",
+               l.method, l.target, l.status, ms, l.remote, l.stream, l.prompt_tokens,
+               l.completion_tokens, l.ttft_ms, l.finish_reason.empty() ? "-" : l.finish_reason);
+}
+
+HttpResponse JsonResponse(const HttpRequest& req, http::status status, const nlohmann::json& body) {
+  HttpResponse res(status, req.version());
+  res.set(http::field::content_type, "application/json");
+  res.set(http::field::server, "sparrowd");
+  res.keep_alive(req.keep_alive());
+  res.body() = openai::Dump(body);
+  res.prepare_payload();
+  return res;
+}
+
+HttpResponse ErrorResponse(const HttpRequest& req, http::status status, const std::string& message,
+                           const std::string& param, const std::string& code) {
+  std::string type = "invalid_request_error";
+  const unsigned s = static_cast<unsigned>(status);
+  if (s == 401) type = "authentication_error";
+  if (s == 404 && code.empty()) type = "not_found_error";
+  if (s == 429) type = "rate_limit_error";
+  if (s >= 500) type = "server_error";
+  return JsonResponse(req, status, openai::ErrorBody(message, type, param, code));
+}
+
+boost::asio::awaitable<bool> WriteResponse(boost::beast::tcp_stream& stream, HttpResponse res,
+                                           RequestLog* log) {
+  if (log) log->status = static_cast<int>(res.result_int());
+  boost::system::error_code ec;
+  co_await http::async_write(stream, res,
+                             boost::asio::redirect_error(boost::asio::use_awaitable, ec));
+  co_return !ec;
+}
+
+}  // namespace sparrow::server

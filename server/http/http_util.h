@@ -1,0 +1,40 @@
+#pragma once
+// Small helpers shared by the HTTP routes: the request/response types, JSON and error
+// responses in the OpenAI shape, and the per-request log line. Stateless, thread-safe.
+#include <boost/asio/awaitable.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/http.hpp>
+#include <chrono>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace sparrow::server {
+
+namespace http = boost::beast::http;
+using HttpRequest = http::request<http::string_body>;
+using HttpResponse = http::response<http::string_body>;
+
+// What the request log line reports; routes fill in what they know.
+struct RequestLog {
+  std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
+  std::string method, target, remote, model, finish_reason;
+  int status = 0;
+  int64_t prompt_tokens = 0, completion_tokens = 0;
+  double ttft_ms = 0;
+  bool stream = false;
+};
+
+// One spdlog line, text or JSON.
+void LogRequest(const RequestLog& log, bool json_format);
+
+HttpResponse JsonResponse(const HttpRequest& req, http::status status, const nlohmann::json& body);
+// An OpenAI-style error body. `type` defaults from the status (invalid_request_error, ...).
+HttpResponse ErrorResponse(const HttpRequest& req, http::status status, const std::string& message,
+                           const std::string& param = "", const std::string& code = "");
+
+// Writes `res` and records its status in `log`; false if the connection broke.
+boost::asio::awaitable<bool> WriteResponse(boost::beast::tcp_stream& stream, HttpResponse res,
+                                           RequestLog* log);
+
+}  // namespace sparrow::server

@@ -1,0 +1,47 @@
+#pragma once
+// Builds the OpenAI response bodies (whole responses and stream chunks) for the chat and text
+// completion endpoints. Pure functions, thread-safe.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/tokenizer/tokenizer.h"
+#include "server/core/streaming_sink.h"
+
+namespace sparrow::server {
+
+// Identity shared by every chunk of one response.
+struct ResponseMeta {
+  bool chat = false;
+  std::string id;  // "chatcmpl-..." or "cmpl-..."
+  int64_t created = 0;
+  std::string model;
+};
+
+struct ChoiceResult {
+  std::string text;
+  std::vector<TokenLogprob> tokens;
+  std::string finish_reason;
+};
+
+ResponseMeta MakeResponseMeta(bool chat, const std::string& model);
+
+// The "logprobs" object of a choice; `text_offset` is where these tokens start in the text.
+nlohmann::json LogprobsJson(bool chat, const std::vector<TokenLogprob>& tokens, int32_t top_n,
+                            const Tokenizer& tokenizer, size_t text_offset);
+
+nlohmann::json UsageJson(int64_t prompt_tokens, int64_t completion_tokens);
+
+nlohmann::json FullResponse(const ResponseMeta& meta, const std::vector<ChoiceResult>& choices,
+                            bool logprobs, int32_t top_n, const Tokenizer& tokenizer,
+                            int64_t prompt_tokens, int64_t completion_tokens);
+
+// One SSE chunk for choice `index`. `logprobs` may be null; `finish_reason` "" means not done.
+// `role_only` makes the opening chat chunk (delta {"role": "assistant", "content": ""}).
+nlohmann::json ChunkJson(const ResponseMeta& meta, int index, const std::string& text,
+                         const nlohmann::json& logprobs, const std::string& finish_reason,
+                         bool role_only = false);
+
+}  // namespace sparrow::server

@@ -1,0 +1,129 @@
+// sparrowd: loads the configuration and the model, starts the scheduler and the HTTP (and,
+// when built in, gRPC) frontends, and shuts down gracefully on SIGTERM/SIGINT.
+#include <signal.h>
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "config/config_loader.h"
+#include "server/core/server_context.h"
+#include "server/http/http_server.h"
+#ifdef SPARROW_HAVE_GRPC
+#include "server/grpc/grpc_server.h"
+#endif
+
+namespace {
+
+constexpr int kExitConfig = 2;
+constexpr int kExitStartup = 1;
+
+void SetUpLogging(const sparrow::ServerConfig& c) {
+  if (c.log_format == "json") {
+    // Each message is already a JSON object (request lines) or gets wrapped as one.
+    spdlog::set_pattern(R"({"time":"%Y-%m-%dT%H:%M:%S.%e","level":"%l","msg":%v})");
+  } else {
+    spdlog::set_pattern("[%Y-%m-%d %H:%M:%S.%e] [%l] %v");
+  }
+  spdlog::set_level(spdlog::level::from_str(c.log_level));
+}
+
+// In JSON mode plain messages must be JSON strings.
+std::string Msg(const sparrow::ServerConfig& c, const std::string& text) {
+  if (c.log_format != "json") return text;
+  std::string out = "\"";
+  for (char ch : text) {
+    if (ch == '"' || ch == '\\') out += '\\';
+    out += ch;
+  }
+  return out + "\"";
+}
+
+int WaitForSignal() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  int sig = 0;
+  sigwait(&set, &sig);
+  return sig;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // Block the signals in every thread; the main thread waits for them with sigwait.
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  std::vector<std::string> args(argv + 1, argv + argc);
+  auto loaded = sparrow::LoadServerConfig(args, [](const char* n) { return std::getenv(n); });
+  if (!loaded.ok()) {
+    std::fprintf(stderr, "sparrowd: %s\n", loaded.status().message().c_str());
+    return kExitConfig;
+  }
+  if (loaded->exit_now) {
+    std::fputs(loaded->message.c_str(), stdout);
+    return 0;
+  }
+  const sparrow::ServerConfig& config = loaded->config;
+  SetUpLogging(config);
+
+  auto ctx_or = sparrow::server::CreateServerContext(config);
+  if (!ctx_or.ok()) {
+    std::fprintf(stderr, "sparrowd: %s\n", ctx_or.status().ToString().c_str());
+    return ctx_or.status().code() == sparrow::StatusCode::kInvalidArgument ? kExitConfig
+                                                                           : kExitStartup;
+  }
+  auto& ctx = **ctx_or;
+  for (const auto& w : ctx.tokenizer->warnings()) spdlog::warn(Msg(config, "tokenizer: " + w));
+
+  auto http = sparrow::server::HttpServer::Start(ctx, sparrow::server::HttpOptionsFromConfig(config));
+  if (!http.ok()) {
+    std::fprintf(stderr, "sparrowd: %s\n", http.status().message().c_str());
+    return kExitStartup;
+  }
+  spdlog::info(Msg(config, "model '" + ctx.model_id + "' from " + config.model + ", n_ctx " +
+                               std::to_string(ctx.n_ctx) + ", chat template " +
+                               (ctx.chat_template.size() < 16 && !ctx.chat_template.empty()
+                                    ? ctx.chat_template
+                                    : std::string("auto"))));
+  // The exact line scripts wait for.
+  std::printf("sparrowd: HTTP listening on http://%s:%u\n", config.host.c_str(),
+              static_cast<unsigned>((*http)->port()));
+
+#ifdef SPARROW_HAVE_GRPC
+  std::unique_ptr<sparrow::server::GrpcServer> grpc;
+  if (config.grpc_port >= 0) {
+    auto g = sparrow::server::StartGrpcServer(ctx, config.host + ":" + std::to_string(config.grpc_port));
+    if (!g.ok()) {
+      std::fprintf(stderr, "sparrowd: %s\n", g.status().message().c_str());
+      return kExitStartup;
+    }
+    grpc = std::move(*g);
+    std::printf("sparrowd: gRPC listening on %s:%lld\n", config.host.c_str(),
+                static_cast<long long>(config.grpc_port));
+  }
+#endif
+  std::fflush(stdout);
+
+  const int sig = WaitForSignal();
+  spdlog::info(Msg(config, std::string("received ") + (sig == SIGTERM ? "SIGTERM" : "SIGINT") +
+                               ", shutting down"));
+  const auto deadline = std::chrono::milliseconds(config.shutdown_timeout_ms);
+  (*http)->StopAccepting();
+#ifdef SPARROW_HAVE_GRPC
+  if (grpc) grpc->Shutdown(deadline);
+#endif
+  ctx.scheduler->Shutdown(deadline);
+  (*http)->Stop();
+  spdlog::info(Msg(config, "stopped"));
+  return 0;
+}

@@ -1,0 +1,117 @@
+#include "config/config_loader.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <map>
+
+#include "tests/util/test_paths.h"
+
+namespace sparrow {
+namespace {
+
+struct FakeEnv {
+  std::map<std::string, std::string> vars;
+  EnvLookup lookup() const {
+    return [this](const char* n) -> const char* {
+      auto it = vars.find(n);
+      return it == vars.end() ? nullptr : it->second.c_str();
+    };
+  }
+};
+
+std::string WriteYaml(const std::string& text) {
+  const std::string path = testing::TempPath("sparrow.yaml");
+  std::ofstream(path) << text;
+  return path;
+}
+
+TEST(ConfigLoaderTest, DefaultsWithoutAnything) {
+  FakeEnv env;
+  auto r = LoadServerConfig({}, env.lookup());
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->config.host, "127.0.0.1");
+  EXPECT_EQ(r->config.port, 8080);
+  EXPECT_EQ(r->config.grpc_port, 50051);
+  EXPECT_EQ(r->config.model, "../shared/models/stories260K.gguf");
+  EXPECT_FALSE(r->exit_now);
+}
+
+TEST(ConfigLoaderTest, FlagBeatsEnvBeatsFileBeatsDefault) {
+  const std::string path = WriteYaml("port: 1000\nmax_running: 3\nmax_queue: 7\nn_ctx: 99\n");
+  FakeEnv env;
+  env.vars = {{"SPARROW_PORT", "2000"}, {"SPARROW_MAX_RUNNING", "4"}};
+  auto r = LoadServerConfig({"--config", path, "--port", "3000"}, env.lookup());
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->config.port, 3000);        // flag
+  EXPECT_EQ(r->config.max_running, 4);    // env
+  EXPECT_EQ(r->config.max_queue, 7);      // file
+  EXPECT_EQ(r->config.n_ctx, 99);         // file
+  EXPECT_EQ(r->config.kv_block_size, 16); // default
+  EXPECT_EQ(r->config.config_file, path);
+}
+
+TEST(ConfigLoaderTest, ShippedYamlLoadsWithDefaults) {
+  FakeEnv env;
+  auto r = LoadServerConfig({"--config", std::string(SPARROW_SOURCE_DIR) + "/config/sparrow.yaml"},
+                            env.lookup());
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ServerConfig defaults;
+  EXPECT_EQ(r->config.port, defaults.port);
+  EXPECT_EQ(r->config.max_body_bytes, defaults.max_body_bytes);
+  EXPECT_EQ(r->config.model, defaults.model);
+  EXPECT_EQ(r->config.step_token_budget, defaults.step_token_budget);
+}
+
+TEST(ConfigLoaderTest, BadValuesNameKeyValueAndOrigin) {
+  FakeEnv env;
+  env.vars = {{"SPARROW_PORT", "eighty"}};
+  auto r = LoadServerConfig({}, env.lookup());
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(),
+            "config: 'port' must be an integer between 0 and 65535, got 'eighty' (from "
+            "environment variable SPARROW_PORT)");
+
+  FakeEnv none;
+  auto f = LoadServerConfig({"--max-running", "0"}, none.lookup());
+  ASSERT_FALSE(f.ok());
+  EXPECT_NE(f.status().message().find("'max_running'"), std::string::npos);
+  EXPECT_NE(f.status().message().find("flag --max-running"), std::string::npos);
+
+  auto y = LoadServerConfig({"--config", WriteYaml("prot: 1\n")}, none.lookup());
+  ASSERT_FALSE(y.ok());
+  EXPECT_NE(y.status().message().find("unknown key 'prot'"), std::string::npos);
+
+  auto l = LoadServerConfig({"--log-format", "xml"}, none.lookup());
+  ASSERT_FALSE(l.ok());
+  EXPECT_NE(l.status().message().find("'log_format'"), std::string::npos);
+
+  auto u = LoadServerConfig({"--bogus"}, none.lookup());
+  ASSERT_FALSE(u.ok());
+
+  auto m = LoadServerConfig({"--config", "/nonexistent/sparrow.yaml"}, none.lookup());
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.status().message().find("/nonexistent/sparrow.yaml"), std::string::npos);
+}
+
+TEST(ConfigLoaderTest, NonLoopbackNeedsAnApiKey) {
+  FakeEnv env;
+  auto r = LoadServerConfig({"--host", "0.0.0.0"}, env.lookup());
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("'api_key'"), std::string::npos);
+  auto ok = LoadServerConfig({"--host", "0.0.0.0", "--api-key", "s3cret"}, env.lookup());
+  EXPECT_TRUE(ok.ok());
+}
+
+TEST(ConfigLoaderTest, HelpExplainsLayersAndKeys) {
+  FakeEnv env;
+  auto r = LoadServerConfig({"--help"}, env.lookup());
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(r->exit_now);
+  EXPECT_NE(r->message.find("SPARROW_MAX_RUNNING"), std::string::npos);
+  EXPECT_NE(r->message.find("--step-token-budget"), std::string::npos);
+  EXPECT_NE(r->message.find("/v1/chat/completions"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace sparrow

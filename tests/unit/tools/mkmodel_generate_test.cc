@@ -1,0 +1,97 @@
+#include "engine/tools/mkmodel_generate.h"
+
+#include <gtest/gtest.h>
+
+#include "engine/model/model.h"
+#include "tests/util/test_paths.h"
+
+namespace sparrow::tools {
+namespace {
+
+using testing::ModelPath;
+using testing::ReadFileOrDie;
+using testing::TempPath;
+
+SyntheticModelSpec TinySpec(const char* shape, ModelFileType ftype, const std::string& out) {
+  SyntheticModelSpec spec;
+  spec.shape = *FindModelShape(shape);
+  spec.ftype = ftype;
+  spec.n_layer = 1;
+  spec.vocab_path = ModelPath("vocab/ggml-vocab-llama-spm.gguf");
+  spec.out_path = out;
+  spec.threads = 2;
+  return spec;
+}
+
+TEST(WriteSyntheticModel, TinyLlamaQ4KMLoadsWithExpectedConfig) {
+  const std::string path = TempPath("tiny-q4_k_m.gguf");
+  auto summary = WriteSyntheticModel(TinySpec("tiny", ModelFileType::kQ4_K_M, path));
+  ASSERT_TRUE(summary.ok()) << summary.status().ToString();
+  EXPECT_EQ(summary->n_vocab, 32000);
+
+  auto model = Model::Load(path);
+  ASSERT_TRUE(model.ok()) << model.status().ToString();
+  const ModelConfig& c = (*model)->config();
+  EXPECT_EQ(c.arch->name, "llama");
+  EXPECT_EQ(c.n_embd, 256);
+  EXPECT_EQ(c.n_ff, 512);
+  EXPECT_EQ(c.n_layer, 1);  // cut by --layers
+  EXPECT_EQ(c.n_head, 4);
+  EXPECT_EQ(c.n_head_kv, 2);
+  EXPECT_EQ(c.n_vocab, 32000);
+  const ModelWeights& w = (*model)->weights();
+  EXPECT_FALSE(w.tied_output);
+  EXPECT_EQ(w.output.type, TensorType::kQ6_K);
+  EXPECT_EQ(w.token_embd.type, TensorType::kQ4_K);
+  EXPECT_EQ(w.layers[0].wq.type, TensorType::kQ4_K);
+  EXPECT_EQ(w.layers[0].wv.type, TensorType::kQ6_K);  // the last eighth gets more bits
+  EXPECT_EQ((*model)->file().GetUInt("general.file_type").value(), 15u);
+  EXPECT_TRUE((*model)->file().Find("tokenizer.ggml.scores") != nullptr);
+  EXPECT_FALSE(testing::FileExists(path + ".partial"));
+}
+
+TEST(WriteSyntheticModel, TinyQwen2HasBiasesAndTiedOutput) {
+  const std::string path = TempPath("tiny-qwen2-q8_0.gguf");
+  auto summary = WriteSyntheticModel(TinySpec("tiny-qwen2", ModelFileType::kQ8_0, path));
+  ASSERT_TRUE(summary.ok()) << summary.status().ToString();
+  auto model = Model::Load(path);
+  ASSERT_TRUE(model.ok()) << model.status().ToString();
+  EXPECT_EQ((*model)->config().arch->name, "qwen2");
+  const ModelWeights& w = (*model)->weights();
+  EXPECT_TRUE(w.tied_output);
+  EXPECT_EQ(w.token_embd.type, TensorType::kQ8_0);
+  ASSERT_EQ(w.layers.size(), 1u);
+  EXPECT_EQ(w.layers[0].bq.size(), 256u);
+  EXPECT_EQ(w.layers[0].bk.size(), 128u);
+  // Norm weights are drawn near 1, so activations keep a realistic scale.
+  for (float x : w.layers[0].attn_norm) {
+    EXPECT_GT(x, 0.9f);
+    EXPECT_LT(x, 1.1f);
+  }
+}
+
+TEST(WriteSyntheticModel, OutputDoesNotDependOnThreadCount) {
+  SyntheticModelSpec a = TinySpec("tiny", ModelFileType::kQ4_0, TempPath("t1.gguf"));
+  SyntheticModelSpec b = a;
+  a.threads = 1;
+  b.threads = 2;
+  b.out_path = TempPath("t2.gguf");
+  ASSERT_TRUE(WriteSyntheticModel(a).ok());
+  ASSERT_TRUE(WriteSyntheticModel(b).ok());
+  EXPECT_TRUE(ReadFileOrDie(a.out_path) == ReadFileOrDie(b.out_path));
+  b.seed = 2;
+  ASSERT_TRUE(WriteSyntheticModel(b).ok());
+  EXPECT_FALSE(ReadFileOrDie(a.out_path) == ReadFileOrDie(b.out_path));
+}
+
+TEST(WriteSyntheticModel, MissingVocabularyIsAnError) {
+  SyntheticModelSpec spec = TinySpec("tiny", ModelFileType::kF16, TempPath("nov.gguf"));
+  spec.vocab_path = TempPath("no-such-vocab.gguf");
+  auto summary = WriteSyntheticModel(spec);
+  ASSERT_FALSE(summary.ok());
+  EXPECT_NE(summary.status().message().find("no-such-vocab"), std::string::npos);
+  EXPECT_FALSE(testing::FileExists(spec.out_path));
+}
+
+}  // namespace
+}  // namespace sparrow::tools
