@@ -185,6 +185,9 @@ void Scheduler::Finish(Sequence& s, FinishReason reason, Status status) {
       ++stats_.requests_failed;
     else
       ++stats_.requests_finished;
+    // Whoever hears of the finish sees the blocks already returned.
+    stats_.kv = kv_.Stats();
+    stats_.running = static_cast<int64_t>(running_.size());
   }
   s.req.sink->OnFinish(info);
 }
