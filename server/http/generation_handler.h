@@ -2,6 +2,7 @@
 // The /v1/chat/completions and /v1/completions routes: submit n generations to the scheduler
 // and answer with one JSON body or an SSE stream. A stream whose client goes away (a write
 // fails) cancels its generations so their KV blocks are freed at the next step.
+#include <utility>  // Boost 1.74 asio/awaitable.hpp uses std::exchange without including it
 #include <boost/asio/awaitable.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
 

@@ -60,24 +60,24 @@ std::optional<HttpResponse> SimpleRoute(const HttpRequest& req, std::string_view
   }
   if (path == "/v1/completions" || path == "/v1/chat/completions") {
     if (!post) {
-      return ErrorResponse(req, http::status::method_not_allowed,
-                           "use POST " + std::string(path));
+      return ErrorResponse(req, http::status::method_not_allowed, "use POST " + std::string(path));
     }
     return std::nullopt;
   }
-  return ErrorResponse(req, http::status::not_found,
-                       "Unknown route " + std::string(req.method_string()) + " " +
-                           std::string(path),
-                       "", "unknown_route");
+  return ErrorResponse(
+      req, http::status::not_found,
+      "Unknown route " + std::string(req.method_string()) + " " + std::string(path), "",
+      "unknown_route");
 }
 
 asio::awaitable<bool> Dispatch(beast::tcp_stream& stream, const HttpRequest& req,
-                               ServerContext& ctx, const HttpServerOptions& opts,
-                               RequestLog* log) {
-  std::string_view target = req.target();
+                               ServerContext& ctx, const HttpServerOptions& opts, RequestLog* log) {
+  const auto raw_target = req.target();
+  std::string_view target(raw_target.data(), raw_target.size());
   const std::string_view path = target.substr(0, target.find('?'));
   if (!opts.api_key.empty() && path != "/health") {
-    if (!AuthorizationMatches(req[http::field::authorization], opts.api_key)) {
+    const auto auth = req[http::field::authorization];
+    if (!AuthorizationMatches(std::string_view(auth.data(), auth.size()), opts.api_key)) {
       auto res = ErrorResponse(req, http::status::unauthorized,
                                "Missing or incorrect API key: send 'Authorization: Bearer <key>'",
                                "", "invalid_api_key");
@@ -136,7 +136,8 @@ asio::awaitable<void> RunHttpSession(asio::ip::tcp::socket socket, ServerContext
     parser.body_limit(opts.max_body_bytes);
     stream.expires_after(kIdleTimeout);
     boost::system::error_code ec;
-    co_await http::async_read(stream, buffer, parser, asio::redirect_error(asio::use_awaitable, ec));
+    co_await http::async_read(stream, buffer, parser,
+                              asio::redirect_error(asio::use_awaitable, ec));
     if (ec == http::error::body_limit) {
       RequestLog log;
       log.method = std::string(parser.get().method_string());

@@ -1,6 +1,7 @@
 #pragma once
 // One HTTP connection: reads requests (enforcing the body limit), checks the API key, routes
 // them and writes the answers, keeping the connection alive while the client wants to.
+#include <utility>  // Boost 1.74 asio/awaitable.hpp uses std::exchange without including it
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/ip/tcp.hpp>
 

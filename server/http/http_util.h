@@ -1,6 +1,7 @@
 #pragma once
 // Small helpers shared by the HTTP routes: the request/response types, JSON and error
 // responses in the OpenAI shape, and the per-request log line. Stateless, thread-safe.
+#include <utility>  // Boost 1.74 asio/awaitable.hpp uses std::exchange without including it
 #include <boost/asio/awaitable.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http.hpp>
