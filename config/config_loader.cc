@@ -30,11 +30,12 @@ const std::vector<KeySpec>& Keys() {
        &ServerConfig::port, 0, 65535},
       {"grpc_port", "gRPC port (0: pick a free one, -1: no gRPC)", nullptr,
        &ServerConfig::grpc_port, -1, 65535},
-      {"http_threads", "Threads serving HTTP connections", nullptr, &ServerConfig::http_threads,
-       1, 256},
+      {"http_threads", "Threads serving HTTP connections", nullptr, &ServerConfig::http_threads, 1,
+       256},
       {"max_body_bytes", "Largest accepted HTTP request body, in bytes", nullptr,
        &ServerConfig::max_body_bytes, 1024, int64_t{1} << 30},
-      {"api_key", "Secret clients must send as 'Authorization: Bearer <key>' (required off loopback)",
+      {"api_key",
+       "Secret clients must send as 'Authorization: Bearer <key>' (required off loopback)",
        &ServerConfig::api_key},
       {"model", "Path of the GGUF model file to serve", &ServerConfig::model},
       {"model_id", "Model name clients use in requests (default: file name without .gguf)",
@@ -45,8 +46,8 @@ const std::vector<KeySpec>& Keys() {
       {"threads", "Compute threads (0: all cores)", nullptr, &ServerConfig::threads, 0, 1024},
       {"n_ctx", "Context length per request, prompt plus output (0: the model's own)", nullptr,
        &ServerConfig::n_ctx, 0, int64_t{1} << 24},
-      {"kv_block_size", "Token positions per KV cache block", nullptr,
-       &ServerConfig::kv_block_size, 1, 4096},
+      {"kv_block_size", "Token positions per KV cache block", nullptr, &ServerConfig::kv_block_size,
+       1, 4096},
       {"kv_blocks", "KV cache blocks in the pool (0: enough for max_running full contexts)",
        nullptr, &ServerConfig::kv_blocks, 0, int64_t{1} << 24},
       {"max_running", "Requests generating at once", nullptr, &ServerConfig::max_running, 1, 4096},
@@ -56,8 +57,8 @@ const std::vector<KeySpec>& Keys() {
        &ServerConfig::step_token_budget, 1, 1 << 20},
       {"log_format", "Log line format: text or json", &ServerConfig::log_format},
       {"log_level", "Log level: trace, debug, info, warn, error", &ServerConfig::log_level},
-      {"shutdown_timeout_ms", "How long running requests may finish after SIGTERM, in ms",
-       nullptr, &ServerConfig::shutdown_timeout_ms, 0, 3600 * 1000},
+      {"shutdown_timeout_ms", "How long running requests may finish after SIGTERM, in ms", nullptr,
+       &ServerConfig::shutdown_timeout_ms, 0, 3600 * 1000},
   };
   return keys;
 }
@@ -150,8 +151,7 @@ Status ApplyYamlConfig(const std::string& yaml_text, const std::string& origin,
 
 Status ValidateServerConfig(const ServerConfig& c) {
   if (c.log_format != "text" && c.log_format != "json") {
-    return InvalidArgument("config: 'log_format' must be text or json, got '" + c.log_format +
-                           "'");
+    return InvalidArgument("config: 'log_format' must be text or json, got '" + c.log_format + "'");
   }
   static const char* kLevels[] = {"trace", "debug", "info", "warn", "error"};
   if (std::find(std::begin(kLevels), std::end(kLevels), c.log_level) == std::end(kLevels)) {

@@ -85,7 +85,8 @@ int main(int argc, char** argv) {
   auto& ctx = **ctx_or;
   for (const auto& w : ctx.tokenizer->warnings()) spdlog::warn(Msg(config, "tokenizer: " + w));
 
-  auto http = sparrow::server::HttpServer::Start(ctx, sparrow::server::HttpOptionsFromConfig(config));
+  auto http =
+      sparrow::server::HttpServer::Start(ctx, sparrow::server::HttpOptionsFromConfig(config));
   if (!http.ok()) {
     std::fprintf(stderr, "sparrowd: %s\n", http.status().message().c_str());
     return kExitStartup;
@@ -102,7 +103,8 @@ int main(int argc, char** argv) {
 #ifdef SPARROW_HAVE_GRPC
   std::unique_ptr<sparrow::server::GrpcServer> grpc;
   if (config.grpc_port >= 0) {
-    auto g = sparrow::server::StartGrpcServer(ctx, config.host + ":" + std::to_string(config.grpc_port));
+    auto g =
+        sparrow::server::StartGrpcServer(ctx, config.host + ":" + std::to_string(config.grpc_port));
     if (!g.ok()) {
       std::fprintf(stderr, "sparrowd: %s\n", g.status().message().c_str());
       return kExitStartup;

@@ -27,8 +27,8 @@ Status Number(const json& b, const char* key, double lo, double hi, float* out,
   return Status::Ok();
 }
 
-Status Integer(const json& b, const char* key, int64_t lo, int64_t hi,
-               std::optional<int64_t>* out, std::string* param) {
+Status Integer(const json& b, const char* key, int64_t lo, int64_t hi, std::optional<int64_t>* out,
+               std::string* param) {
   auto it = b.find(key);
   if (it == b.end() || it->is_null()) return Status::Ok();
   if (!it->is_number_integer() || it->get<int64_t>() < lo || it->get<int64_t>() > hi) {
@@ -134,8 +134,7 @@ Result<ChatCompletionRequest> ParseChatCompletionRequest(const json& b, std::str
   SPARROW_RETURN_IF_ERROR(ParseCommon(b, &r.gen, param));
   if (!r.gen.max_tokens) {
     std::optional<int64_t> v;
-    SPARROW_RETURN_IF_ERROR(
-        Integer(b, "max_completion_tokens", 1, int64_t{1} << 24, &v, param));
+    SPARROW_RETURN_IF_ERROR(Integer(b, "max_completion_tokens", 1, int64_t{1} << 24, &v, param));
     r.gen.max_tokens = v;
   }
   SPARROW_RETURN_IF_ERROR(Bool(b, "logprobs", &r.gen.logprobs, param));

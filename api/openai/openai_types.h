@@ -4,11 +4,10 @@
 // the field ("'temperature' must be a number between 0 and 2") and reports it as `param`.
 // Pure functions, thread-safe.
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "engine/common/result.h"
 
@@ -46,7 +45,7 @@ struct ChatCompletionRequest {
 
 struct CompletionRequest {
   GenerationFields gen;
-  std::string prompt;                 // text prompt, or
+  std::string prompt;                  // text prompt, or
   std::vector<int32_t> prompt_tokens;  // token ids when the prompt was an array of integers
   bool echo = false;
 };

@@ -19,6 +19,8 @@ const ArchSpec* FindArchSpec(std::string_view name) {
   return nullptr;
 }
 
-std::string_view SupportedArchNames() { return "llama, mistral, qwen2"; }
+std::string_view SupportedArchNames() {
+  return "llama, mistral, qwen2";
+}
 
 }  // namespace sparrow

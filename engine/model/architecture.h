@@ -12,9 +12,9 @@ enum class RopeStyle {
 };
 
 struct ArchSpec {
-  std::string_view name;       // general.architecture
+  std::string_view name;  // general.architecture
   RopeStyle rope_style;
-  bool attn_qkv_bias;          // attn_q/k/v carry bias vectors (required)
+  bool attn_qkv_bias;  // attn_q/k/v carry bias vectors (required)
 };
 
 // The spec for `general.architecture`, or nullptr when Sparrow does not support it.

@@ -12,7 +12,7 @@ class GgufFile;
 
 struct ModelConfig {
   const ArchSpec* arch = nullptr;
-  std::string name;         // general.name, may be empty
+  std::string name;  // general.name, may be empty
   int64_t n_vocab = 0;
   int64_t n_ctx_train = 0;  // {arch}.context_length
   int64_t n_embd = 0;
@@ -20,8 +20,8 @@ struct ModelConfig {
   int64_t n_ff = 0;
   int64_t n_head = 0;
   int64_t n_head_kv = 0;
-  int64_t head_dim = 0;     // {arch}.attention.key_length, default n_embd / n_head
-  int64_t n_rot = 0;        // {arch}.rope.dimension_count, default head_dim
+  int64_t head_dim = 0;  // {arch}.attention.key_length, default n_embd / n_head
+  int64_t n_rot = 0;     // {arch}.rope.dimension_count, default head_dim
   float rms_eps = 1e-5f;
   float rope_freq_base = 10000.0f;
   float rope_freq_scale = 1.0f;  // 1 / rope.scaling.factor for linear scaling

@@ -24,25 +24,28 @@ class Binder {
     if (t) {
       auto traits = GetTensorTypeTraits(t->type);
       if (!traits || !traits->weight_supported) {
-        return Unsupported("tensor '" + name + "' has type " + std::string(TensorTypeName(t->type)) +
-                           ", which Sparrow cannot compute with (supported: f32, f16, bf16, q4_0, q4_1, "
-                           "q5_0, q5_1, q8_0, q2_K, q3_K, q4_K, q5_K, q6_K)");
+        return Unsupported(
+            "tensor '" + name + "' has type " + std::string(TensorTypeName(t->type)) +
+            ", which Sparrow cannot compute with (supported: f32, f16, bf16, q4_0, q4_1, "
+            "q5_0, q5_1, q8_0, q2_K, q3_K, q4_K, q5_K, q6_K)");
       }
     }
     return t;
   }
 
   // A matrix of `rows` rows of length `cols` (ggml dims {cols, rows}).
-  Result<kernels::WeightMatrix> Matrix(const std::string& name, int64_t cols, int64_t rows, const char* what) {
+  Result<kernels::WeightMatrix> Matrix(const std::string& name, int64_t cols, int64_t rows,
+                                       const char* what) {
     SPARROW_ASSIGN_OR_RETURN(const GgufTensorInfo* t, Find(name, true));
     return MatrixFrom(*t, cols, rows, what);
   }
 
-  static Result<kernels::WeightMatrix> MatrixFrom(const GgufTensorInfo& t, int64_t cols, int64_t rows,
-                                                 const char* what) {
-    if (t.dims.size() != 2 || t.dims[0] != static_cast<uint64_t>(cols) || t.dims[1] != static_cast<uint64_t>(rows)) {
-      return Corrupt("tensor '" + t.name + "' has shape " + Shape(t.dims) + ", expected " + std::to_string(cols) +
-                     " x " + std::to_string(rows) + " (" + what + ")");
+  static Result<kernels::WeightMatrix> MatrixFrom(const GgufTensorInfo& t, int64_t cols,
+                                                  int64_t rows, const char* what) {
+    if (t.dims.size() != 2 || t.dims[0] != static_cast<uint64_t>(cols) ||
+        t.dims[1] != static_cast<uint64_t>(rows)) {
+      return Corrupt("tensor '" + t.name + "' has shape " + Shape(t.dims) + ", expected " +
+                     std::to_string(cols) + " x " + std::to_string(rows) + " (" + what + ")");
     }
     kernels::WeightMatrix m;
     m.type = t.type;
@@ -58,7 +61,8 @@ class Binder {
     SPARROW_ASSIGN_OR_RETURN(const GgufTensorInfo* t, Find(name, required));
     if (!t) return std::vector<float>();
     if (t->n_elements != static_cast<uint64_t>(n) || t->dims[0] != static_cast<uint64_t>(n)) {
-      return Corrupt("tensor '" + name + "' has shape " + Shape(t->dims) + ", expected " + std::to_string(n));
+      return Corrupt("tensor '" + name + "' has shape " + Shape(t->dims) + ", expected " +
+                     std::to_string(n));
     }
     std::vector<float> out(n);
     kernels::DequantizeRow(t->type, t->data, out.data(), n);
@@ -74,11 +78,13 @@ class Binder {
 Result<ModelWeights> BindModelWeights(const GgufFile& file, const ModelConfig& c) {
   Binder b(file);
   ModelWeights w;
-  SPARROW_ASSIGN_OR_RETURN(w.token_embd, b.Matrix("token_embd.weight", c.n_embd, c.n_vocab, "n_embd x n_vocab"));
+  SPARROW_ASSIGN_OR_RETURN(w.token_embd,
+                           b.Matrix("token_embd.weight", c.n_embd, c.n_vocab, "n_embd x n_vocab"));
   SPARROW_ASSIGN_OR_RETURN(w.output_norm, b.Vector("output_norm.weight", c.n_embd, true));
   SPARROW_ASSIGN_OR_RETURN(const GgufTensorInfo* out, b.Find("output.weight", false));
   if (out) {
-    SPARROW_ASSIGN_OR_RETURN(w.output, Binder::MatrixFrom(*out, c.n_embd, c.n_vocab, "n_embd x n_vocab"));
+    SPARROW_ASSIGN_OR_RETURN(w.output,
+                             Binder::MatrixFrom(*out, c.n_embd, c.n_vocab, "n_embd x n_vocab"));
   } else {
     w.output = w.token_embd;
     w.tied_output = true;
@@ -89,18 +95,25 @@ Result<ModelWeights> BindModelWeights(const GgufFile& file, const ModelConfig& c
     const std::string p = "blk." + std::to_string(i) + ".";
     LayerWeights& l = w.layers[i];
     SPARROW_ASSIGN_OR_RETURN(l.attn_norm, b.Vector(p + "attn_norm.weight", c.n_embd, true));
-    SPARROW_ASSIGN_OR_RETURN(l.wq, b.Matrix(p + "attn_q.weight", c.n_embd, c.q_dim(), "n_embd x n_head*head_dim"));
-    SPARROW_ASSIGN_OR_RETURN(l.wk, b.Matrix(p + "attn_k.weight", c.n_embd, c.kv_dim(), "n_embd x n_head_kv*head_dim"));
-    SPARROW_ASSIGN_OR_RETURN(l.wv, b.Matrix(p + "attn_v.weight", c.n_embd, c.kv_dim(), "n_embd x n_head_kv*head_dim"));
-    SPARROW_ASSIGN_OR_RETURN(l.wo, b.Matrix(p + "attn_output.weight", c.q_dim(), c.n_embd, "n_head*head_dim x n_embd"));
+    SPARROW_ASSIGN_OR_RETURN(
+        l.wq, b.Matrix(p + "attn_q.weight", c.n_embd, c.q_dim(), "n_embd x n_head*head_dim"));
+    SPARROW_ASSIGN_OR_RETURN(
+        l.wk, b.Matrix(p + "attn_k.weight", c.n_embd, c.kv_dim(), "n_embd x n_head_kv*head_dim"));
+    SPARROW_ASSIGN_OR_RETURN(
+        l.wv, b.Matrix(p + "attn_v.weight", c.n_embd, c.kv_dim(), "n_embd x n_head_kv*head_dim"));
+    SPARROW_ASSIGN_OR_RETURN(
+        l.wo, b.Matrix(p + "attn_output.weight", c.q_dim(), c.n_embd, "n_head*head_dim x n_embd"));
     const bool bias = c.arch->attn_qkv_bias;
     SPARROW_ASSIGN_OR_RETURN(l.bq, b.Vector(p + "attn_q.bias", c.q_dim(), bias));
     SPARROW_ASSIGN_OR_RETURN(l.bk, b.Vector(p + "attn_k.bias", c.kv_dim(), bias));
     SPARROW_ASSIGN_OR_RETURN(l.bv, b.Vector(p + "attn_v.bias", c.kv_dim(), bias));
     SPARROW_ASSIGN_OR_RETURN(l.ffn_norm, b.Vector(p + "ffn_norm.weight", c.n_embd, true));
-    SPARROW_ASSIGN_OR_RETURN(l.ffn_gate, b.Matrix(p + "ffn_gate.weight", c.n_embd, c.n_ff, "n_embd x n_ff"));
-    SPARROW_ASSIGN_OR_RETURN(l.ffn_up, b.Matrix(p + "ffn_up.weight", c.n_embd, c.n_ff, "n_embd x n_ff"));
-    SPARROW_ASSIGN_OR_RETURN(l.ffn_down, b.Matrix(p + "ffn_down.weight", c.n_ff, c.n_embd, "n_ff x n_embd"));
+    SPARROW_ASSIGN_OR_RETURN(l.ffn_gate,
+                             b.Matrix(p + "ffn_gate.weight", c.n_embd, c.n_ff, "n_embd x n_ff"));
+    SPARROW_ASSIGN_OR_RETURN(l.ffn_up,
+                             b.Matrix(p + "ffn_up.weight", c.n_embd, c.n_ff, "n_embd x n_ff"));
+    SPARROW_ASSIGN_OR_RETURN(l.ffn_down,
+                             b.Matrix(p + "ffn_down.weight", c.n_ff, c.n_embd, "n_ff x n_embd"));
   }
   return w;
 }

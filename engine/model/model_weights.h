@@ -23,7 +23,7 @@ struct LayerWeights {
 struct ModelWeights {
   kernels::WeightMatrix token_embd;  // n_vocab rows of n_embd
   std::vector<float> output_norm;
-  kernels::WeightMatrix output;      // token_embd when the file has no output.weight (tied)
+  kernels::WeightMatrix output;  // token_embd when the file has no output.weight (tied)
   bool tied_output = false;
   std::vector<LayerWeights> layers;
 };

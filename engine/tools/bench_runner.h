@@ -28,7 +28,7 @@ struct BenchOptions {
 
 struct BenchModelInfo {
   std::string path;
-  std::string name;       // general.name, or the file name
+  std::string name;             // general.name, or the file name
   std::string type_name = "?";  // "Q8_0", "Q4_K - Medium", ...
   std::string arch;
   uint64_t size_bytes = 0;  // all tensor bytes

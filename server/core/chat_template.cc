@@ -122,10 +122,9 @@ const char* ChatTemplateName(ChatTemplate t) {
 }
 
 bool ChatTemplateFromName(std::string_view name, ChatTemplate* out) {
-  static constexpr ChatTemplate kAll[] = {ChatTemplate::kChatMl, ChatTemplate::kLlama2,
-                                          ChatTemplate::kLlama3, ChatTemplate::kPhi3,
-                                          ChatTemplate::kGemma,  ChatTemplate::kMistral,
-                                          ChatTemplate::kZephyr};
+  static constexpr ChatTemplate kAll[] = {
+      ChatTemplate::kChatMl, ChatTemplate::kLlama2,  ChatTemplate::kLlama3, ChatTemplate::kPhi3,
+      ChatTemplate::kGemma,  ChatTemplate::kMistral, ChatTemplate::kZephyr};
   for (ChatTemplate t : kAll) {
     if (name == ChatTemplateName(t)) {
       *out = t;

@@ -11,8 +11,7 @@ std::string Num(double v) {
   return buf;
 }
 
-void Header(std::string_view name, std::string_view type, std::string_view help,
-            std::string* out) {
+void Header(std::string_view name, std::string_view type, std::string_view help, std::string* out) {
   out->append("# HELP ").append(name).append(" ").append(help).append("\n");
   out->append("# TYPE ").append(name).append(" ").append(type).append("\n");
 }
@@ -77,12 +76,10 @@ std::string Metrics::Render(const SchedulerStats& s) const {
     Sample("sparrow_requests_total", std::string("status=\"") + r + "\"",
            it == requests_by_status_.end() ? 0.0 : static_cast<double>(it->second), &out);
   }
-  Header("sparrow_responses_total", "counter", "Answered calls by frontend and status code.",
-         &out);
+  Header("sparrow_responses_total", "counter", "Answered calls by frontend and status code.", &out);
   for (const auto& [key, n] : responses_) {
-    Sample("sparrow_responses_total",
-           "frontend=\"" + key.first + "\",code=\"" + key.second + "\"", static_cast<double>(n),
-           &out);
+    Sample("sparrow_responses_total", "frontend=\"" + key.first + "\",code=\"" + key.second + "\"",
+           static_cast<double>(n), &out);
   }
   Header("sparrow_prompt_tokens_total", "counter", "Prompt tokens of finished requests.", &out);
   Sample("sparrow_prompt_tokens_total", "", static_cast<double>(prompt_tokens_), &out);
@@ -114,8 +111,7 @@ std::string Metrics::Render(const SchedulerStats& s) const {
          &out);
   Sample("sparrow_prefix_cache_hits_total", "", static_cast<double>(s.kv.prefix_hits), &out);
   Header("sparrow_prefix_cache_lookups_total", "counter", "Prefix cache lookups.", &out);
-  Sample("sparrow_prefix_cache_lookups_total", "", static_cast<double>(s.kv.prefix_lookups),
-         &out);
+  Sample("sparrow_prefix_cache_lookups_total", "", static_cast<double>(s.kv.prefix_lookups), &out);
   Header("sparrow_preemptions_total", "counter", "Sequences preempted for KV space.", &out);
   Sample("sparrow_preemptions_total", "", static_cast<double>(s.preemptions), &out);
   Header("sparrow_scheduler_steps_total", "counter", "Forward passes run.", &out);

@@ -44,7 +44,7 @@ class Metrics {
 
  private:
   mutable std::mutex mu_;
-  std::map<std::string, int64_t> requests_by_status_;                       // finish reason
+  std::map<std::string, int64_t> requests_by_status_;                 // finish reason
   std::map<std::pair<std::string, std::string>, int64_t> responses_;  // (frontend, code)
   int64_t prompt_tokens_ = 0;
   int64_t cached_prompt_tokens_ = 0;

@@ -27,7 +27,8 @@ std::string StopMatcher::Push(std::string_view text) {
   for (const auto& s : stops_) {
     const size_t max_len = std::min(s.size() - 1, held_.size());
     for (size_t len = max_len; len > keep; --len) {
-      if (std::string_view(held_).substr(held_.size() - len) == std::string_view(s).substr(0, len)) {
+      if (std::string_view(held_).substr(held_.size() - len) ==
+          std::string_view(s).substr(0, len)) {
         keep = len;
         break;
       }

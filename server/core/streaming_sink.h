@@ -33,8 +33,8 @@ struct TokenLogprob {
 };
 
 struct StreamChunk {
-  std::string text;                   // valid UTF-8, possibly ""
-  std::vector<TokenLogprob> tokens;   // filled only when logprobs were requested
+  std::string text;                  // valid UTF-8, possibly ""
+  std::vector<TokenLogprob> tokens;  // filled only when logprobs were requested
 };
 
 struct StreamingSinkOptions {

@@ -119,10 +119,10 @@ GenerateReactor* GenerateReactor::Start(ServerContext& ctx, std::vector<int32_t>
   sink_opts.stop = settings.stop;
   sink_opts.logprobs = true;  // the per-token records carry the ids each message reports
   std::weak_ptr<Shared> weak = shared;
-  shared->sink = std::make_shared<StreamingSink>(*ctx.tokenizer, std::move(sink_opts),
-                                                 &ctx.metrics, [weak] {
-                                                   if (auto s = weak.lock()) s->Pump();
-                                                 });
+  shared->sink =
+      std::make_shared<StreamingSink>(*ctx.tokenizer, std::move(sink_opts), &ctx.metrics, [weak] {
+        if (auto s = weak.lock()) s->Pump();
+      });
 
   GenerationRequest req;
   req.prompt = std::move(prompt);
@@ -144,7 +144,7 @@ GenerateReactor* GenerateReactor::Start(ServerContext& ctx, std::vector<int32_t>
 }
 
 grpc::ServerWriteReactor<v1::GenerateResponse>* GenerateReactor::Fail(ServerContext& ctx,
-                                                                       const grpc::Status& status) {
+                                                                      const grpc::Status& status) {
   ctx.metrics.RecordResponse("grpc", GrpcCodeName(status.error_code()));
   return new FailedReactor(status);
 }

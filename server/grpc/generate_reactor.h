@@ -5,10 +5,10 @@
 // timings. A client that cancels or disconnects cancels the scheduler request, so its KV blocks
 // are freed at the next step; the RPC ends only after the scheduler has let go of the request.
 // Thread-safety: gRPC callbacks and the scheduler thread meet in one mutex-guarded state.
+#include <grpcpp/grpcpp.h>
+
 #include <memory>
 #include <vector>
-
-#include <grpcpp/grpcpp.h>
 
 #include "server/core/server_context.h"
 #include "server/grpc/grpc_request.h"
@@ -24,7 +24,7 @@ class GenerateReactor final : public grpc::ServerWriteReactor<v1::GenerateRespon
                                 const GenerateSettings& settings);
   // An RPC that fails before anything was submitted (validation, auth).
   static grpc::ServerWriteReactor<v1::GenerateResponse>* Fail(ServerContext& ctx,
-                                                               const grpc::Status& status);
+                                                              const grpc::Status& status);
 
   void OnWriteDone(bool ok) override;
   void OnCancel() override;

@@ -1,10 +1,10 @@
 #include "server/grpc/grpc_server.h"
 
-#include <mutex>
-
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/health_check_service_interface.h>
+
+#include <mutex>
 
 #include "server/grpc/sparrow_service.h"
 
@@ -25,8 +25,7 @@ void EnableGrpcPlugins() {
 Result<std::unique_ptr<GrpcServer>> StartGrpcServer(ServerContext& ctx,
                                                     const std::string& address) {
   const size_t colon = address.rfind(':');
-  if (address.empty() || colon == std::string::npos || colon == 0 ||
-      colon + 1 == address.size()) {
+  if (address.empty() || colon == std::string::npos || colon == 0 || colon + 1 == address.size()) {
     return InvalidArgument("gRPC address '" + address + "' is not host:port");
   }
   EnableGrpcPlugins();
@@ -48,7 +47,9 @@ Result<std::unique_ptr<GrpcServer>> StartGrpcServer(ServerContext& ctx,
   return server;
 }
 
-GrpcServer::~GrpcServer() { Shutdown(std::chrono::milliseconds(0)); }
+GrpcServer::~GrpcServer() {
+  Shutdown(std::chrono::milliseconds(0));
+}
 
 void GrpcServer::Shutdown(std::chrono::milliseconds deadline) {
   if (shut_down_ || server_ == nullptr) return;

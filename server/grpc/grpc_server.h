@@ -31,7 +31,7 @@ class GrpcServer {
 
  private:
   friend Result<std::unique_ptr<GrpcServer>> StartGrpcServer(ServerContext& ctx,
-                                                              const std::string& address);
+                                                             const std::string& address);
   GrpcServer() = default;
 
   std::unique_ptr<SparrowService> service_;
@@ -43,7 +43,6 @@ class GrpcServer {
 // Listens on `address` ("127.0.0.1:0", "0.0.0.0:50051", "[::1]:0"; insecure credentials) and
 // serves until Shutdown. `ctx` must outlive the server. InvalidArgument when the address is
 // malformed, IoError when it cannot be bound.
-Result<std::unique_ptr<GrpcServer>> StartGrpcServer(ServerContext& ctx,
-                                                    const std::string& address);
+Result<std::unique_ptr<GrpcServer>> StartGrpcServer(ServerContext& ctx, const std::string& address);
 
 }  // namespace sparrow::server

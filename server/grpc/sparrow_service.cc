@@ -14,7 +14,9 @@ namespace sparrow::server {
 namespace {
 
 // The default output length when a request leaves options.max_tokens unset.
-int64_t DefaultMaxTokens() { return GenerationRequest{}.max_tokens; }
+int64_t DefaultMaxTokens() {
+  return GenerationRequest{}.max_tokens;
+}
 
 }  // namespace
 

@@ -30,8 +30,7 @@ class SparrowService final : public v1::Sparrow::CallbackService {
 
  private:
   // Finishes a unary call with `status`, counting it in the metrics.
-  grpc::ServerUnaryReactor* Done(grpc::CallbackServerContext* context,
-                                 const grpc::Status& status);
+  grpc::ServerUnaryReactor* Done(grpc::CallbackServerContext* context, const grpc::Status& status);
 
   ServerContext& ctx_;
 };

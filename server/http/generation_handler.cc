@@ -30,8 +30,8 @@ struct Job {
 };
 
 // Submits every choice; on failure cancels those already queued and fills the error response.
-bool SubmitAll(ServerContext& ctx, const HttpRequest& req, const GenerationLimits& limits,
-               Job* job, HttpResponse* error) {
+bool SubmitAll(ServerContext& ctx, const HttpRequest& req, const GenerationLimits& limits, Job* job,
+               HttpResponse* error) {
   for (int32_t i = 0; i < job->prep.n; ++i) {
     StreamingSinkOptions so;
     so.stop = job->prep.stop;
@@ -52,8 +52,7 @@ bool SubmitAll(ServerContext& ctx, const HttpRequest& req, const GenerationLimit
     if (!s.ok()) {
       job->CancelAll();
       if (s.code() == StatusCode::kResourceExhausted) {
-        *error = ErrorResponse(req, http::status::too_many_requests, s.message(), "",
-                               "queue_full");
+        *error = ErrorResponse(req, http::status::too_many_requests, s.message(), "", "queue_full");
         error->set(http::field::retry_after, "1");
       } else if (s.code() == StatusCode::kInvalidArgument) {
         *error = ErrorResponse(req, http::status::bad_request, s.message());
@@ -98,8 +97,7 @@ asio::awaitable<bool> Collect(boost::beast::tcp_stream& stream, const HttpReques
     const FinishInfo& f = job.sinks[i]->finish_info();
     if (f.reason == FinishReason::kError) {
       co_return co_await WriteResponse(
-          stream, ErrorResponse(req, http::status::internal_server_error, f.status.message()),
-          log);
+          stream, ErrorResponse(req, http::status::internal_server_error, f.status.message()), log);
     }
     if (f.reason == FinishReason::kCancelled) {
       co_return co_await WriteResponse(
@@ -142,9 +140,10 @@ asio::awaitable<bool> Stream(boost::beast::tcp_stream& stream, const HttpRequest
   }
   const json null_lp = nullptr;
   for (size_t i = 0; i < job.sinks.size(); ++i) {
-    std::string first = job.meta.chat
-                            ? openai::Dump(ChunkJson(job.meta, static_cast<int>(i), "", null_lp, "", true))
-                            : "";
+    std::string first =
+        job.meta.chat
+            ? openai::Dump(ChunkJson(job.meta, static_cast<int>(i), "", null_lp, "", true))
+            : "";
     if (!first.empty() && !co_await WriteEvent(stream, first)) {
       job.CancelAll();
       co_return false;
@@ -166,11 +165,13 @@ asio::awaitable<bool> Stream(boost::beast::tcp_stream& stream, const HttpRequest
       std::vector<StreamChunk> chunks;
       const bool finished = job.sinks[i]->Drain(&chunks);
       for (const auto& c : chunks) {
-        const json lp = job.prep.logprobs ? LogprobsJson(job.meta.chat, c.tokens, job.prep.top_logprobs,
-                                                         *ctx.tokenizer, offsets[i])
-                                          : null_lp;
+        const json lp = job.prep.logprobs
+                            ? LogprobsJson(job.meta.chat, c.tokens, job.prep.top_logprobs,
+                                           *ctx.tokenizer, offsets[i])
+                            : null_lp;
         offsets[i] += c.text.size();
-        if (!co_await WriteEvent(stream, openai::Dump(ChunkJson(job.meta, static_cast<int>(i), c.text, lp, "")))) {
+        if (!co_await WriteEvent(
+                stream, openai::Dump(ChunkJson(job.meta, static_cast<int>(i), c.text, lp, "")))) {
           job.CancelAll();  // the client went away: free its KV blocks
           co_return false;
         }
@@ -215,18 +216,18 @@ asio::awaitable<bool> HandleGeneration(boost::beast::tcp_stream& stream, const H
   Job job;
   GenerationError err;
   if (!PrepareGeneration(ctx, chat, req.body(), &job.prep, &err)) {
-    co_return co_await WriteResponse(
-        stream,
-        ErrorResponse(req, static_cast<http::status>(err.http_status), err.message, err.param,
-                      err.code),
-        log);
+    co_return co_await WriteResponse(stream,
+                                     ErrorResponse(req, static_cast<http::status>(err.http_status),
+                                                   err.message, err.param, err.code),
+                                     log);
   }
   log->stream = job.prep.stream;
   log->model = ctx.model_id;
   job.meta = MakeResponseMeta(chat, ctx.model_id);
   job.wakeup = std::make_shared<Wakeup>(co_await asio::this_coro::executor);
   HttpResponse error;
-  if (!SubmitAll(ctx, req, limits, &job, &error)) co_return co_await WriteResponse(stream, std::move(error), log);
+  if (!SubmitAll(ctx, req, limits, &job, &error))
+    co_return co_await WriteResponse(stream, std::move(error), log);
   if (job.prep.stream) co_return co_await Stream(stream, req, ctx, job, log);
   co_return co_await Collect(stream, req, ctx, job, log);
 }

@@ -76,18 +76,18 @@ bool PrepareGeneration(const ServerContext& ctx, bool chat, const std::string& b
       out->prompt = ctx.tokenizer->Tokenize(r->prompt, true, true);
     }
     if (r->echo) {
-      out->echo_text = r->prompt_tokens.empty()
-                           ? r->prompt
-                           : ctx.tokenizer->Detokenize(r->prompt_tokens, true);
+      out->echo_text =
+          r->prompt_tokens.empty() ? r->prompt : ctx.tokenizer->Detokenize(r->prompt_tokens, true);
     }
   }
   if (!gen.model.empty() && gen.model != ctx.model_id) {
-    return Fail(error, 404,
-                "The model '" + gen.model + "' does not exist; this server serves '" +
-                    ctx.model_id + "'",
-                "model", "model_not_found");
+    return Fail(
+        error, 404,
+        "The model '" + gen.model + "' does not exist; this server serves '" + ctx.model_id + "'",
+        "model", "model_not_found");
   }
-  if (out->prompt.empty()) return Fail(error, 400, "the prompt is empty", chat ? "messages" : "prompt");
+  if (out->prompt.empty())
+    return Fail(error, 400, "the prompt is empty", chat ? "messages" : "prompt");
   FillSampling(gen, out);
 
   const int64_t n_prompt = static_cast<int64_t>(out->prompt.size());
@@ -95,8 +95,9 @@ bool PrepareGeneration(const ServerContext& ctx, bool chat, const std::string& b
   if (gen.max_tokens && n_prompt + *gen.max_tokens > ctx.n_ctx) {
     return Fail(error, 400,
                 "This model's maximum context length is " + std::to_string(ctx.n_ctx) +
-                    " tokens. However, you requested " + std::to_string(n_prompt + *gen.max_tokens) +
-                    " tokens (" + std::to_string(n_prompt) + " in the prompt, " +
+                    " tokens. However, you requested " +
+                    std::to_string(n_prompt + *gen.max_tokens) + " tokens (" +
+                    std::to_string(n_prompt) + " in the prompt, " +
                     std::to_string(*gen.max_tokens) + " for the completion).",
                 "max_tokens", "context_length_exceeded");
   }

@@ -54,7 +54,8 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Start(ServerContext& ctx,
   std::unique_ptr<HttpServer> s(new HttpServer(ctx, std::move(options)));
   const std::string where = s->opts_.host + ":" + std::to_string(s->opts_.port);
   boost::system::error_code ec;
-  auto addr = asio::ip::make_address(s->opts_.host == "localhost" ? "127.0.0.1" : s->opts_.host, ec);
+  auto addr =
+      asio::ip::make_address(s->opts_.host == "localhost" ? "127.0.0.1" : s->opts_.host, ec);
   if (ec) return InvalidArgument("http: '" + s->opts_.host + "' is not an IP address");
   tcp::endpoint ep(addr, s->opts_.port);
   s->acceptor_.open(ep.protocol(), ec);
@@ -70,7 +71,9 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Start(ServerContext& ctx,
   return s;
 }
 
-HttpServer::~HttpServer() { Stop(); }
+HttpServer::~HttpServer() {
+  Stop();
+}
 
 void HttpServer::StopAccepting() {
   asio::post(acceptor_.get_executor(), [this] {

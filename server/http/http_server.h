@@ -5,14 +5,13 @@
 // Thread-safe: StopAccepting/Stop may be called from any thread. Shut the scheduler down
 // (or let it go idle) before Stop(), since sinks wake connection coroutines.
 #include <atomic>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/ip/tcp.hpp>
 
 #include "engine/common/result.h"
 #include "server/core/server_context.h"

@@ -1,8 +1,10 @@
 #pragma once
 // One HTTP connection: reads requests (enforcing the body limit), checks the API key, routes
 // them and writes the answers, keeping the connection alive while the client wants to.
+// clang-format off
 #include <utility>  // Boost 1.74 asio/awaitable.hpp uses std::exchange without including it
 #include <boost/asio/awaitable.hpp>
+// clang-format on
 #include <boost/asio/ip/tcp.hpp>
 
 #include "server/core/server_context.h"
@@ -10,8 +12,8 @@
 
 namespace sparrow::server {
 
-boost::asio::awaitable<void> RunHttpSession(boost::asio::ip::tcp::socket socket,
-                                            ServerContext& ctx, const HttpServerOptions& opts);
+boost::asio::awaitable<void> RunHttpSession(boost::asio::ip::tcp::socket socket, ServerContext& ctx,
+                                            const HttpServerOptions& opts);
 
 // Constant-time comparison of the "Authorization" header against "Bearer <key>".
 bool AuthorizationMatches(std::string_view header, std::string_view key);

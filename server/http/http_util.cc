@@ -13,18 +13,26 @@ void LogRequest(const RequestLog& l, bool json_format) {
   const double ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - l.start).count();
   if (json_format) {
-    nlohmann::json j = {{"event", "http_request"}, {"method", l.method},  {"target", l.target},
-                        {"status", l.status},       {"remote", l.remote},  {"duration_ms", ms},
-                        {"stream", l.stream},       {"model", l.model},    {"prompt_tokens", l.prompt_tokens},
-                        {"completion_tokens", l.completion_tokens},       {"ttft_ms", l.ttft_ms},
+    nlohmann::json j = {{"event", "http_request"},
+                        {"method", l.method},
+                        {"target", l.target},
+                        {"status", l.status},
+                        {"remote", l.remote},
+                        {"duration_ms", ms},
+                        {"stream", l.stream},
+                        {"model", l.model},
+                        {"prompt_tokens", l.prompt_tokens},
+                        {"completion_tokens", l.completion_tokens},
+                        {"ttft_ms", l.ttft_ms},
                         {"finish_reason", l.finish_reason}};
     spdlog::info("{}", openai::Dump(j));
     return;
   }
-  spdlog::info("{} {} {} {:.1f}ms remote={} stream={} prompt_tokens={} completion_tokens={} "
-               "ttft={:.1f}ms finish={}",
-               l.method, l.target, l.status, ms, l.remote, l.stream, l.prompt_tokens,
-               l.completion_tokens, l.ttft_ms, l.finish_reason.empty() ? "-" : l.finish_reason);
+  spdlog::info(
+      "{} {} {} {:.1f}ms remote={} stream={} prompt_tokens={} completion_tokens={} "
+      "ttft={:.1f}ms finish={}",
+      l.method, l.target, l.status, ms, l.remote, l.stream, l.prompt_tokens, l.completion_tokens,
+      l.ttft_ms, l.finish_reason.empty() ? "-" : l.finish_reason);
 }
 
 HttpResponse JsonResponse(const HttpRequest& req, http::status status, const nlohmann::json& body) {

@@ -1,14 +1,15 @@
 #pragma once
 // Small helpers shared by the HTTP routes: the request/response types, JSON and error
 // responses in the OpenAI shape, and the per-request log line. Stateless, thread-safe.
+// clang-format off
 #include <utility>  // Boost 1.74 asio/awaitable.hpp uses std::exchange without including it
 #include <boost/asio/awaitable.hpp>
+// clang-format on
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http.hpp>
 #include <chrono>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 namespace sparrow::server {
 

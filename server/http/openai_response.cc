@@ -45,8 +45,10 @@ json LogprobsJson(bool chat, const std::vector<TokenLogprob>& tokens, int32_t to
         const std::string piece(tokenizer.piece(t.top[i].first));
         top.push_back({{"token", piece}, {"logprob", t.top[i].second}, {"bytes", Bytes(piece)}});
       }
-      content.push_back(
-          {{"token", t.piece}, {"logprob", t.logprob}, {"bytes", Bytes(t.piece)}, {"top_logprobs", top}});
+      content.push_back({{"token", t.piece},
+                         {"logprob", t.logprob},
+                         {"bytes", Bytes(t.piece)},
+                         {"top_logprobs", top}});
     }
     return json{{"content", content}};
   }
@@ -63,7 +65,8 @@ json LogprobsJson(bool chat, const std::vector<TokenLogprob>& tokens, int32_t to
     offs.push_back(offset);
     offset += t.piece.size();
   }
-  return json{{"tokens", toks}, {"token_logprobs", lps}, {"top_logprobs", tops}, {"text_offset", offs}};
+  return json{
+      {"tokens", toks}, {"token_logprobs", lps}, {"top_logprobs", tops}, {"text_offset", offs}};
 }
 
 json UsageJson(int64_t prompt_tokens, int64_t completion_tokens) {
@@ -79,7 +82,8 @@ json FullResponse(const ResponseMeta& meta, const std::vector<ChoiceResult>& cho
   for (size_t i = 0; i < choices.size(); ++i) {
     const auto& c = choices[i];
     json choice = {{"index", i}, {"finish_reason", c.finish_reason}};
-    choice["logprobs"] = logprobs ? LogprobsJson(meta.chat, c.tokens, top_n, tokenizer, 0) : json(nullptr);
+    choice["logprobs"] =
+        logprobs ? LogprobsJson(meta.chat, c.tokens, top_n, tokenizer, 0) : json(nullptr);
     if (meta.chat) {
       choice["message"] = {{"role", "assistant"}, {"content", c.text}};
     } else {
@@ -87,12 +91,10 @@ json FullResponse(const ResponseMeta& meta, const std::vector<ChoiceResult>& cho
     }
     cs.push_back(std::move(choice));
   }
-  return json{{"id", meta.id},
-              {"object", meta.chat ? "chat.completion" : "text_completion"},
-              {"created", meta.created},
-              {"model", meta.model},
-              {"choices", cs},
-              {"usage", UsageJson(prompt_tokens, completion_tokens)}};
+  return json{
+      {"id", meta.id},           {"object", meta.chat ? "chat.completion" : "text_completion"},
+      {"created", meta.created}, {"model", meta.model},
+      {"choices", cs},           {"usage", UsageJson(prompt_tokens, completion_tokens)}};
 }
 
 json ChunkJson(const ResponseMeta& meta, int index, const std::string& text, const json& logprobs,

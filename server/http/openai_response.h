@@ -2,10 +2,9 @@
 // Builds the OpenAI response bodies (whole responses and stream chunks) for the chat and text
 // completion endpoints. Pure functions, thread-safe.
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "engine/tokenizer/tokenizer.h"
 #include "server/core/streaming_sink.h"

@@ -19,7 +19,8 @@ class Wakeup : public std::enable_shared_from_this<Wakeup> {
   explicit Wakeup(boost::asio::any_io_executor strand) : timer_(strand) {}
 
   void Notify() {
-    boost::asio::post(timer_.get_executor(), [self = shared_from_this()] { self->timer_.cancel(); });
+    boost::asio::post(timer_.get_executor(),
+                      [self = shared_from_this()] { self->timer_.cancel(); });
   }
 
   // Returns after a Notify or after `timeout`, whichever comes first.

@@ -107,7 +107,8 @@ void CheckFile(const std::string& json_name, kernels::ThreadPool* pool) {
   auto tok = LoadTokenizer((*model)->file());
   ASSERT_TRUE(tok.ok()) << tok.status().ToString();
   for (const auto& p : g.prompts) {
-    EXPECT_EQ((*tok)->Tokenize(p.prompt, /*add_special=*/true), p.prompt_tokens) << "prompt \"" << p.prompt << "\"";
+    EXPECT_EQ((*tok)->Tokenize(p.prompt, /*add_special=*/true), p.prompt_tokens)
+        << "prompt \"" << p.prompt << "\"";
     std::string text;
     for (int32_t id : p.generated_tokens) text += (*tok)->piece(id);
     EXPECT_EQ(text, p.generated_text_bytes) << "generated text of \"" << p.prompt << "\"";

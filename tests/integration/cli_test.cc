@@ -29,7 +29,7 @@ CliRun Sparrow(const std::string& args) {
   const std::string cmd = std::string(SPARROW_CLI) + " " + args + " >" + out + " 2>" + err;
   const int status = std::system(cmd.c_str());
   CliRun r{WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status),
-        testing::ReadFileOrDie(out), testing::ReadFileOrDie(err)};
+           testing::ReadFileOrDie(out), testing::ReadFileOrDie(err)};
   std::remove(out.c_str());
   std::remove(err.c_str());
   return r;
@@ -56,7 +56,7 @@ TEST(CliTest, JsonOutputCarriesTokensTextAndTimings) {
   auto g = testing::LoadGolden(testing::TestdataPath("golden/synth-qwen2-q4_0.json"));
   const std::string model = testing::GoldenModelPath(g);
   CliRun r = Sparrow("generate -m " + model + " -p " + Quote(g.prompts[2].prompt) +
-                  " -n 48 --temp 0 --json -t 2");
+                     " -n 48 --temp 0 --json -t 2");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j.at("prompt_tokens").get<std::vector<int32_t>>(), g.prompts[2].prompt_tokens);
@@ -79,7 +79,7 @@ TEST(CliTest, SeededSamplingIsReproducible) {
   ASSERT_EQ(a.exit_code, 0) << a.err;
   EXPECT_EQ(a.out, b.out);
   CliRun c = Sparrow("generate -m " + kStories +
-                  " -p Once -n 40 --temp 0.9 --top-k 20 --seed 8 --no-echo");
+                     " -p Once -n 40 --temp 0.9 --top-k 20 --seed 8 --no-echo");
   EXPECT_NE(a.out, c.out);
 }
 

@@ -43,11 +43,11 @@ TEST(ConfigLoaderTest, FlagBeatsEnvBeatsFileBeatsDefault) {
   env.vars = {{"SPARROW_PORT", "2000"}, {"SPARROW_MAX_RUNNING", "4"}};
   auto r = LoadServerConfig({"--config", path, "--port", "3000"}, env.lookup());
   ASSERT_TRUE(r.ok()) << r.status().message();
-  EXPECT_EQ(r->config.port, 3000);        // flag
-  EXPECT_EQ(r->config.max_running, 4);    // env
-  EXPECT_EQ(r->config.max_queue, 7);      // file
-  EXPECT_EQ(r->config.n_ctx, 99);         // file
-  EXPECT_EQ(r->config.kv_block_size, 16); // default
+  EXPECT_EQ(r->config.port, 3000);         // flag
+  EXPECT_EQ(r->config.max_running, 4);     // env
+  EXPECT_EQ(r->config.max_queue, 7);       // file
+  EXPECT_EQ(r->config.n_ctx, 99);          // file
+  EXPECT_EQ(r->config.kv_block_size, 16);  // default
   EXPECT_EQ(r->config.config_file, path);
 }
 

@@ -17,12 +17,21 @@ std::string CompletionError(const json& body) {
 
 TEST(OpenAiTypesTest, ParsesACompletionRequest) {
   std::string param;
-  auto r = ParseCompletionRequest(
-      json{{"model", "m"}, {"prompt", "Hi"}, {"max_tokens", 7}, {"temperature", 0},
-           {"top_p", 0.5}, {"seed", 42}, {"stop", {"a", "b"}}, {"n", 2}, {"logprobs", 3},
-           {"presence_penalty", 0.5}, {"frequency_penalty", -1}, {"user", "u"}, {"stream", true},
-           {"stream_options", {{"include_usage", true}}}},
-      &param);
+  auto r = ParseCompletionRequest(json{{"model", "m"},
+                                       {"prompt", "Hi"},
+                                       {"max_tokens", 7},
+                                       {"temperature", 0},
+                                       {"top_p", 0.5},
+                                       {"seed", 42},
+                                       {"stop", {"a", "b"}},
+                                       {"n", 2},
+                                       {"logprobs", 3},
+                                       {"presence_penalty", 0.5},
+                                       {"frequency_penalty", -1},
+                                       {"user", "u"},
+                                       {"stream", true},
+                                       {"stream_options", {{"include_usage", true}}}},
+                                  &param);
   ASSERT_TRUE(r.ok()) << r.status().message();
   EXPECT_EQ(r->prompt, "Hi");
   EXPECT_EQ(*r->gen.max_tokens, 7);
@@ -56,8 +65,9 @@ TEST(OpenAiTypesTest, ErrorsNameTheField) {
             "max_tokens: ");
   EXPECT_EQ(CompletionError(json{{"prompt", "x"}, {"n", 100}}).substr(0, 3), "n: ");
   EXPECT_EQ(CompletionError(json{{"prompt", "x"}, {"stop", 5}}).substr(0, 6), "stop: ");
-  EXPECT_EQ(CompletionError(json{{"prompt", "x"}, {"stop", {"a", "b", "c", "d", "e"}}}).substr(0, 6),
-            "stop: ");
+  EXPECT_EQ(
+      CompletionError(json{{"prompt", "x"}, {"stop", {"a", "b", "c", "d", "e"}}}).substr(0, 6),
+      "stop: ");
   EXPECT_EQ(CompletionError(json{{"prompt", "x"}, {"top_p", 0}}).substr(0, 7), "top_p: ");
   EXPECT_EQ(CompletionError(json{{"prompt", "x"}, {"presence_penalty", 5}}).substr(0, 18),
             "presence_penalty: ");
@@ -71,12 +81,14 @@ TEST(OpenAiTypesTest, ErrorsNameTheField) {
 TEST(OpenAiTypesTest, ParsesChatMessagesAndLogprobs) {
   std::string param;
   auto r = ParseChatCompletionRequest(
-      json{{"messages",
-            {{{"role", "system"}, {"content", "S"}},
-             {{"role", "user"}, {"content", {{{"type", "text"}, {"text", "a"}}, {{"type", "text"}, {"text", "b"}}}}}}},
-           {"logprobs", true},
-           {"top_logprobs", 2},
-           {"max_completion_tokens", 9}},
+      json{
+          {"messages",
+           {{{"role", "system"}, {"content", "S"}},
+            {{"role", "user"},
+             {"content", {{{"type", "text"}, {"text", "a"}}, {{"type", "text"}, {"text", "b"}}}}}}},
+          {"logprobs", true},
+          {"top_logprobs", 2},
+          {"max_completion_tokens", 9}},
       &param);
   ASSERT_TRUE(r.ok()) << r.status().message();
   ASSERT_EQ(r->messages.size(), 2u);
@@ -91,7 +103,8 @@ TEST(OpenAiTypesTest, ChatErrorsNameTheField) {
   auto a = ParseChatCompletionRequest(json{{"messages", json::array()}}, &param);
   ASSERT_FALSE(a.ok());
   EXPECT_EQ(param, "messages");
-  auto b = ParseChatCompletionRequest(json{{"messages", {{{"role", "bot"}, {"content", "x"}}}}}, &param);
+  auto b =
+      ParseChatCompletionRequest(json{{"messages", {{{"role", "bot"}, {"content", "x"}}}}}, &param);
   ASSERT_FALSE(b.ok());
   EXPECT_EQ(param, "messages[0].role");
   auto c = ParseChatCompletionRequest(

@@ -98,11 +98,11 @@ TEST_F(StreamingSinkTest, CancelIsSeenByTheScheduler) {
 }
 
 TEST_F(StreamingSinkTest, FinishReasonsMapToOpenAiNames) {
-  for (auto [reason, name] : std::vector<std::pair<FinishReason, std::string>>{
-           {FinishReason::kLength, "length"},
-           {FinishReason::kContext, "length"},
-           {FinishReason::kCancelled, "cancelled"},
-           {FinishReason::kError, "error"}}) {
+  for (auto [reason, name] :
+       std::vector<std::pair<FinishReason, std::string>>{{FinishReason::kLength, "length"},
+                                                         {FinishReason::kContext, "length"},
+                                                         {FinishReason::kCancelled, "cancelled"},
+                                                         {FinishReason::kError, "error"}}) {
     StreamingSink sink(*tokenizer_, {}, nullptr, nullptr);
     FinishInfo info;
     info.reason = reason;
