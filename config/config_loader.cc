@@ -184,7 +184,8 @@ Result<ConfigLoadResult> LoadServerConfig(const std::vector<std::string>& args,
     const KeySpec& k = Keys()[i];
     const std::string def = k.str ? defaults.*k.str : std::to_string(defaults.*k.num);
     std::string help = std::string(k.help) + " [" + (def.empty() ? "none" : def) + "]";
-    options.push_back(app.add_option(FlagName(k.key), flag_values[i], help));
+    options.push_back(
+        app.add_option(FlagName(k.key), flag_values[i], help)->type_name(k.str ? "TEXT" : "INT"));
   }
   std::vector<std::string> argv_store = {"sparrowd"};
   argv_store.insert(argv_store.end(), args.begin(), args.end());

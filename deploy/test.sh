@@ -12,5 +12,7 @@ if [ "${1:-}" = "--sanitize" ]; then
   cd build-asan && ctest --output-on-failure -j "$(nproc)" -L unit
 else
   deploy/build.sh
+  # The official Node clients (openai, @grpc/grpc-js) the client tests drive sparrowd with.
+  (cd tests/clients && npm ci --no-audit --no-fund --loglevel=error)
   cd build && ctest --output-on-failure -j "$(nproc)"
 fi

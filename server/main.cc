@@ -110,8 +110,7 @@ int main(int argc, char** argv) {
       return kExitStartup;
     }
     grpc = std::move(*g);
-    std::printf("sparrowd: gRPC listening on %s:%lld\n", config.host.c_str(),
-                static_cast<long long>(config.grpc_port));
+    std::printf("sparrowd: gRPC listening on %s:%d\n", config.host.c_str(), grpc->port());
   }
 #endif
   std::fflush(stdout);

@@ -12,7 +12,9 @@ StreamingSink::StreamingSink(const Tokenizer& tokenizer, StreamingSinkOptions op
       stop_(opts_.stop) {}
 
 bool StreamingSink::OnToken(const TokenEvent& event) {
-  if (Cancelled()) return false;
+  // A cancelled request is dropped at the scheduler's next Cancelled() poll, as kCancelled;
+  // returning false here would report it as a normal stop.
+  if (Cancelled()) return true;
   const auto now = std::chrono::steady_clock::now();
   if (has_token_ && metrics_) {
     metrics_->ObserveTbt(std::chrono::duration<double>(now - last_token_).count());
@@ -32,7 +34,7 @@ bool StreamingSink::OnToken(const TokenEvent& event) {
   }
   const bool keep_going = !stop_.matched();
   Push(std::move(chunk), false);
-  return keep_going && !Cancelled();
+  return keep_going;
 }
 
 void StreamingSink::OnFinish(const FinishInfo& info) {

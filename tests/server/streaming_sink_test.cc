@@ -94,7 +94,10 @@ TEST_F(StreamingSinkTest, CancelIsSeenByTheScheduler) {
   EXPECT_FALSE(sink.Cancelled());
   sink.Cancel();
   EXPECT_TRUE(sink.Cancelled());
-  EXPECT_FALSE(sink.OnToken(TokenEvent{432, 0, {}}));
+  EXPECT_TRUE(sink.OnToken(TokenEvent{432, 0, {}}));  // dropped; Cancelled() ends it
+  std::vector<StreamChunk> chunks;
+  sink.Drain(&chunks);
+  EXPECT_TRUE(chunks.empty());
 }
 
 TEST_F(StreamingSinkTest, FinishReasonsMapToOpenAiNames) {
