@@ -72,6 +72,7 @@ void NoteUsage(const Job& job, RequestLog* log) {
   for (const auto& s : job.sinks) log->completion_tokens += s->finish_info().completion_tokens;
   if (!job.sinks.empty()) {
     log->ttft_ms = job.sinks[0]->finish_info().ttft_ms;
+    log->cached_tokens = job.sinks[0]->finish_info().cached_prompt_tokens;
     log->finish_reason = job.sinks[0]->finish_reason();
   }
 }
@@ -109,8 +110,9 @@ asio::awaitable<bool> Collect(boost::beast::tcp_stream& stream, const HttpReques
     results[i].finish_reason = job.sinks[i]->finish_reason();
     if (!job.prep.echo_text.empty()) results[i].text = job.prep.echo_text + results[i].text;
   }
-  json body = FullResponse(job.meta, results, job.prep.logprobs, job.prep.top_logprobs,
-                           *ctx.tokenizer, log->prompt_tokens, log->completion_tokens);
+  json body =
+      FullResponse(job.meta, results, job.prep.logprobs, job.prep.top_logprobs, *ctx.tokenizer,
+                   log->prompt_tokens, log->completion_tokens, log->cached_tokens);
   co_return co_await WriteResponse(stream, JsonResponse(req, http::status::ok, body), log);
 }
 
@@ -199,7 +201,7 @@ asio::awaitable<bool> Stream(boost::beast::tcp_stream& stream, const HttpRequest
   if (job.prep.include_usage) {
     json usage = ChunkJson(job.meta, 0, "", null_lp, "");
     usage["choices"] = json::array();
-    usage["usage"] = UsageJson(log->prompt_tokens, log->completion_tokens);
+    usage["usage"] = UsageJson(log->prompt_tokens, log->completion_tokens, log->cached_tokens);
     if (!co_await WriteEvent(stream, openai::Dump(usage))) co_return false;
   }
   if (!co_await WriteEvent(stream, "[DONE]")) co_return false;

@@ -23,16 +23,17 @@ void LogRequest(const RequestLog& l, bool json_format) {
                         {"model", l.model},
                         {"prompt_tokens", l.prompt_tokens},
                         {"completion_tokens", l.completion_tokens},
+                        {"cached_tokens", l.cached_tokens},
                         {"ttft_ms", l.ttft_ms},
                         {"finish_reason", l.finish_reason}};
     spdlog::info("{}", openai::Dump(j));
     return;
   }
   spdlog::info(
-      "{} {} {} {:.1f}ms remote={} stream={} prompt_tokens={} completion_tokens={} "
-      "ttft={:.1f}ms finish={}",
-      l.method, l.target, l.status, ms, l.remote, l.stream, l.prompt_tokens, l.completion_tokens,
-      l.ttft_ms, l.finish_reason.empty() ? "-" : l.finish_reason);
+      "{} {} {} {:.1f}ms remote={} stream={} prompt_tokens={} cached_tokens={} "
+      "completion_tokens={} ttft={:.1f}ms finish={}",
+      l.method, l.target, l.status, ms, l.remote, l.stream, l.prompt_tokens, l.cached_tokens,
+      l.completion_tokens, l.ttft_ms, l.finish_reason.empty() ? "-" : l.finish_reason);
 }
 
 HttpResponse JsonResponse(const HttpRequest& req, http::status status, const nlohmann::json& body) {

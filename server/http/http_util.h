@@ -22,7 +22,7 @@ struct RequestLog {
   std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
   std::string method, target, remote, model, finish_reason;
   int status = 0;
-  int64_t prompt_tokens = 0, completion_tokens = 0;
+  int64_t prompt_tokens = 0, completion_tokens = 0, cached_tokens = 0;
   double ttft_ms = 0;
   bool stream = false;
 };

@@ -69,15 +69,16 @@ json LogprobsJson(bool chat, const std::vector<TokenLogprob>& tokens, int32_t to
       {"tokens", toks}, {"token_logprobs", lps}, {"top_logprobs", tops}, {"text_offset", offs}};
 }
 
-json UsageJson(int64_t prompt_tokens, int64_t completion_tokens) {
+json UsageJson(int64_t prompt_tokens, int64_t completion_tokens, int64_t cached_tokens) {
   return json{{"prompt_tokens", prompt_tokens},
               {"completion_tokens", completion_tokens},
-              {"total_tokens", prompt_tokens + completion_tokens}};
+              {"total_tokens", prompt_tokens + completion_tokens},
+              {"prompt_tokens_details", {{"cached_tokens", cached_tokens}}}};
 }
 
 json FullResponse(const ResponseMeta& meta, const std::vector<ChoiceResult>& choices, bool logprobs,
                   int32_t top_n, const Tokenizer& tokenizer, int64_t prompt_tokens,
-                  int64_t completion_tokens) {
+                  int64_t completion_tokens, int64_t cached_tokens) {
   json cs = json::array();
   for (size_t i = 0; i < choices.size(); ++i) {
     const auto& c = choices[i];
@@ -91,10 +92,12 @@ json FullResponse(const ResponseMeta& meta, const std::vector<ChoiceResult>& cho
     }
     cs.push_back(std::move(choice));
   }
-  return json{
-      {"id", meta.id},           {"object", meta.chat ? "chat.completion" : "text_completion"},
-      {"created", meta.created}, {"model", meta.model},
-      {"choices", cs},           {"usage", UsageJson(prompt_tokens, completion_tokens)}};
+  return json{{"id", meta.id},
+              {"object", meta.chat ? "chat.completion" : "text_completion"},
+              {"created", meta.created},
+              {"model", meta.model},
+              {"choices", cs},
+              {"usage", UsageJson(prompt_tokens, completion_tokens, cached_tokens)}};
 }
 
 json ChunkJson(const ResponseMeta& meta, int index, const std::string& text, const json& logprobs,

@@ -31,11 +31,14 @@ ResponseMeta MakeResponseMeta(bool chat, const std::string& model);
 nlohmann::json LogprobsJson(bool chat, const std::vector<TokenLogprob>& tokens, int32_t top_n,
                             const Tokenizer& tokenizer, size_t text_offset);
 
-nlohmann::json UsageJson(int64_t prompt_tokens, int64_t completion_tokens);
+// `cached_tokens`: prompt tokens served from the prefix cache (OpenAI's
+// usage.prompt_tokens_details.cached_tokens).
+nlohmann::json UsageJson(int64_t prompt_tokens, int64_t completion_tokens, int64_t cached_tokens);
 
 nlohmann::json FullResponse(const ResponseMeta& meta, const std::vector<ChoiceResult>& choices,
                             bool logprobs, int32_t top_n, const Tokenizer& tokenizer,
-                            int64_t prompt_tokens, int64_t completion_tokens);
+                            int64_t prompt_tokens, int64_t completion_tokens,
+                            int64_t cached_tokens);
 
 // One SSE chunk for choice `index`. `logprobs` may be null; `finish_reason` "" means not done.
 // `role_only` makes the opening chat chunk (delta {"role": "assistant", "content": ""}).

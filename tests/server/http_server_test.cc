@@ -278,19 +278,57 @@ TEST_F(HttpServerTest, DisconnectMidStreamFreesKvBlocks) {
   EXPECT_EQ(PostJson(port(), "/v1/completions", Greedy(4)).status, 200);
 }
 
-TEST_F(HttpServerTest, ConcurrentGreedyRequestsMatchASingleOne) {
-  constexpr int kClients = 16;
+// 32 streams at once: more than max_running (16), so half wait in the queue and are admitted
+// as others finish; batching must not change a single token.
+TEST_F(HttpServerTest, ThirtyTwoConcurrentStreamsMatchASingleOne) {
+  constexpr int kClients = 32;
   std::vector<std::string> texts(kClients);
   std::vector<std::thread> threads;
   for (int i = 0; i < kClients; ++i) {
     threads.emplace_back([&, i] {
-      auto r = PostJson(port(), "/v1/completions", Greedy());
-      texts[i] = r.status == 200 ? r.Json()["choices"][0]["text"].get<std::string>()
-                                 : "HTTP " + std::to_string(r.status) + " " + r.body;
+      json body = Greedy();
+      body["stream"] = true;
+      auto r = PostJson(port(), "/v1/completions", body);
+      if (r.status != 200) {
+        texts[i] = "HTTP " + std::to_string(r.status) + " " + r.body;
+        return;
+      }
+      for (const std::string& e : r.Events()) {
+        if (e == "[DONE]") break;
+        texts[i] += json::parse(e)["choices"][0]["text"].get<std::string>();
+      }
     });
   }
   for (auto& t : threads) t.join();
   for (const auto& t : texts) EXPECT_EQ(t, golden_->generated_text_bytes);
+}
+
+// A second request with the same long prefix reuses its full KV blocks: reported in usage
+// (OpenAI's prompt_tokens_details.cached_tokens) and in /metrics, with identical output.
+TEST_F(HttpServerTest, SharedPrefixIsServedFromTheCache) {
+  auto hits = [&] {
+    const std::string m = HttpCall(port(), "GET", "/metrics").body;
+    const std::string key = "\nsparrow_prefix_cache_hits_total ";
+    const size_t at = m.find(key);
+    return at == std::string::npos ? -1.0 : std::stod(m.substr(at + key.size()));
+  };
+  json body = Greedy(8);
+  body["prompt"] =
+      "Once upon a time, there was a little girl named Lily. She loved to play outside in the "
+      "park with her friends, and every day she ran to the big tree by the pond.";
+  const double hits_before = hits();
+  auto first = PostJson(port(), "/v1/completions", body);
+  ASSERT_EQ(first.status, 200) << first.body;
+  auto second = PostJson(port(), "/v1/completions", body);
+  ASSERT_EQ(second.status, 200) << second.body;
+  const json u = second.Json()["usage"];
+  const int64_t prompt = u["prompt_tokens"].get<int64_t>();
+  const int64_t cached = u["prompt_tokens_details"]["cached_tokens"].get<int64_t>();
+  ASSERT_GE(prompt, 32) << "the prompt should span at least two KV blocks";
+  // Every full block of the prompt except one holding the last token (always recomputed).
+  EXPECT_EQ(cached, (prompt - 1) / 16 * 16);
+  EXPECT_EQ(second.Json()["choices"][0]["text"], first.Json()["choices"][0]["text"]);
+  EXPECT_GE(hits(), hits_before + static_cast<double>(cached / 16));
 }
 
 TEST(HttpServerAuthTest, ApiKeyIsRequiredWhenSet) {
