@@ -1,5 +1,6 @@
 #include "engine/kv/kv_block_pool.h"
 
+#include <algorithm>
 #include <iterator>
 
 #include "engine/common/check.h"
@@ -107,6 +108,12 @@ void KvBlockPool::Register(BlockId b, uint64_t hash) {
   auto [it, inserted] = by_hash_.emplace(hash, b);
   if (!inserted) return;  // an identical block is cached already; this one stays private
   blk.hash = hash;
+}
+
+void KvBlockPool::CopyContents(BlockId src, BlockId dst) {
+  const int64_t n = n_layer_ * block_size_ * kv_dim_;
+  std::copy_n(&k_[src * n], n, &k_[dst * n]);
+  std::copy_n(&v_[src * n], n, &v_[dst * n]);
 }
 
 float* KvBlockPool::Key(BlockId b, int64_t layer, int64_t offset) {

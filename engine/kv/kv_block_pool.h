@@ -38,6 +38,9 @@ class KvBlockPool {
   // nullopt when every block is referenced.
   std::optional<BlockId> Allocate();
   void Retain(BlockId b);
+  int32_t refs(BlockId b) const { return blocks_[b].refs; }
+  // Copies every layer's keys and values of `src` into `dst` (copy-on-write).
+  void CopyContents(BlockId src, BlockId dst);
   // Drops one reference; at zero the block becomes cached (if registered) or free.
   void Release(BlockId b);
 

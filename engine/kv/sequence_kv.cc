@@ -32,11 +32,37 @@ int64_t SequenceKv::AttachPrefix(const std::vector<int32_t>& tokens, int64_t max
   return static_cast<int64_t>(blocks_.size()) * bs;
 }
 
-bool SequenceKv::Reserve(int64_t n_positions) {
+void SequenceKv::ForkFrom(const SequenceKv& other, int64_t n_positions) {
+  SPARROW_CHECK(blocks_.empty() && other.pool_ == pool_);
   const int64_t bs = pool_->block_size();
-  const int64_t need = (n_positions + bs - 1) / bs - static_cast<int64_t>(blocks_.size());
-  if (need <= 0) return true;
-  if (need > pool_->available()) return false;
+  const int64_t n = (n_positions + bs - 1) / bs;
+  SPARROW_CHECK(n <= other.n_blocks());
+  for (int64_t i = 0; i < n; ++i) {
+    pool_->Retain(other.blocks_[i]);
+    blocks_.push_back(other.blocks_[i]);
+  }
+  const int64_t published = std::min<int64_t>(n, static_cast<int64_t>(other.hashes_.size()));
+  hashes_.assign(other.hashes_.begin(), other.hashes_.begin() + published);
+}
+
+bool SequenceKv::Reserve(int64_t n_positions, int64_t write_from) {
+  const int64_t bs = pool_->block_size();
+  const int64_t have = static_cast<int64_t>(blocks_.size());
+  const int64_t need = std::max<int64_t>(0, (n_positions + bs - 1) / bs - have);
+  // Shared blocks this write would touch. Published (full) blocks are never written again,
+  // so only a shared partial block can be in this range.
+  std::vector<int64_t> shared;
+  for (int64_t i = std::max<int64_t>(0, write_from / bs); i < have && i * bs < n_positions; ++i) {
+    if (pool_->refs(blocks_[i]) > 1) shared.push_back(i);
+  }
+  if (need + static_cast<int64_t>(shared.size()) > pool_->available()) return false;
+  for (int64_t i : shared) {
+    auto b = pool_->Allocate();
+    SPARROW_CHECK(b.has_value());
+    pool_->CopyContents(blocks_[i], *b);
+    pool_->Release(blocks_[i]);
+    blocks_[i] = *b;
+  }
   for (int64_t i = 0; i < need; ++i) {
     auto b = pool_->Allocate();
     SPARROW_CHECK(b.has_value());

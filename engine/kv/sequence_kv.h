@@ -27,9 +27,15 @@ class SequenceKv final : public KvCache {
   // Reuses cached blocks for the longest run of full blocks of `tokens` (at most
   // max_tokens tokens) and returns how many positions they cover. Call on an empty table.
   int64_t AttachPrefix(const std::vector<int32_t>& tokens, int64_t max_tokens);
-  // Makes positions [0, n_positions) backed by blocks; false (table unchanged beyond what
-  // was there) when the pool has too few blocks.
-  bool Reserve(int64_t n_positions);
+  // Shares `other`'s blocks for positions [0, n_positions), the partial last block included
+  // (parallel sampling: n choices of one prompt). Call on an empty table.
+  void ForkFrom(const SequenceKv& other, int64_t n_positions);
+  // Makes positions [0, n_positions) backed by blocks, and the blocks holding positions
+  // [write_from, n_positions) private to this sequence: a block shared with another sequence
+  // is copied before it is written (copy-on-write). False when the pool has too few blocks;
+  // the table then still maps the same contents.
+  bool Reserve(int64_t n_positions, int64_t write_from);
+  bool Reserve(int64_t n_positions) { return Reserve(n_positions, n_positions); }
   // Registers the full blocks among the first `n_done` positions of `tokens` in the prefix
   // cache, so other sequences can reuse them.
   void PublishFullBlocks(const std::vector<int32_t>& tokens, int64_t n_done);

@@ -76,6 +76,9 @@ struct Scheduler::Sequence {
   Clock::time_point submitted, admitted, first_token;
   bool has_first_token = false;
   bool done = false;
+  // Other members of this sequence's group (same prompt): they fork from it once its prompt
+  // is computed.
+  std::vector<std::unique_ptr<Sequence>> followers;
 };
 
 Scheduler::Scheduler(const Model& model, kernels::ThreadPool* pool, SchedulerOptions options)
@@ -94,7 +97,7 @@ Scheduler::~Scheduler() {
   Shutdown(std::chrono::milliseconds(0));
 }
 
-Status Scheduler::Submit(GenerationRequest request) {
+Status Scheduler::Validate(const GenerationRequest& request) const {
   if (!request.sink) return InvalidArgument("request has no sink");
   const int64_t n = static_cast<int64_t>(request.prompt.size());
   if (n == 0) return InvalidArgument("the prompt is empty");
@@ -118,27 +121,72 @@ Status Scheduler::Submit(GenerationRequest request) {
   if (request.top_logprobs < 0 || request.top_logprobs > 20) {
     return InvalidArgument("top_logprobs must be between 0 and 20");
   }
-  SPARROW_RETURN_IF_ERROR(request.sampling.Validate());
+  return request.sampling.Validate();
+}
 
-  auto seq = std::make_unique<Sequence>();
-  seq->tokens = request.prompt;
-  seq->n_prompt = n;
-  seq->sampler = std::make_unique<Sampler>(request.sampling);
-  for (int32_t t : request.prompt) seq->sampler->Accept(t);
-  seq->req = std::move(request);
-  seq->submitted = Clock::now();
+Status Scheduler::Submit(GenerationRequest request) {
+  std::vector<GenerationRequest> one;
+  one.push_back(std::move(request));
+  return SubmitGroup(std::move(one));
+}
+
+Status Scheduler::SubmitGroup(std::vector<GenerationRequest> requests) {
+  if (requests.empty()) return InvalidArgument("the request group is empty");
+  if (static_cast<int64_t>(requests.size()) > opts_.max_running) {
+    return InvalidArgument("a group of " + std::to_string(requests.size()) +
+                           " requests is larger than max_running (" +
+                           std::to_string(opts_.max_running) + ")");
+  }
+  for (const GenerationRequest& r : requests) {
+    SPARROW_RETURN_IF_ERROR(Validate(r));
+    if (r.prompt != requests[0].prompt) {
+      return InvalidArgument("the requests of a group must share one prompt");
+    }
+  }
+  const auto now = Clock::now();
+  std::unique_ptr<Sequence> leader;
+  for (GenerationRequest& r : requests) {
+    auto seq = std::make_unique<Sequence>();
+    seq->tokens = r.prompt;
+    seq->n_prompt = static_cast<int64_t>(r.prompt.size());
+    seq->sampler = std::make_unique<Sampler>(r.sampling);
+    for (int32_t t : r.prompt) seq->sampler->Accept(t);
+    seq->req = std::move(r);
+    seq->submitted = now;
+    if (!leader) {
+      leader = std::move(seq);
+    } else {
+      leader->followers.push_back(std::move(seq));
+    }
+  }
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (!accepting_) return ResourceExhausted("the server is shutting down");
-    if (static_cast<int64_t>(waiting_.size()) >= opts_.max_queue) {
+    if (stats_.waiting + static_cast<int64_t>(requests.size()) > opts_.max_queue) {
       return ResourceExhausted("the request queue is full (" + std::to_string(opts_.max_queue) +
                                " waiting); retry later");
     }
-    waiting_.push_back(std::move(seq));
-    stats_.waiting = static_cast<int64_t>(waiting_.size());
+    waiting_.push_back(std::move(leader));
+    CountWaitingLocked();
   }
   cv_.notify_one();
   return Status::Ok();
+}
+
+void Scheduler::CountWaitingLocked() {
+  int64_t n = 0;
+  for (const auto& s : waiting_) n += 1 + static_cast<int64_t>(s->followers.size());
+  stats_.waiting = n;
+}
+
+void Scheduler::ReleaseFollowers(Sequence& leader) {
+  if (leader.followers.empty()) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto it = leader.followers.rbegin(); it != leader.followers.rend(); ++it) {
+    waiting_.push_front(std::move(*it));
+  }
+  leader.followers.clear();
+  CountWaitingLocked();
 }
 
 SchedulerStats Scheduler::Stats() const {
@@ -161,6 +209,7 @@ void Scheduler::Shutdown(std::chrono::milliseconds deadline) {
 void Scheduler::Finish(Sequence& s, FinishReason reason, Status status) {
   if (s.done) return;
   s.done = true;
+  ReleaseFollowers(s);
   const auto now = Clock::now();
   FinishInfo info;
   info.reason = reason;
@@ -212,9 +261,15 @@ void Scheduler::Admit() {
       auto it = std::find_if(waiting_.begin(), waiting_.end(),
                              [](const auto& s) { return s->req.interactive; });
       if (it == waiting_.end()) it = waiting_.begin();
+      // A group is admitted whole, so that its members can fork from the leader.
+      const int64_t members = 1 + static_cast<int64_t>((*it)->followers.size());
+      if (!running_.empty() &&
+          static_cast<int64_t>(running_.size()) + members > opts_.max_running) {
+        break;
+      }
       seq = std::move(*it);
       waiting_.erase(it);
-      stats_.waiting = static_cast<int64_t>(waiting_.size());
+      CountWaitingLocked();
     }
     if (seq->req.sink->Cancelled()) {
       Finish(*seq, FinishReason::kCancelled);
@@ -235,7 +290,7 @@ void Scheduler::Admit() {
       // Wait for running sequences to free blocks; keep its place at the front.
       std::lock_guard<std::mutex> lock(mu_);
       waiting_.push_front(std::move(seq));
-      stats_.waiting = static_cast<int64_t>(waiting_.size());
+      CountWaitingLocked();
       break;
     }
     seq->n_computed = cached;
@@ -261,7 +316,8 @@ bool Scheduler::Step() {
     Sequence& s = *running_[i];
     const int64_t n = static_cast<int64_t>(s.tokens.size());
     if (s.n_computed != n - 1) continue;  // still prefilling: its blocks were reserved
-    while (!s.kv->Reserve(n)) {
+    // The write at n - 1 may land in a block shared with a group member: copied first.
+    while (!s.kv->Reserve(n, n - 1)) {
       Sequence& victim = *running_.back();
       Preempt(victim);
       std::unique_ptr<Sequence> v = std::move(running_.back());
@@ -269,7 +325,7 @@ bool Scheduler::Step() {
       {
         std::lock_guard<std::mutex> lock(mu_);
         waiting_.push_front(std::move(v));
-        stats_.waiting = static_cast<int64_t>(waiting_.size());
+        CountWaitingLocked();
       }
       if (&victim == &s) break;
     }
@@ -323,26 +379,28 @@ bool Scheduler::Step() {
     if (s.n_computed < n) continue;  // mid-prompt chunk: no token yet
 
     std::span<const float> row(&logits[i * n_vocab], n_vocab);
-    TokenEvent ev;
-    ev.token = s.sampler->Sample(row);
-    s.sampler->Accept(ev.token);
-    if (s.req.logprobs || s.req.top_logprobs > 0)
-      FillLogprobs(row, ev.token, s.req.top_logprobs, &ev);
-    s.tokens.push_back(ev.token);
-    ++s.n_generated;
+    if (!s.followers.empty()) {
+      // The group's prompt is computed: each member takes the blocks, the partial last one
+      // copy-on-write, and samples its first token from the same logits.
+      std::vector<std::unique_ptr<Sequence>> forked = std::move(s.followers);
+      s.followers.clear();
+      for (auto& f : forked) {
+        f->kv = std::make_unique<SequenceKv>(&kv_);
+        f->kv->ForkFrom(*s.kv, s.n_computed);
+        f->n_computed = s.n_computed;
+        f->cached_prompt = s.n_computed;
+        f->admitted = s.admitted;
+        if (f->req.sink->Cancelled()) {
+          Finish(*f, FinishReason::kCancelled);
+          continue;
+        }
+        EmitToken(*f, row);
+        ++generated;
+        if (!f->done) running_.push_back(std::move(f));
+      }
+    }
+    EmitToken(s, row);
     ++generated;
-    if (!s.has_first_token) {
-      s.has_first_token = true;
-      s.first_token = Clock::now();
-    }
-    const bool keep = s.req.sink->OnToken(ev);
-    if (opts_.is_eog(ev.token) || !keep) {
-      Finish(s, FinishReason::kStop);
-    } else if (s.n_generated >= s.req.max_tokens) {
-      Finish(s, FinishReason::kLength);
-    } else if (static_cast<int64_t>(s.tokens.size()) >= opts_.n_ctx) {
-      Finish(s, FinishReason::kContext);
-    }
   }
   std::erase_if(running_, [](const auto& s) { return s->done; });
   {
@@ -354,6 +412,29 @@ bool Scheduler::Step() {
   return true;
 }
 
+void Scheduler::EmitToken(Sequence& s, std::span<const float> row) {
+  TokenEvent ev;
+  ev.token = s.sampler->Sample(row);
+  s.sampler->Accept(ev.token);
+  if (s.req.logprobs || s.req.top_logprobs > 0) {
+    FillLogprobs(row, ev.token, s.req.top_logprobs, &ev);
+  }
+  s.tokens.push_back(ev.token);
+  ++s.n_generated;
+  if (!s.has_first_token) {
+    s.has_first_token = true;
+    s.first_token = Clock::now();
+  }
+  const bool keep = s.req.sink->OnToken(ev);
+  if (opts_.is_eog(ev.token) || !keep) {
+    Finish(s, FinishReason::kStop);
+  } else if (s.n_generated >= s.req.max_tokens) {
+    Finish(s, FinishReason::kLength);
+  } else if (static_cast<int64_t>(s.tokens.size()) >= opts_.n_ctx) {
+    Finish(s, FinishReason::kContext);
+  }
+}
+
 void Scheduler::Loop() {
   for (;;) {
     {
@@ -363,13 +444,22 @@ void Scheduler::Loop() {
         const bool idle = waiting_.empty() && running_.empty();
         if (idle) break;
         if (Clock::now() >= drain_deadline_) {
-          // Out of time: cancel what is left.
-          std::deque<std::unique_ptr<Sequence>> rest = std::move(waiting_);
-          waiting_.clear();
+          // Out of time: cancel what is left (cancelling a group leader queues its members,
+          // hence the loop).
           lock.unlock();
-          for (auto& s : rest) Finish(*s, FinishReason::kCancelled);
           for (auto& s : running_) Finish(*s, FinishReason::kCancelled);
           running_.clear();
+          for (;;) {
+            std::deque<std::unique_ptr<Sequence>> rest;
+            {
+              std::lock_guard<std::mutex> l(mu_);
+              rest = std::move(waiting_);
+              waiting_.clear();
+              CountWaitingLocked();
+            }
+            if (rest.empty()) break;
+            for (auto& s : rest) Finish(*s, FinishReason::kCancelled);
+          }
           break;
         }
       }

@@ -14,6 +14,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <thread>
 #include <vector>
 
@@ -61,6 +62,11 @@ class Scheduler {
   // n_ctx, prompt larger than the whole KV pool, bad sampling), naming the numbers;
   // ResourceExhausted when the queue is full (retry later). On error the sink is not called.
   Status Submit(GenerationRequest request);
+  // Queues several requests with the same prompt (the n choices of one API call) as a group:
+  // the prompt is computed once, then each member forks the KV blocks, the partial last block
+  // shared copy-on-write, and samples on its own. The group is admitted whole. Errors as for
+  // Submit, plus InvalidArgument when the prompts differ; on error no sink is called.
+  Status SubmitGroup(std::vector<GenerationRequest> requests);
 
   SchedulerStats Stats() const;
   const SchedulerOptions& options() const { return opts_; }
@@ -76,6 +82,13 @@ class Scheduler {
   bool Step();
   void Finish(Sequence& s, FinishReason reason, Status status = Status::Ok());
   void Preempt(Sequence& s);
+  Status Validate(const GenerationRequest& request) const;
+  // Samples the next token of `s` from its logits row, streams it and finishes `s` when done.
+  void EmitToken(Sequence& s, std::span<const float> row);
+  // Moves the members of a group whose leader can no longer compute the prompt for them back
+  // to the queue, as requests of their own.
+  void ReleaseFollowers(Sequence& leader);
+  void CountWaitingLocked();
 
   const Model& model_;
   SchedulerOptions opts_;
@@ -84,7 +97,7 @@ class Scheduler {
 
   mutable std::mutex mu_;
   std::condition_variable cv_;
-  std::deque<std::unique_ptr<Sequence>> waiting_;  // guarded by mu_
+  std::deque<std::unique_ptr<Sequence>> waiting_;  // guarded by mu_; group leaders
   bool accepting_ = true;                          // guarded by mu_
   bool stop_ = false;                              // guarded by mu_
   std::chrono::steady_clock::time_point drain_deadline_;

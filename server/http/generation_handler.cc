@@ -32,6 +32,9 @@ struct Job {
 // Submits every choice; on failure cancels those already queued and fills the error response.
 bool SubmitAll(ServerContext& ctx, const HttpRequest& req, const GenerationLimits& limits, Job* job,
                HttpResponse* error) {
+  // The n choices go in as one group: the prompt is computed once and its KV blocks shared.
+  std::vector<GenerationRequest> group;
+  std::vector<std::shared_ptr<StreamingSink>> sinks;
   for (int32_t i = 0; i < job->prep.n; ++i) {
     StreamingSinkOptions so;
     so.stop = job->prep.stop;
@@ -48,21 +51,22 @@ bool SubmitAll(ServerContext& ctx, const HttpRequest& req, const GenerationLimit
     g.logprobs = job->prep.logprobs;
     g.top_logprobs = job->prep.top_logprobs;
     g.sink = sink;
-    Status s = ctx.scheduler->Submit(std::move(g));
-    if (!s.ok()) {
-      job->CancelAll();
-      if (s.code() == StatusCode::kResourceExhausted) {
-        *error = ErrorResponse(req, http::status::too_many_requests, s.message(), "", "queue_full");
-        error->set(http::field::retry_after, "1");
-      } else if (s.code() == StatusCode::kInvalidArgument) {
-        *error = ErrorResponse(req, http::status::bad_request, s.message());
-      } else {
-        *error = ErrorResponse(req, http::status::internal_server_error, s.message());
-      }
-      return false;
-    }
-    job->sinks.push_back(std::move(sink));
+    group.push_back(std::move(g));
+    sinks.push_back(std::move(sink));
   }
+  Status s = ctx.scheduler->SubmitGroup(std::move(group));
+  if (!s.ok()) {
+    if (s.code() == StatusCode::kResourceExhausted) {
+      *error = ErrorResponse(req, http::status::too_many_requests, s.message(), "", "queue_full");
+      error->set(http::field::retry_after, "1");
+    } else if (s.code() == StatusCode::kInvalidArgument) {
+      *error = ErrorResponse(req, http::status::bad_request, s.message());
+    } else {
+      *error = ErrorResponse(req, http::status::internal_server_error, s.message());
+    }
+    return false;
+  }
+  job->sinks = std::move(sinks);
   return true;
 }
 

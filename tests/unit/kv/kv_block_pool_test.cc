@@ -91,6 +91,57 @@ TEST(SequenceKvTest, ReserveFailsCleanlyWhenPoolIsDry) {
   EXPECT_TRUE(b.Reserve(8));
 }
 
+TEST(SequenceKvTest, ForkSharesBlocksAndCopiesTheSharedOneOnWrite) {
+  KvBlockPool pool(2, 2, 4, 8);
+  SequenceKv leader(&pool);
+  ASSERT_TRUE(leader.Reserve(6));  // positions 0..5: one full block and a partial one
+  for (int64_t pos = 0; pos < 6; ++pos) {
+    for (int64_t layer = 0; layer < 2; ++layer) {
+      leader.Key(layer, pos)[1] = static_cast<float>(10 * layer + pos);
+      leader.Value(layer, pos)[0] = static_cast<float>(-pos);
+    }
+  }
+  SequenceKv member(&pool);
+  member.ForkFrom(leader, 6);
+  EXPECT_EQ(member.n_blocks(), 2);
+  EXPECT_EQ(pool.Stats().used_blocks, 2);  // shared, not copied
+  EXPECT_EQ(member.Key(1, 5), leader.Key(1, 5));
+
+  // The member writes position 6, inside the shared partial block: it gets its own copy.
+  ASSERT_TRUE(member.Reserve(7, 6));
+  EXPECT_EQ(pool.Stats().used_blocks, 3);
+  EXPECT_NE(member.Key(1, 5), leader.Key(1, 5));
+  EXPECT_EQ(member.Key(0, 0), leader.Key(0, 0));  // the full block stays shared
+  for (int64_t pos = 0; pos < 6; ++pos) {
+    for (int64_t layer = 0; layer < 2; ++layer) {
+      EXPECT_EQ(member.Key(layer, pos)[1], static_cast<float>(10 * layer + pos));
+      EXPECT_EQ(member.Value(layer, pos)[0], static_cast<float>(-pos));
+    }
+  }
+  member.Key(0, 6)[0] = 7.0f;
+  leader.Key(0, 6)[0] = 99.0f;  // the leader's block is its own again: no copy needed
+  ASSERT_TRUE(leader.Reserve(7, 6));
+  EXPECT_EQ(pool.Stats().used_blocks, 3);
+  EXPECT_EQ(member.Key(0, 6)[0], 7.0f);
+  EXPECT_EQ(leader.Key(0, 6)[0], 99.0f);
+
+  member.ReleaseAll();
+  leader.ReleaseAll();
+  EXPECT_EQ(pool.Stats().used_blocks, 0);
+}
+
+TEST(SequenceKvTest, CopyOnWriteNeedsAFreeBlock) {
+  KvBlockPool pool(1, 2, 4, 2);
+  SequenceKv leader(&pool), member(&pool);
+  ASSERT_TRUE(leader.Reserve(6));
+  member.ForkFrom(leader, 6);
+  EXPECT_FALSE(member.Reserve(7, 6));             // no block left to copy into
+  EXPECT_EQ(member.Key(0, 5), leader.Key(0, 5));  // unchanged, still shared
+  leader.ReleaseAll();
+  EXPECT_TRUE(member.Reserve(7, 6));  // the only user now: written in place
+  EXPECT_EQ(pool.Stats().used_blocks, 2);
+}
+
 TEST(ChainBlockHashTest, DependsOnParentAndTokens) {
   const int32_t t[] = {5, 6, 7};
   EXPECT_EQ(ChainBlockHash(0, t, 3), ChainBlockHash(0, t, 3));

@@ -199,6 +199,117 @@ TEST_F(SchedulerTest, PreemptionWhenKvRunsOutKeepsResultsExact) {
   EXPECT_EQ(s.Stats().kv.used_blocks, 0);
 }
 
+// n choices of one prompt: computed once, forked with the partial last block shared
+// copy-on-write. Any write through a shared block would change the other members' tokens.
+TEST_F(SchedulerTest, GroupComputesThePromptOnceAndForks) {
+  const std::string prompt = "Lily and Ben went to the park. They saw a big dog";
+  Scheduler s(*model_, nullptr, Options());
+  std::vector<std::shared_ptr<CollectingSink>> sinks;
+  std::vector<GenerationRequest> group;
+  for (int i = 0; i < 3; ++i) {
+    sinks.push_back(std::make_shared<CollectingSink>());
+    group.push_back(Greedy(prompt, 30 + 5 * i, sinks.back()));
+  }
+  const int64_t n_prompt = static_cast<int64_t>(group[0].prompt.size());
+  ASSERT_NE(n_prompt % 16, 0) << "the test needs a partial last block";
+  ASSERT_TRUE(s.SubmitGroup(std::move(group)).ok());
+  for (int i = 0; i < 3; ++i) {
+    FinishInfo info = sinks[i]->Wait();
+    EXPECT_EQ(info.reason, FinishReason::kLength);
+    EXPECT_EQ(sinks[i]->tokens(), Alone(prompt, 30 + 5 * i)) << "member " << i;
+    if (i > 0) {
+      EXPECT_EQ(info.cached_prompt_tokens, n_prompt);
+    }
+  }
+  SchedulerStats st = s.Stats();
+  EXPECT_EQ(st.prompt_tokens, n_prompt) << "the prompt is computed once for the group";
+  EXPECT_EQ(st.kv.used_blocks, 0);
+  EXPECT_EQ(st.requests_finished, 3);
+}
+
+TEST_F(SchedulerTest, SampledGroupMembersEqualTheSameRequestsAlone) {
+  // 19 tokens: positions 19..31 of the second block are written by every member.
+  const std::string prompt = "Lily and Ben went to the park. They saw a big dog";
+  auto request = [&](uint64_t seed, std::shared_ptr<RequestSink> sink) {
+    GenerationRequest r = Greedy(prompt, 40, std::move(sink));
+    r.sampling.temperature = 1.0f;
+    r.sampling.seed = seed;
+    return r;
+  };
+  Scheduler s(*model_, nullptr, Options());
+  std::vector<std::shared_ptr<CollectingSink>> members;
+  std::vector<GenerationRequest> group;
+  for (uint64_t seed = 1; seed <= 4; ++seed) {
+    members.push_back(std::make_shared<CollectingSink>());
+    group.push_back(request(seed, members.back()));
+  }
+  ASSERT_TRUE(s.SubmitGroup(std::move(group)).ok());
+  for (auto& m : members) m->Wait();
+  for (uint64_t seed = 1; seed <= 4; ++seed) {
+    auto alone = std::make_shared<CollectingSink>();
+    ASSERT_TRUE(s.Submit(request(seed, alone)).ok());
+    alone->Wait();
+    EXPECT_EQ(members[seed - 1]->tokens(), alone->tokens()) << "seed " << seed;
+  }
+  EXPECT_NE(members[0]->tokens(), members[1]->tokens()) << "distinct seeds, distinct samples";
+  EXPECT_EQ(s.Stats().kv.used_blocks, 0);
+}
+
+TEST_F(SchedulerTest, GroupUnderKvPressureIsPreemptedAndStaysExact) {
+  SchedulerOptions o = Options();
+  o.kv_blocks = 7;
+  Scheduler s(*model_, nullptr, o);
+  const std::string prompt = "Tom had a big red ball";
+  std::vector<std::shared_ptr<CollectingSink>> sinks;
+  std::vector<GenerationRequest> group;
+  for (int i = 0; i < 3; ++i) {
+    sinks.push_back(std::make_shared<CollectingSink>());
+    group.push_back(Greedy(prompt, 45, sinks.back()));
+  }
+  ASSERT_TRUE(s.SubmitGroup(std::move(group)).ok());
+  const std::vector<int32_t> want = Alone(prompt, 45);
+  for (auto& sink : sinks) {
+    EXPECT_EQ(sink->Wait().reason, FinishReason::kLength);
+    EXPECT_EQ(sink->tokens(), want);
+  }
+  EXPECT_GT(s.Stats().preemptions, 0);
+  EXPECT_EQ(s.Stats().kv.used_blocks, 0);
+}
+
+TEST_F(SchedulerTest, GroupErrorsAndCancellation) {
+  SchedulerOptions o = Options();
+  o.max_running = 4;
+  Scheduler s(*model_, nullptr, o);
+  auto unused = std::make_shared<CollectingSink>();
+  std::vector<GenerationRequest> mixed;
+  mixed.push_back(Greedy("Once upon a time", 4, unused));
+  mixed.push_back(Greedy("The little dog", 4, unused));
+  Status st = s.SubmitGroup(std::move(mixed));
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(st.message().find("share one prompt"), std::string::npos) << st.message();
+  std::vector<GenerationRequest> big;
+  for (int i = 0; i < 5; ++i) big.push_back(Greedy("Once", 4, unused));
+  st = s.SubmitGroup(std::move(big));
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(st.message().find("max_running (4)"), std::string::npos) << st.message();
+  EXPECT_EQ(s.SubmitGroup({}).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(unused->finish_calls(), 0);
+
+  std::vector<std::shared_ptr<CollectingSink>> sinks;
+  std::vector<GenerationRequest> group;
+  for (int i = 0; i < 3; ++i) {
+    sinks.push_back(std::make_shared<CollectingSink>(/*cancel_after=*/2));
+    group.push_back(Greedy("Once upon a time", 200, sinks.back()));
+  }
+  ASSERT_TRUE(s.SubmitGroup(std::move(group)).ok());
+  for (auto& sink : sinks) {
+    EXPECT_EQ(sink->Wait().reason, FinishReason::kCancelled);
+    EXPECT_EQ(sink->finish_calls(), 1);
+  }
+  EXPECT_EQ(s.Stats().requests_cancelled, 3);
+  EXPECT_EQ(s.Stats().kv.used_blocks, 0);
+}
+
 TEST_F(SchedulerTest, CancelledRequestFreesItsBlocks) {
   Scheduler s(*model_, nullptr, Options());
   auto sink = std::make_shared<CollectingSink>(/*cancel_after=*/3);
