@@ -1,6 +1,10 @@
 #include "server/grpc/generate_reactor.h"
 
+#include <spdlog/spdlog.h>
+
+#include <chrono>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <utility>
 
 #include "server/core/streaming_sink.h"
@@ -31,6 +35,30 @@ class FailedReactor final : public grpc::ServerWriteReactor<v1::GenerateResponse
   void OnDone() override { delete this; }
 };
 
+// One log line per finished stream, like the HTTP frontend's.
+void LogCall(const ServerContext& ctx, const grpc::Status& status, const FinishInfo& info,
+             double ms) {
+  const char* code = GrpcCodeName(status.error_code());
+  const char* finish = status.ok() ? FinishReasonName(info.reason) : "-";
+  if (ctx.config.log_format == "json") {
+    nlohmann::json j = {{"event", "grpc_stream"},
+                        {"code", code},
+                        {"duration_ms", ms},
+                        {"prompt_tokens", info.prompt_tokens},
+                        {"cached_tokens", info.cached_prompt_tokens},
+                        {"completion_tokens", info.completion_tokens},
+                        {"ttft_ms", info.ttft_ms},
+                        {"finish_reason", finish}};
+    spdlog::info("{}", j.dump());
+    return;
+  }
+  spdlog::info(
+      "grpc stream {} {:.1f}ms prompt_tokens={} cached_tokens={} completion_tokens={} "
+      "ttft={:.1f}ms finish={}",
+      code, ms, info.prompt_tokens, info.cached_prompt_tokens, info.completion_tokens, info.ttft_ms,
+      finish);
+}
+
 }  // namespace
 
 // What the gRPC threads and the scheduler thread share. The sink's on_ready holds it by
@@ -40,9 +68,10 @@ struct GenerateReactor::Shared {
   GenerateReactor* reactor = nullptr;  // null once gRPC is done with the RPC
   std::shared_ptr<StreamingSink> sink;
   bool logprobs = false;
-  bool writing = false;          // a StartWrite is in flight; `message` is gRPC's
-  bool finishing = false;        // Finish was called; nothing more may be started
-  bool client_gone = false;      // cancelled by the client or a write failed
+  bool writing = false;      // a StartWrite is in flight; `message` is gRPC's
+  bool finishing = false;    // Finish was called; nothing more may be started
+  bool client_gone = false;  // cancelled by the client or a write failed
+  std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
   v1::GenerateResponse message;  // the message being written
 
   // Writes whatever the sink has queued, or finishes when it is done. gRPC calls are made
@@ -86,6 +115,9 @@ void GenerateReactor::Shared::Pump() {
     status = ToGrpcStatus(info.status);
   }
   ctx.metrics.RecordResponse("grpc", GrpcCodeName(status.error_code()));
+  LogCall(
+      ctx, status, info,
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
   if (!status.ok()) {
     lock.unlock();
     r->Finish(status);

@@ -33,6 +33,9 @@ Result<std::unique_ptr<GrpcServer>> StartGrpcServer(ServerContext& ctx,
   std::unique_ptr<GrpcServer> server(new GrpcServer());
   server->service_ = std::make_unique<SparrowService>(ctx);
   grpc::ServerBuilder builder;
+  // gRPC sets SO_REUSEPORT by default: a second sparrowd would then share the port silently
+  // and receive half of the calls. Refuse a port that is taken instead.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &server->port_);
   builder.RegisterService(server->service_.get());
   server->server_ = builder.BuildAndStart();

@@ -7,6 +7,7 @@
 #include <boost/beast/http.hpp>
 
 #include "api/openai/openai_types.h"
+#include "server/core/api_key.h"
 #include "server/http/generation_handler.h"
 #include "server/http/http_util.h"
 
@@ -77,7 +78,7 @@ asio::awaitable<bool> Dispatch(beast::tcp_stream& stream, const HttpRequest& req
   const std::string_view path = target.substr(0, target.find('?'));
   if (!opts.api_key.empty() && path != "/health") {
     const auto auth = req[http::field::authorization];
-    if (!AuthorizationMatches(std::string_view(auth.data(), auth.size()), opts.api_key)) {
+    if (!BearerKeyMatches(std::string_view(auth.data(), auth.size()), opts.api_key)) {
       auto res = ErrorResponse(req, http::status::unauthorized,
                                "Missing or incorrect API key: send 'Authorization: Bearer <key>'",
                                "", "invalid_api_key");
@@ -109,17 +110,6 @@ asio::awaitable<void> DrainAndClose(beast::tcp_stream& stream) {
 }
 
 }  // namespace
-
-bool AuthorizationMatches(std::string_view header, std::string_view key) {
-  const std::string expected = "Bearer " + std::string(key);
-  // Look at every byte whatever the input, so timing does not reveal how much matched.
-  unsigned diff = header.size() == expected.size() ? 0u : 1u;
-  for (size_t i = 0; i < expected.size(); ++i) {
-    const char h = i < header.size() ? header[i] : 0;
-    diff |= static_cast<unsigned>(static_cast<unsigned char>(h ^ expected[i]));
-  }
-  return diff == 0 && !key.empty();
-}
 
 asio::awaitable<void> RunHttpSession(asio::ip::tcp::socket socket, ServerContext& ctx,
                                      const HttpServerOptions& opts) {

@@ -15,7 +15,4 @@ namespace sparrow::server {
 boost::asio::awaitable<void> RunHttpSession(boost::asio::ip::tcp::socket socket, ServerContext& ctx,
                                             const HttpServerOptions& opts);
 
-// Constant-time comparison of the "Authorization" header against "Bearer <key>".
-bool AuthorizationMatches(std::string_view header, std::string_view key);
-
 }  // namespace sparrow::server

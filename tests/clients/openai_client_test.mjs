@@ -2,14 +2,9 @@
 // chat and text completions, streamed and not, stop strings, n > 1, and an error.
 // Usage: node openai_client_test.mjs --sparrowd <path> --model <gguf> [--golden <json>]
 // Exit code 0: all passed; 1: a check failed; 77: skipped (the openai package is missing).
-import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import assert from 'node:assert/strict';
-
-function arg(name, fallback) {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 ? process.argv[i + 1] : fallback;
-}
+import { arg, runChecks, startServer } from './harness.mjs';
 
 let OpenAI;
 try {
@@ -23,27 +18,6 @@ const sparrowd = arg('sparrowd', process.env.SPARROWD);
 const model = arg('model', '../shared/models/stories260K.gguf');
 const goldenPath = arg('golden');
 assert.ok(sparrowd, 'pass --sparrowd <path of the sparrowd binary>');
-
-// Starts the server with port 0 and reads the port it prints.
-function startServer() {
-  const child = spawn(sparrowd, ['--model', model, '--port', '0', '--grpc-port', '-1',
-                                 '--threads', '1'], { stdio: ['ignore', 'pipe', 'pipe'] });
-  let stderr = '';
-  child.stderr.on('data', (d) => { stderr += d; });
-  return new Promise((resolve, reject) => {
-    let out = '';
-    const timer = setTimeout(() => reject(new Error(`sparrowd did not start:\n${stderr}`)), 30000);
-    child.stdout.on('data', (d) => {
-      out += d;
-      const m = out.match(/HTTP listening on http:\/\/[^:]+:(\d+)/);
-      if (m) {
-        clearTimeout(timer);
-        resolve({ child, port: Number(m[1]), stderr: () => stderr });
-      }
-    });
-    child.on('exit', (code) => reject(new Error(`sparrowd exited with ${code}:\n${stderr}`)));
-  });
-}
 
 const tests = [];
 const test = (name, fn) => tests.push({ name, fn });
@@ -114,30 +88,7 @@ test('unknown model is a 404', async (c) => {
 
 const golden = goldenPath
   ? JSON.parse(readFileSync(goldenPath, 'utf8')).prompts[0].generated_text : undefined;
-const server = await startServer();
+const server = await startServer(sparrowd, model);
 const client = new OpenAI({ baseURL: `http://127.0.0.1:${server.port}/v1`, apiKey: 'unused',
                             maxRetries: 0 });
-let failed = 0;
-for (const t of tests) {
-  try {
-    await t.fn(client, golden);
-    console.log(`ok   ${t.name}`);
-  } catch (e) {
-    failed++;
-    console.log(`FAIL ${t.name}\n     ${e.stack ?? e}`);
-  }
-}
-// Graceful shutdown: SIGTERM must end the process with exit code 0.
-const exitCode = await new Promise((resolve) => {
-  server.child.removeAllListeners('exit');
-  server.child.on('exit', (code) => resolve(code));
-  server.child.kill('SIGTERM');
-});
-if (exitCode !== 0) {
-  failed++;
-  console.log(`FAIL sparrowd exited with ${exitCode} after SIGTERM\n${server.stderr()}`);
-} else {
-  console.log('ok   sparrowd exits 0 on SIGTERM');
-}
-console.log(failed ? `${failed} failed` : 'all passed');
-process.exit(failed ? 1 : 0);
+await runChecks(tests, [client, golden], server);

@@ -357,14 +357,5 @@ TEST(HttpServerQueueTest, FullQueueAnswers429WithRetryAfter) {
   EXPECT_EQ(r.Json()["error"]["type"], "rate_limit_error");
 }
 
-TEST(AuthorizationTest, ConstantTimeCompare) {
-  EXPECT_TRUE(AuthorizationMatches("Bearer abc", "abc"));
-  EXPECT_FALSE(AuthorizationMatches("Bearer abd", "abc"));
-  EXPECT_FALSE(AuthorizationMatches("Bearer abcd", "abc"));
-  EXPECT_FALSE(AuthorizationMatches("Bearer ab", "abc"));
-  EXPECT_FALSE(AuthorizationMatches("", "abc"));
-  EXPECT_FALSE(AuthorizationMatches("Bearer ", ""));
-}
-
 }  // namespace
 }  // namespace sparrow::server

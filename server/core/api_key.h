@@ -1,0 +1,15 @@
+#pragma once
+// The API-key check both frontends use: `Authorization: Bearer <key>` (HTTP header or gRPC
+// metadata). Comparisons take the same time wherever the first difference is, so response
+// timing does not leak the key. Pure functions, thread-safe.
+#include <string_view>
+
+namespace sparrow::server {
+
+// True when the strings are equal; the time depends only on the lengths.
+bool ConstantTimeEquals(std::string_view a, std::string_view b);
+
+// True when `authorization` is "Bearer <key>" for this non-empty key.
+bool BearerKeyMatches(std::string_view authorization, std::string_view key);
+
+}  // namespace sparrow::server
