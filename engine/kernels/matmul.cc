@@ -46,6 +46,8 @@ void MatMul(const WeightMatrix& w, const float* x, int64_t n_tokens, int64_t ldx
   const KernelTable& kernels = ActiveKernelTable();
   const TensorType act_type = VecDotType(w.type);
   const VecDotFn dot = kernels.vec_dot[static_cast<int>(w.type)];
+  // The GEMM kernels pay a per-row set-up that one token does not amortize.
+  const GemmFn gemm = n_tokens >= 2 ? kernels.gemm[static_cast<int>(w.type)] : nullptr;
   const int n_threads = pool ? pool->size() : 1;
 
   // The activations in the vec-dot type, one row per token. F32 weights read x directly.
@@ -71,6 +73,12 @@ void MatMul(const WeightMatrix& w, const float* x, int64_t n_tokens, int64_t ldx
   const int64_t n_tasks = (w.rows + per_task - 1) / per_task;
   auto rows_task = [&](int64_t task, int) {
     const int64_t r_end = std::min(w.rows, (task + 1) * per_task);
+    if (gemm != nullptr) {
+      const int64_t r0 = task * per_task;
+      gemm(wdata + static_cast<size_t>(r0) * w.row_stride_bytes, w.row_stride_bytes, r_end - r0,
+           act, act_stride, n_tokens, w.cols, y + r0, ldy);
+      return;
+    }
     for (int64_t r = task * per_task; r < r_end; ++r) {
       const uint8_t* wrow = wdata + static_cast<size_t>(r) * w.row_stride_bytes;
       for (int64_t t = 0; t < n_tokens; ++t)

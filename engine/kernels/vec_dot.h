@@ -21,6 +21,12 @@ using QuantizeActFn = void (*)(const float* x, void* dst, int64_t n);
 // Weight row (n elements) . activation row (n elements, already in the vec-dot type).
 using VecDotFn = float (*)(const void* w, const void* act, int64_t n);
 
+// y[t * ldy + r] = the dot product of weight row r (rows `w_stride` bytes apart) with activation
+// row t (already in the vec-dot type, `act_stride` bytes apart), for r < n_rows, t < n_tokens;
+// bit-identical to one VecDotFn call per pair, only faster.
+using GemmFn = void (*)(const void* w, size_t w_stride, int64_t n_rows, const void* act,
+                        size_t act_stride, int64_t n_tokens, int64_t n, float* y, int64_t ldy);
+
 inline constexpr int kNumTensorTypeIds = 31;  // ggml type ids 0..30
 
 // The kernels of one instruction-set variant; null where a type has none.
@@ -28,6 +34,7 @@ struct KernelTable {
   KernelIsa isa = KernelIsa::kScalar;
   QuantizeActFn quantize_act[kNumTensorTypeIds] = {};  // indexed by the vec-dot type's id
   VecDotFn vec_dot[kNumTensorTypeIds] = {};            // indexed by the weight type's id
+  GemmFn gemm[kNumTensorTypeIds] = {};  // by weight type; null: MatMul loops over vec_dot
 };
 
 // True when `weight_type` has a dot-product kernel (F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1,

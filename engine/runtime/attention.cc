@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "engine/kernels/thread_pool.h"
+#include "engine/kernels/vec_dot.h"
 
 namespace sparrow {
 
@@ -16,6 +17,9 @@ void CausalAttention(const AttentionShape& s, const float* q, KvCache& cache, in
   const int n_threads = pool ? pool->size() : 1;
   if (scratch.size() < static_cast<size_t>(n_threads * n_ctx)) scratch.resize(n_threads * n_ctx);
   const float scale = 1.0f / std::sqrt(static_cast<float>(s.head_dim));
+  // q.k through the F32 dot kernel: vectorised, and identical on every instruction set.
+  const kernels::VecDotFn dot_f32 =
+      kernels::ActiveKernelTable().vec_dot[static_cast<int>(TensorType::kF32)];
 
   auto task = [&](int64_t idx, int thread) {
     const int64_t t = idx / s.n_head;
@@ -28,9 +32,7 @@ void CausalAttention(const AttentionShape& s, const float* q, KvCache& cache, in
     float max_score = -INFINITY;
     for (int64_t j = 0; j < n_keys; ++j) {
       const float* kv = cache.Key(layer, j) + kvh * s.head_dim;
-      float dot = 0.0f;
-      for (int64_t d = 0; d < s.head_dim; ++d) dot += qv[d] * kv[d];
-      scores[j] = dot * scale;
+      scores[j] = dot_f32(kv, qv, s.head_dim) * scale;
       max_score = std::max(max_score, scores[j]);
     }
     double sum = 0.0;

@@ -3,8 +3,10 @@
 // cpu_features.cc).
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <vector>
 
 #include "engine/kernels/scalar_kernels.h"
 
@@ -24,6 +26,8 @@ namespace {
 #include "engine/kernels/x86/dot_q32.inc"
 //
 #include "engine/kernels/x86/dot_kquant.inc"
+//
+#include "engine/kernels/x86/gemm_q8_act.inc"
 
 }  // namespace
 
@@ -47,6 +51,8 @@ void InstallAvx512Kernels(KernelTable* t) {
   t->vec_dot[id(TensorType::kQ4_K)] = DotQ4_K;
   t->vec_dot[id(TensorType::kQ5_K)] = DotQ5_K;
   t->vec_dot[id(TensorType::kQ6_K)] = DotQ6_K;
+  t->gemm[id(TensorType::kQ4_0)] = GemmQ4_0;
+  t->gemm[id(TensorType::kQ8_0)] = GemmQ8_0;
 }
 
 }  // namespace sparrow::kernels

@@ -124,6 +124,41 @@ TEST(MatMulTest, ResultsDoNotDependOnTheKernelIsa) {
   }
 }
 
+// The GEMM kernels tile tokens by 8 and blocks by 8 and take rows in thread-sized runs: sizes
+// around every edge must still give exactly the scalar dot products.
+TEST(MatMulTest, TiledKernelsMatchTheScalarReferenceAtEveryEdge) {
+  ThreadPool pool(2);
+  for (TensorType type : {TensorType::kQ4_0, TensorType::kQ8_0, TensorType::kQ5_0,
+                          TensorType::kQ4_1, TensorType::kF16}) {
+    for (int64_t cols : {32, 256, 288, 608}) {
+      for (int64_t rows : {1, 3, 37}) {
+        const TestMatrix m(type, cols, rows, rows == 3 ? 10 : 0, 31);
+        for (int64_t n_tokens : {1, 2, 7, 8, 9, 17}) {
+          const int64_t ldx = cols + 1, ldy = rows + 3;
+          const std::vector<float> x = RandomRow(n_tokens * ldx, 13);
+          std::vector<float> want(n_tokens * ldy, -1.0f);
+          {
+            testing::ScopedKernelIsa scalar(KernelIsa::kScalar);
+            MatMul(m.w, x.data(), n_tokens, ldx, want.data(), ldy, nullptr);
+          }
+          for (KernelIsa isa : testing::SimdIsas()) {
+            testing::ScopedKernelIsa simd(isa);
+            for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool}) {
+              std::vector<float> y(n_tokens * ldy, -1.0f);  // padding must stay untouched
+              MatMul(m.w, x.data(), n_tokens, ldx, y.data(), ldy, p);
+              for (size_t i = 0; i < y.size(); ++i) {
+                ASSERT_EQ(std::bit_cast<uint32_t>(y[i]), std::bit_cast<uint32_t>(want[i]))
+                    << TensorTypeName(type) << " " << KernelIsaName(isa) << " cols=" << cols
+                    << " rows=" << rows << " tokens=" << n_tokens << " i=" << i;
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST(MatMulTest, ZeroTokensOrRowsDoNothing) {
   const TestMatrix m(TensorType::kQ4_0, 64, 3, 0, 1);
   std::vector<float> y(3, 5.0f);
