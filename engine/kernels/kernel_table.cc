@@ -35,6 +35,9 @@ void InstallScalarKernels(KernelTable* t) {
   t->vec_dot[id(TensorType::kQ4_K)] = DotQ4_K;
   t->vec_dot[id(TensorType::kQ5_K)] = DotQ5_K;
   t->vec_dot[id(TensorType::kQ6_K)] = DotQ6_K;
+  t->attn_scores = AttentionScores;
+  t->exp_minus_max = ExpMinusMax;
+  t->attn_mix = AttentionMix;
 }
 
 }  // namespace scalar

@@ -23,7 +23,8 @@ std::vector<uint8_t>& ActivationScratch(size_t bytes) {
 int64_t RowsPerTask(int64_t rows, int n_threads) {
   if (n_threads <= 1) return rows;
   const int64_t per = (rows + 4 * n_threads - 1) / (4 * n_threads);
-  return std::max<int64_t>(per, 16);
+  // Multiples of 4: the GEMM kernels work on 4-row tiles.
+  return (std::max<int64_t>(per, 16) + 3) / 4 * 4;
 }
 
 void CheckShape(const WeightMatrix& w, int64_t n_tokens, int64_t ldx, int64_t ldy) {
@@ -46,17 +47,21 @@ void MatMul(const WeightMatrix& w, const float* x, int64_t n_tokens, int64_t ldx
   const KernelTable& kernels = ActiveKernelTable();
   const TensorType act_type = VecDotType(w.type);
   const VecDotFn dot = kernels.vec_dot[static_cast<int>(w.type)];
-  // The GEMM kernels pay a per-row set-up that one token does not amortize.
-  const GemmFn gemm = n_tokens >= 2 ? kernels.gemm[static_cast<int>(w.type)] : nullptr;
+  const GemmKernel& gemm = kernels.gemm[static_cast<int>(w.type)];
   const int n_threads = pool ? pool->size() : 1;
 
-  // The activations in the vec-dot type, one row per token. F32 weights read x directly.
+  // The activations in the vec-dot type (or the GEMM kernel's packed form of it), one row per
+  // token, converted once per call. F32 weights read x directly.
   const uint8_t* act = reinterpret_cast<const uint8_t*>(x);
   size_t act_stride = static_cast<size_t>(ldx) * sizeof(float);
-  if (act_type != TensorType::kF32) {
+  if (gemm.run != nullptr || act_type != TensorType::kF32) {
+    QuantizeActFn quantize = kernels.quantize_act[static_cast<int>(act_type)];
     act_stride = RowBytes(act_type, w.cols);
+    if (gemm.run != nullptr) {
+      quantize = gemm.pack_act;
+      act_stride = gemm.packed_row_bytes(w.cols);
+    }
     uint8_t* buf = ActivationScratch(act_stride * static_cast<size_t>(n_tokens)).data();
-    const QuantizeActFn quantize = kernels.quantize_act[static_cast<int>(act_type)];
     auto quantize_row = [&](int64_t t, int) {
       quantize(x + t * ldx, buf + t * act_stride, w.cols);
     };
@@ -72,14 +77,14 @@ void MatMul(const WeightMatrix& w, const float* x, int64_t n_tokens, int64_t ldx
   const int64_t per_task = RowsPerTask(w.rows, n_threads);
   const int64_t n_tasks = (w.rows + per_task - 1) / per_task;
   auto rows_task = [&](int64_t task, int) {
-    const int64_t r_end = std::min(w.rows, (task + 1) * per_task);
-    if (gemm != nullptr) {
-      const int64_t r0 = task * per_task;
-      gemm(wdata + static_cast<size_t>(r0) * w.row_stride_bytes, w.row_stride_bytes, r_end - r0,
-           act, act_stride, n_tokens, w.cols, y + r0, ldy);
+    const int64_t r0 = task * per_task;
+    const int64_t r_end = std::min(w.rows, r0 + per_task);
+    if (gemm.run != nullptr) {
+      gemm.run(wdata + static_cast<size_t>(r0) * w.row_stride_bytes, w.row_stride_bytes, r_end - r0,
+               act, act_stride, n_tokens, w.cols, y + r0, ldy);
       return;
     }
-    for (int64_t r = task * per_task; r < r_end; ++r) {
+    for (int64_t r = r0; r < r_end; ++r) {
       const uint8_t* wrow = wdata + static_cast<size_t>(r) * w.row_stride_bytes;
       for (int64_t t = 0; t < n_tokens; ++t)
         y[t * ldy + r] = dot(wrow, act + t * act_stride, w.cols);

@@ -56,6 +56,13 @@ float DotQ4_K(const void* w, const void* act, int64_t n);
 float DotQ5_K(const void* w, const void* act, int64_t n);
 float DotQ6_K(const void* w, const void* act, int64_t n);
 
+// Attention loops (attention_ops.h).
+void AttentionScores(const float* q, const float* const* rows, int64_t offset, int64_t n, int64_t d,
+                     float scale, float* scores);
+double ExpMinusMax(float* x, int64_t n);
+void AttentionMix(const float* w, const float* const* rows, int64_t offset, int64_t n, int64_t d,
+                  float* out);
+
 // Fills every entry of `t` with the portable kernels.
 void InstallScalarKernels(KernelTable* t);
 

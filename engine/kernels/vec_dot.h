@@ -22,10 +22,19 @@ using QuantizeActFn = void (*)(const float* x, void* dst, int64_t n);
 using VecDotFn = float (*)(const void* w, const void* act, int64_t n);
 
 // y[t * ldy + r] = the dot product of weight row r (rows `w_stride` bytes apart) with activation
-// row t (already in the vec-dot type, `act_stride` bytes apart), for r < n_rows, t < n_tokens;
-// bit-identical to one VecDotFn call per pair, only faster.
+// row t (packed by the matching GemmKernel::pack_act, `act_stride` bytes apart), for r < n_rows,
+// t < n_tokens; bit-identical to one VecDotFn call per pair, only faster.
 using GemmFn = void (*)(const void* w, size_t w_stride, int64_t n_rows, const void* act,
                         size_t act_stride, int64_t n_tokens, int64_t n, float* y, int64_t ldy);
+
+// A matrix kernel for one weight type. Instead of quantize_act, MatMul packs each activation row
+// with pack_act (same rounding as the vec-dot type's quantizer, in a layout of the kernel's
+// choosing, packed_row_bytes(n) bytes), then runs `run` on row blocks.
+struct GemmKernel {
+  size_t (*packed_row_bytes)(int64_t n) = nullptr;
+  QuantizeActFn pack_act = nullptr;
+  GemmFn run = nullptr;
+};
 
 inline constexpr int kNumTensorTypeIds = 31;  // ggml type ids 0..30
 
@@ -34,7 +43,13 @@ struct KernelTable {
   KernelIsa isa = KernelIsa::kScalar;
   QuantizeActFn quantize_act[kNumTensorTypeIds] = {};  // indexed by the vec-dot type's id
   VecDotFn vec_dot[kNumTensorTypeIds] = {};            // indexed by the weight type's id
-  GemmFn gemm[kNumTensorTypeIds] = {};  // by weight type; null: MatMul loops over vec_dot
+  GemmKernel gemm[kNumTensorTypeIds] = {};  // by weight type; run null: loop over vec_dot
+  // Attention loops (attention_ops.h).
+  void (*attn_scores)(const float* q, const float* const* rows, int64_t offset, int64_t n,
+                      int64_t d, float scale, float* scores) = nullptr;
+  double (*exp_minus_max)(float* x, int64_t n) = nullptr;
+  void (*attn_mix)(const float* w, const float* const* rows, int64_t offset, int64_t n, int64_t d,
+                   float* out) = nullptr;
 };
 
 // True when `weight_type` has a dot-product kernel (F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1,

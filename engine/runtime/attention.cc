@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "engine/kernels/attention_ops.h"
 #include "engine/kernels/thread_pool.h"
-#include "engine/kernels/vec_dot.h"
 
 namespace sparrow {
 
@@ -17,37 +17,30 @@ void CausalAttention(const AttentionShape& s, const float* q, KvCache& cache, in
   const int n_threads = pool ? pool->size() : 1;
   if (scratch.size() < static_cast<size_t>(n_threads * n_ctx)) scratch.resize(n_threads * n_ctx);
   const float scale = 1.0f / std::sqrt(static_cast<float>(s.head_dim));
-  // q.k through the F32 dot kernel: vectorised, and identical on every instruction set.
-  const kernels::VecDotFn dot_f32 =
-      kernels::ActiveKernelTable().vec_dot[static_cast<int>(TensorType::kF32)];
+  // The cache rows looked up once per call (the cache may be paged: one virtual call per row),
+  // then shared by every head and token.
+  thread_local std::vector<const float*> keys, values;
+  keys.resize(n_ctx);
+  values.resize(n_ctx);
+  for (int64_t j = 0; j < n_ctx; ++j) {
+    keys[j] = cache.Key(layer, j);
+    values[j] = cache.Value(layer, j);
+  }
+  const float* const* key_rows = keys.data();
+  const float* const* value_rows = values.data();
 
   auto task = [&](int64_t idx, int thread) {
     const int64_t t = idx / s.n_head;
     const int64_t h = idx % s.n_head;
-    const int64_t kvh = h / group;
-    const int64_t n_keys = start_pos + t + 1;  // causal: this token and everything before it
-    const float* qv = q + t * q_dim + h * s.head_dim;
+    const int64_t offset = (h / group) * s.head_dim;  // this head's kv head inside a cache row
+    const int64_t n_keys = start_pos + t + 1;         // causal: this token and everything before it
     float* scores = scratch.data() + static_cast<int64_t>(thread) * n_ctx;
-
-    float max_score = -INFINITY;
-    for (int64_t j = 0; j < n_keys; ++j) {
-      const float* kv = cache.Key(layer, j) + kvh * s.head_dim;
-      scores[j] = dot_f32(kv, qv, s.head_dim) * scale;
-      max_score = std::max(max_score, scores[j]);
-    }
-    double sum = 0.0;
-    for (int64_t j = 0; j < n_keys; ++j) {
-      scores[j] = std::exp(scores[j] - max_score);
-      sum += scores[j];
-    }
-    const float inv = static_cast<float>(1.0 / sum);
-    float* o = out + t * q_dim + h * s.head_dim;
-    for (int64_t d = 0; d < s.head_dim; ++d) o[d] = 0.0f;
-    for (int64_t j = 0; j < n_keys; ++j) {
-      const float w = scores[j] * inv;
-      const float* vv = cache.Value(layer, j) + kvh * s.head_dim;
-      for (int64_t d = 0; d < s.head_dim; ++d) o[d] += w * vv[d];
-    }
+    kernels::AttentionScores(q + t * q_dim + h * s.head_dim, key_rows, offset, n_keys, s.head_dim,
+                             scale, scores);
+    const float inv = static_cast<float>(1.0 / kernels::ExpMinusMax(scores, n_keys));
+    for (int64_t j = 0; j < n_keys; ++j) scores[j] *= inv;
+    kernels::AttentionMix(scores, value_rows, offset, n_keys, s.head_dim,
+                          out + t * q_dim + h * s.head_dim);
   };
 
   const int64_t n_tasks = n * s.n_head;

@@ -2,6 +2,8 @@
 // Only reached after CPUID says the CPU has these instructions (see cpu_features.cc).
 #include <immintrin.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 
@@ -19,6 +21,8 @@ namespace {
 #include "engine/kernels/x86/dot_q32.inc"
 //
 #include "engine/kernels/x86/dot_kquant.inc"
+//
+#include "engine/kernels/x86/attention_ops.inc"
 
 }  // namespace
 
@@ -42,6 +46,9 @@ void InstallAvx2Kernels(KernelTable* t) {
   t->vec_dot[id(TensorType::kQ4_K)] = DotQ4_K;
   t->vec_dot[id(TensorType::kQ5_K)] = DotQ5_K;
   t->vec_dot[id(TensorType::kQ6_K)] = DotQ6_K;
+  t->attn_scores = AttentionScores;
+  t->exp_minus_max = ExpMinusMax;
+  t->attn_mix = AttentionMix;
 }
 
 }  // namespace sparrow::kernels

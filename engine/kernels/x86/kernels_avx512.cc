@@ -4,8 +4,10 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 #include "engine/kernels/scalar_kernels.h"
@@ -27,7 +29,9 @@ namespace {
 //
 #include "engine/kernels/x86/dot_kquant.inc"
 //
-#include "engine/kernels/x86/gemm_q8_act.inc"
+#include "engine/kernels/x86/attention_ops.inc"
+//
+#include "engine/kernels/x86/gemm_q32_vnni.inc"
 
 }  // namespace
 
@@ -51,8 +55,12 @@ void InstallAvx512Kernels(KernelTable* t) {
   t->vec_dot[id(TensorType::kQ4_K)] = DotQ4_K;
   t->vec_dot[id(TensorType::kQ5_K)] = DotQ5_K;
   t->vec_dot[id(TensorType::kQ6_K)] = DotQ6_K;
-  t->gemm[id(TensorType::kQ4_0)] = GemmQ4_0;
-  t->gemm[id(TensorType::kQ8_0)] = GemmQ8_0;
+  t->attn_scores = AttentionScores;
+  t->exp_minus_max = ExpMinusMax;
+  t->attn_mix = AttentionMix;
+  t->gemm[id(TensorType::kQ4_0)] = {PackedQ32RowBytes, PackActQ4_0, GemmQ4_0};
+  t->gemm[id(TensorType::kQ8_0)] = {PackedQ32RowBytes, PackActQ8_0, GemmQ8_0};
+  t->gemm[id(TensorType::kQ5_0)] = {PackedQ32RowBytes, PackActQ5_0, GemmQ5_0};
 }
 
 }  // namespace sparrow::kernels

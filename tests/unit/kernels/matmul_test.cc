@@ -124,16 +124,17 @@ TEST(MatMulTest, ResultsDoNotDependOnTheKernelIsa) {
   }
 }
 
-// The GEMM kernels tile tokens by 8 and blocks by 8 and take rows in thread-sized runs: sizes
-// around every edge must still give exactly the scalar dot products.
+// The GEMM kernels tile rows by 4, tokens by 4 (in chunks of 64) and blocks by 8 (quads of 4)
+// and take rows in thread-sized runs: sizes around every edge must still give exactly the
+// scalar dot products.
 TEST(MatMulTest, TiledKernelsMatchTheScalarReferenceAtEveryEdge) {
   ThreadPool pool(2);
   for (TensorType type : {TensorType::kQ4_0, TensorType::kQ8_0, TensorType::kQ5_0,
                           TensorType::kQ4_1, TensorType::kF16}) {
-    for (int64_t cols : {32, 256, 288, 608}) {
-      for (int64_t rows : {1, 3, 37}) {
+    for (int64_t cols : {32, 64, 96, 160, 224, 256, 288, 576, 608}) {
+      for (int64_t rows : {1, 3, 5, 37}) {
         const TestMatrix m(type, cols, rows, rows == 3 ? 10 : 0, 31);
-        for (int64_t n_tokens : {1, 2, 7, 8, 9, 17}) {
+        for (int64_t n_tokens : {1, 2, 3, 4, 5, 6, 7, 8, 9, 13, 16, 17}) {
           const int64_t ldx = cols + 1, ldy = rows + 3;
           const std::vector<float> x = RandomRow(n_tokens * ldx, 13);
           std::vector<float> want(n_tokens * ldy, -1.0f);
@@ -154,6 +155,29 @@ TEST(MatMulTest, TiledKernelsMatchTheScalarReferenceAtEveryEdge) {
             }
           }
         }
+      }
+    }
+  }
+}
+
+// Prompt batches longer than one token chunk (64) and row runs longer than one cache chunk.
+TEST(MatMulTest, LongBatchesMatchTheScalarReference) {
+  ThreadPool pool(2);
+  for (TensorType type : {TensorType::kQ4_0, TensorType::kQ8_0, TensorType::kQ5_0}) {
+    const int64_t cols = 576, rows = 203, n_tokens = 131;
+    const TestMatrix m(type, cols, rows, 0, 41);
+    const std::vector<float> x = RandomRow(n_tokens * cols, 17);
+    std::vector<float> want(n_tokens * rows);
+    {
+      testing::ScopedKernelIsa scalar(KernelIsa::kScalar);
+      MatMul(m.w, x.data(), n_tokens, cols, want.data(), rows, nullptr);
+    }
+    for (KernelIsa isa : testing::SimdIsas()) {
+      testing::ScopedKernelIsa simd(isa);
+      for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool}) {
+        std::vector<float> y(n_tokens * rows);
+        MatMul(m.w, x.data(), n_tokens, cols, y.data(), rows, p);
+        EXPECT_EQ(y, want) << TensorTypeName(type) << " " << KernelIsaName(isa);
       }
     }
   }
