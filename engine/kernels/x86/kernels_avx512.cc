@@ -32,6 +32,8 @@ namespace {
 #include "engine/kernels/x86/attention_ops.inc"
 //
 #include "engine/kernels/x86/gemm_q32_vnni.inc"
+//
+#include "engine/kernels/x86/gemm_float.inc"
 
 }  // namespace
 
@@ -61,6 +63,8 @@ void InstallAvx512Kernels(KernelTable* t) {
   t->gemm[id(TensorType::kQ4_0)] = {PackedQ32RowBytes, PackActQ4_0, GemmQ4_0};
   t->gemm[id(TensorType::kQ8_0)] = {PackedQ32RowBytes, PackActQ8_0, GemmQ8_0};
   t->gemm[id(TensorType::kQ5_0)] = {PackedQ32RowBytes, PackActQ5_0, GemmQ5_0};
+  t->gemm[id(TensorType::kF16)] = {PackedF32RowBytes, PackActF16Wide, GemmF16};
+  t->gemm[id(TensorType::kF32)] = {PackedF32RowBytes, PackActF32Copy, GemmF32};
 }
 
 }  // namespace sparrow::kernels

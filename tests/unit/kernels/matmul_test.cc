@@ -130,10 +130,16 @@ TEST(MatMulTest, ResultsDoNotDependOnTheKernelIsa) {
 TEST(MatMulTest, TiledKernelsMatchTheScalarReferenceAtEveryEdge) {
   ThreadPool pool(2);
   for (TensorType type : {TensorType::kQ4_0, TensorType::kQ8_0, TensorType::kQ5_0,
-                          TensorType::kQ4_1, TensorType::kF16}) {
-    for (int64_t cols : {32, 64, 96, 160, 224, 256, 288, 576, 608}) {
+                          TensorType::kQ4_1, TensorType::kF16, TensorType::kF32}) {
+    const bool is_float = type == TensorType::kF16 || type == TensorType::kF32;
+    std::vector<int64_t> col_counts = {32, 64, 96, 160, 224, 256, 288, 576, 608};
+    // Float rows need not be whole 32-element blocks: the kernels finish them one by one.
+    if (is_float) col_counts.insert(col_counts.end(), {7, 45, 100});
+    for (int64_t cols : col_counts) {
       for (int64_t rows : {1, 3, 5, 37}) {
-        const TestMatrix m(type, cols, rows, rows == 3 ? 10 : 0, 31);
+        // Padded rows (a stride wider than the row) where the element type allows it.
+        const size_t pad = rows != 3 ? 0 : type == TensorType::kF32 ? 12 : 10;
+        const TestMatrix m(type, cols, rows, pad, 31);
         for (int64_t n_tokens : {1, 2, 3, 4, 5, 6, 7, 8, 9, 13, 16, 17}) {
           const int64_t ldx = cols + 1, ldy = rows + 3;
           const std::vector<float> x = RandomRow(n_tokens * ldx, 13);
@@ -163,7 +169,8 @@ TEST(MatMulTest, TiledKernelsMatchTheScalarReferenceAtEveryEdge) {
 // Prompt batches longer than one token chunk (64) and row runs longer than one cache chunk.
 TEST(MatMulTest, LongBatchesMatchTheScalarReference) {
   ThreadPool pool(2);
-  for (TensorType type : {TensorType::kQ4_0, TensorType::kQ8_0, TensorType::kQ5_0}) {
+  for (TensorType type : {TensorType::kQ4_0, TensorType::kQ8_0, TensorType::kQ5_0, TensorType::kF16,
+                          TensorType::kF32}) {
     const int64_t cols = 576, rows = 203, n_tokens = 131;
     const TestMatrix m(type, cols, rows, 0, 41);
     const std::vector<float> x = RandomRow(n_tokens * cols, 17);
