@@ -25,7 +25,7 @@ struct ServerConfig {
   int64_t kv_blocks = 0;  // 0 -> enough for max_running full contexts
   int64_t max_running = 16;
   int64_t max_queue = 64;
-  int64_t step_token_budget = 512;
+  int64_t step_token_budget = 128;
   // Operations.
   std::string log_format = "text";  // text | json
   std::string log_level = "info";   // trace | debug | info | warn | error

@@ -26,9 +26,10 @@ TEST(GenerateReactorTest, ClientCancelFreesKvBlocks) {
   auto server = TestServer::Start();
   ASSERT_NE(server, nullptr);
   // The request must still be running when the cancel lands; a tiny model may finish first,
-  // so try a few times and require one real cancellation.
+  // so try a few times and require one real cancellation. Only the server's count says so: the
+  // client reports CANCELLED after TryCancel even when the server had already finished.
   bool cancelled = false;
-  for (int attempt = 0; attempt < 5 && !cancelled; ++attempt) {
+  for (int attempt = 0; attempt < 20 && !cancelled; ++attempt) {
     grpc::ClientContext context;
     auto reader = server->stub().Generate(&context, LongRequest(server->ctx()));
     v1::GenerateResponse m;
@@ -37,13 +38,11 @@ TEST(GenerateReactorTest, ClientCancelFreesKvBlocks) {
     while (reader->Read(&m)) {
     }
     const grpc::Status status = reader->Finish();
-    if (status.error_code() == grpc::StatusCode::CANCELLED) {
-      cancelled = true;
-    } else {
-      ASSERT_TRUE(status.ok()) << status.error_message();
-    }
+    ASSERT_TRUE(status.ok() || status.error_code() == grpc::StatusCode::CANCELLED)
+        << status.error_message();
     ASSERT_TRUE(WaitForIdle(server->ctx()));
     EXPECT_EQ(server->ctx().scheduler->Stats().kv.used_blocks, 0);
+    cancelled = server->ctx().scheduler->Stats().requests_cancelled >= 1;
   }
   EXPECT_TRUE(cancelled);
   EXPECT_GE(server->ctx().scheduler->Stats().requests_cancelled, 1);
