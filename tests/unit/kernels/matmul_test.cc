@@ -124,17 +124,20 @@ TEST(MatMulTest, ResultsDoNotDependOnTheKernelIsa) {
   }
 }
 
-// The GEMM kernels tile rows by 4, tokens by 4 (in chunks of 64) and blocks by 8 (quads of 4)
+// The GEMM kernels tile rows by 4 (K-quants: 1), tokens by 4 (in chunks of 64) and blocks by 8
 // and take rows in thread-sized runs: sizes around every edge must still give exactly the
 // scalar dot products.
 TEST(MatMulTest, TiledKernelsMatchTheScalarReferenceAtEveryEdge) {
   ThreadPool pool(2);
-  for (TensorType type : {TensorType::kQ4_0, TensorType::kQ8_0, TensorType::kQ5_0,
-                          TensorType::kQ4_1, TensorType::kF16, TensorType::kF32}) {
+  for (TensorType type :
+       {TensorType::kQ4_0, TensorType::kQ8_0, TensorType::kQ5_0, TensorType::kQ4_1,
+        TensorType::kF16, TensorType::kF32, TensorType::kQ4_K, TensorType::kQ5_K}) {
     const bool is_float = type == TensorType::kF16 || type == TensorType::kF32;
     std::vector<int64_t> col_counts = {32, 64, 96, 160, 224, 256, 288, 576, 608};
     // Float rows need not be whole 32-element blocks: the kernels finish them one by one.
     if (is_float) col_counts.insert(col_counts.end(), {7, 45, 100});
+    // K-quant rows are whole 256-element super-blocks.
+    if (GetTensorTypeTraits(type)->block_elems == 256) col_counts = {256, 512, 768, 2304};
     for (int64_t cols : col_counts) {
       for (int64_t rows : {1, 3, 5, 37}) {
         // Padded rows (a stride wider than the row) where the element type allows it.
@@ -170,8 +173,9 @@ TEST(MatMulTest, TiledKernelsMatchTheScalarReferenceAtEveryEdge) {
 TEST(MatMulTest, LongBatchesMatchTheScalarReference) {
   ThreadPool pool(2);
   for (TensorType type : {TensorType::kQ4_0, TensorType::kQ8_0, TensorType::kQ5_0, TensorType::kF16,
-                          TensorType::kF32}) {
-    const int64_t cols = 576, rows = 203, n_tokens = 131;
+                          TensorType::kF32, TensorType::kQ4_K, TensorType::kQ5_K}) {
+    const int64_t cols = GetTensorTypeTraits(type)->block_elems == 256 ? 768 : 576;
+    const int64_t rows = 203, n_tokens = 131;
     const TestMatrix m(type, cols, rows, 0, 41);
     const std::vector<float> x = RandomRow(n_tokens * cols, 17);
     std::vector<float> want(n_tokens * rows);
