@@ -51,10 +51,12 @@ void MatMul(const WeightMatrix& w, const float* x, int64_t n_tokens, int64_t ldx
   const int n_threads = pool ? pool->size() : 1;
 
   // The activations in the vec-dot type (or the GEMM kernel's packed form of it), one row per
-  // token, converted once per call. F32 weights read x directly.
+  // token, converted once per call. F32 weights (and a GEMM without pack_act) read x directly.
   const uint8_t* act = reinterpret_cast<const uint8_t*>(x);
   size_t act_stride = static_cast<size_t>(ldx) * sizeof(float);
-  if (gemm.run != nullptr || act_type != TensorType::kF32) {
+  const bool convert =
+      gemm.run != nullptr ? gemm.pack_act != nullptr : act_type != TensorType::kF32;
+  if (convert) {
     QuantizeActFn quantize = kernels.quantize_act[static_cast<int>(act_type)];
     act_stride = RowBytes(act_type, w.cols);
     if (gemm.run != nullptr) {

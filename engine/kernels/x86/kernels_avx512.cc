@@ -66,7 +66,7 @@ void InstallAvx512Kernels(KernelTable* t) {
   t->gemm[id(TensorType::kQ8_0)] = {PackedQ32RowBytes, PackActQ8_0, GemmQ8_0};
   t->gemm[id(TensorType::kQ5_0)] = {PackedQ32RowBytes, PackActQ5_0, GemmQ5_0};
   t->gemm[id(TensorType::kF16)] = {PackedF32RowBytes, PackActF16Wide, GemmF16};
-  t->gemm[id(TensorType::kF32)] = {PackedF32RowBytes, PackActF32Copy, GemmF32};
+  t->gemm[id(TensorType::kF32)] = {nullptr, nullptr, GemmF32};  // reads x in place
 }
 
 }  // namespace sparrow::kernels
