@@ -4,15 +4,24 @@
 #include <cstdlib>
 #include <string>
 
+#if defined(SPARROW_KERNELS_ARM)
+#include <sys/auxv.h>
+#ifndef HWCAP_ASIMD
+#define HWCAP_ASIMD (1 << 1)
+#endif
+#ifndef HWCAP_ASIMDDP
+#define HWCAP_ASIMDDP (1 << 20)
+#endif
+#endif
+
 namespace sparrow::kernels {
 namespace {
 
 bool CpuHas(KernelIsa isa) {
+  if (isa == KernelIsa::kScalar) return true;
 #if defined(SPARROW_KERNELS_X86)
   // __builtin_cpu_supports also checks that the OS saves the AVX/AVX-512 register state.
   switch (isa) {
-    case KernelIsa::kScalar:
-      return true;
     case KernelIsa::kAvx2:
       return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
              __builtin_cpu_supports("f16c");
@@ -20,17 +29,28 @@ bool CpuHas(KernelIsa isa) {
       return CpuHas(KernelIsa::kAvx2) && __builtin_cpu_supports("avx512f") &&
              __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
              __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vnni");
+    default:
+      return false;
   }
-  return false;
+#elif defined(SPARROW_KERNELS_ARM)
+  // The kernel reports what user space may use; qemu-aarch64 reports its emulated CPU's set.
+  const unsigned long hwcap = getauxval(AT_HWCAP);
+  switch (isa) {
+    case KernelIsa::kNeon:
+      return (hwcap & HWCAP_ASIMD) != 0;
+    case KernelIsa::kDotprod:
+      return (hwcap & HWCAP_ASIMD) != 0 && (hwcap & HWCAP_ASIMDDP) != 0;
+    default:
+      return false;
+  }
 #else
-  return isa == KernelIsa::kScalar;
+  return false;
 #endif
 }
 
 KernelIsa Cap(KernelIsa wanted) {
-  int i = static_cast<int>(wanted);
-  while (i > 0 && !CpuHas(static_cast<KernelIsa>(i))) --i;
-  return static_cast<KernelIsa>(i);
+  while (!CpuHas(wanted)) wanted = FallbackKernelIsa(wanted);
+  return wanted;
 }
 
 KernelIsa FromEnvironment() {
@@ -38,9 +58,9 @@ KernelIsa FromEnvironment() {
   const char* env = std::getenv("SPARROW_KERNEL_ISA");
   if (env == nullptr) return best;
   const std::string v(env);
-  if (v == "scalar") return KernelIsa::kScalar;
-  if (v == "avx2") return Cap(KernelIsa::kAvx2);
-  if (v == "avx512") return Cap(KernelIsa::kAvx512);
+  for (int i = 0; i < kNumKernelIsas; ++i) {
+    if (v == KernelIsaName(static_cast<KernelIsa>(i))) return Cap(static_cast<KernelIsa>(i));
+  }
   return best;  // unknown names are ignored rather than fatal: this is a tuning knob
 }
 
@@ -59,8 +79,23 @@ std::string_view KernelIsaName(KernelIsa isa) {
       return "avx2";
     case KernelIsa::kAvx512:
       return "avx512";
+    case KernelIsa::kNeon:
+      return "neon";
+    case KernelIsa::kDotprod:
+      return "dotprod";
   }
   return "unknown";
+}
+
+KernelIsa FallbackKernelIsa(KernelIsa isa) {
+  switch (isa) {
+    case KernelIsa::kAvx512:
+      return KernelIsa::kAvx2;
+    case KernelIsa::kDotprod:
+      return KernelIsa::kNeon;
+    default:
+      return KernelIsa::kScalar;
+  }
 }
 
 bool KernelIsaSupported(KernelIsa isa) {
@@ -68,7 +103,12 @@ bool KernelIsaSupported(KernelIsa isa) {
 }
 
 KernelIsa BestKernelIsa() {
-  return Cap(KernelIsa::kAvx512);
+  // The top of each architecture's ladder; only one of them can be supported.
+  for (KernelIsa top : {KernelIsa::kAvx512, KernelIsa::kDotprod}) {
+    const KernelIsa best = Cap(top);
+    if (best != KernelIsa::kScalar) return best;
+  }
+  return KernelIsa::kScalar;
 }
 
 KernelIsa ActiveKernelIsa() {

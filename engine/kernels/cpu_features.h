@@ -1,6 +1,7 @@
 #pragma once
-// Which instruction-set variant of the compute kernels runs. Chosen once from CPUID, capped by
-// the SPARROW_KERNEL_ISA environment variable ("scalar", "avx2", "avx512"), and overridable by
+// Which instruction-set variant of the compute kernels runs. Chosen once from the CPU's feature
+// flags (CPUID on x86, the kernel's HWCAP bits on AArch64), capped by the SPARROW_KERNEL_ISA
+// environment variable ("scalar", "avx2", "avx512", "neon", "dotprod"), and overridable by
 // SetKernelIsa (tests). Thread-safe; changing the ISA while kernels run elsewhere is allowed but
 // a call already dispatched keeps the variant it started with.
 #include <string_view>
@@ -8,13 +9,19 @@
 namespace sparrow::kernels {
 
 enum class KernelIsa {
-  kScalar = 0,  // portable C++ (also the reference the SIMD variants are tested against)
-  kAvx2 = 1,    // AVX2 + FMA + F16C
-  kAvx512 = 2,  // AVX-512 F/BW/VL/DQ + VNNI (+ the AVX2 set)
+  kScalar = 0,   // portable C++ (also the reference the SIMD variants are tested against)
+  kAvx2 = 1,     // AVX2 + FMA + F16C
+  kAvx512 = 2,   // AVX-512 F/BW/VL/DQ + VNNI (+ the AVX2 set)
+  kNeon = 3,     // AArch64 Advanced SIMD (every AArch64 CPU)
+  kDotprod = 4,  // NEON + the ARMv8.2 int8 dot product (SDOT)
 };
-inline constexpr int kNumKernelIsas = 3;
+inline constexpr int kNumKernelIsas = 5;
 
 std::string_view KernelIsaName(KernelIsa isa);
+
+// The variant `isa` falls back to when the CPU lacks it (kScalar for kScalar): each variant
+// is a superset of its fallback, on the same architecture.
+KernelIsa FallbackKernelIsa(KernelIsa isa);
 
 // Whether this binary has the variant and this CPU (and OS) can run it.
 bool KernelIsaSupported(KernelIsa isa);
@@ -25,7 +32,7 @@ KernelIsa BestKernelIsa();
 // The variant the dispatching entry points use now.
 KernelIsa ActiveKernelIsa();
 
-// Selects the variant; one the CPU cannot run falls back to the best supported one below it.
+// Selects the variant; one the CPU cannot run falls back (FallbackKernelIsa) until one runs.
 // Returns the variant actually selected.
 KernelIsa SetKernelIsa(KernelIsa isa);
 

@@ -11,6 +11,11 @@ namespace sparrow::kernels {
 void InstallAvx2Kernels(KernelTable* t);
 void InstallAvx512Kernels(KernelTable* t);
 #endif
+#if defined(SPARROW_KERNELS_ARM)
+// Defined in arm/kernels_neon.cc and arm/kernels_dotprod.cc.
+void InstallNeonKernels(KernelTable* t);
+void InstallDotprodKernels(KernelTable* t);
+#endif
 
 namespace scalar {
 
@@ -56,6 +61,10 @@ struct AllTables {
     InstallAvx2Kernels(&tables[static_cast<int>(KernelIsa::kAvx2)]);
     InstallAvx2Kernels(&tables[static_cast<int>(KernelIsa::kAvx512)]);
     InstallAvx512Kernels(&tables[static_cast<int>(KernelIsa::kAvx512)]);
+#endif
+#if defined(SPARROW_KERNELS_ARM)
+    InstallNeonKernels(&tables[static_cast<int>(KernelIsa::kNeon)]);
+    InstallDotprodKernels(&tables[static_cast<int>(KernelIsa::kDotprod)]);
 #endif
   }
 };
