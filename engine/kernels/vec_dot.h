@@ -6,8 +6,8 @@
 //
 // Every instruction-set variant gives bit-identical results: block integer sums are exact and
 // the float terms are accumulated in a fixed order (32-element blocks: block b into lane b % 8;
-// float rows: element i into lane i % 32; K-quants: super-blocks in sequence; lanes are then
-// summed in a fixed tree). Pure functions, thread-safe.
+// float rows: element i into lane i % 32 by fused multiply-add; K-quants: super-blocks in sequence;
+// lanes are then summed in a fixed tree). Pure functions, thread-safe.
 #include <cstddef>
 #include <cstdint>
 

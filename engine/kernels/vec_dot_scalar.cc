@@ -1,5 +1,6 @@
 // Portable dot products of the float types and the 32-element block types (ggml's
 // ggml_vec_dot_f16, ggml_vec_dot_q4_0_q8_0, ...), in the fixed accumulation order of vec_dot.h.
+#include <cmath>
 #include <cstring>
 
 #include "engine/common/check.h"
@@ -18,15 +19,17 @@ float SumLanes(float* lanes, int n) {
 
 namespace {
 
-// Element i of a float row goes to lane i % 32. `load` widens one stored element to f32.
+// Element i of a float row goes to lane i % 32 with one fused multiply-add (a single rounding,
+// the same on every ISA: FMA is exactly specified). `load` widens one stored element to f32.
 template <typename T, typename Load>
 float DotFloatLanes(const T* x, const T* y, int64_t n, Load load) {
   float lanes[kFloatLanes] = {};
   int64_t i = 0;
   for (; i + kFloatLanes <= n; i += kFloatLanes) {
-    for (int l = 0; l < kFloatLanes; ++l) lanes[l] += load(x[i + l]) * load(y[i + l]);
+    for (int l = 0; l < kFloatLanes; ++l)
+      lanes[l] = std::fma(load(x[i + l]), load(y[i + l]), lanes[l]);
   }
-  for (int l = 0; i < n; ++i, ++l) lanes[l] += load(x[i]) * load(y[i]);
+  for (int l = 0; i < n; ++i, ++l) lanes[l] = std::fma(load(x[i]), load(y[i]), lanes[l]);
   return SumLanes(lanes, kFloatLanes);
 }
 
