@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "engine/kernels/scalar_kernels.h"
 
@@ -20,6 +21,8 @@ namespace {
 #include "engine/kernels/x86/dot_float.inc"
 //
 #include "engine/kernels/x86/dot_q32.inc"
+//
+#include "engine/kernels/x86/gemm_walk.inc"
 //
 #include "engine/kernels/x86/dot_kquant.inc"
 //

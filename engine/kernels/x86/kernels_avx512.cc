@@ -28,6 +28,8 @@ namespace {
 //
 #include "engine/kernels/x86/dot_q32.inc"
 //
+#include "engine/kernels/x86/gemm_walk.inc"
+//
 #include "engine/kernels/x86/dot_kquant.inc"
 //
 #include "engine/kernels/x86/attention_ops.inc"
