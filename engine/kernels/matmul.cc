@@ -47,7 +47,8 @@ void MatMul(const WeightMatrix& w, const float* x, int64_t n_tokens, int64_t ldx
   const KernelTable& kernels = ActiveKernelTable();
   const TensorType act_type = VecDotType(w.type);
   const VecDotFn dot = kernels.vec_dot[static_cast<int>(w.type)];
-  const GemmKernel& gemm = kernels.gemm[static_cast<int>(w.type)];
+  const GemmKernel& table_gemm = kernels.gemm[static_cast<int>(w.type)];
+  const GemmKernel gemm = n_tokens >= table_gemm.min_tokens ? table_gemm : GemmKernel{};
   const int n_threads = pool ? pool->size() : 1;
 
   // The activations in the vec-dot type (or the GEMM kernel's packed form of it), one row per
