@@ -9,6 +9,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "engine/kernels/gemm_walk.h"
 #include "engine/kernels/scalar_kernels.h"
 
 namespace sparrow::kernels {
@@ -21,8 +22,6 @@ namespace {
 #include "engine/kernels/x86/dot_float.inc"
 //
 #include "engine/kernels/x86/dot_q32.inc"
-//
-#include "engine/kernels/x86/gemm_walk.inc"
 //
 #include "engine/kernels/x86/dot_kquant.inc"
 //

@@ -11,6 +11,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "engine/kernels/gemm_walk.h"
 #include "engine/kernels/scalar_kernels.h"
 
 // GCC 12 reports the _mm512_undefined_*() placeholder inside its own AVX-512 intrinsics
@@ -27,8 +28,6 @@ namespace {
 #include "engine/kernels/x86/dot_float.inc"
 //
 #include "engine/kernels/x86/dot_q32.inc"
-//
-#include "engine/kernels/x86/gemm_walk.inc"
 //
 #include "engine/kernels/x86/dot_kquant.inc"
 //
