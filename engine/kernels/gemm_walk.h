@@ -16,13 +16,14 @@ namespace sparrow::kernels::gemm {
 inline constexpr int64_t kTokenChunk = 64;
 inline constexpr int64_t kChunkBytes = 16 * 1024;
 
-// Calls tile(r, rows, t0, tokens) for every tile: rows in [1, kR], tokens in [1, kT].
-template <int kR, int kT, typename TileFn>
+// Calls tile(r, rows, t0, tokens) for every tile: rows in [1, kR], tokens in [1, kT]. A kernel
+// whose kT does not divide kTokenChunk may pass a chunk that kT does divide.
+template <int kR, int kT, int64_t kChunkTokens = kTokenChunk, typename TileFn>
 void WalkTiles(int64_t n_rows, int64_t n_tokens, size_t row_bytes, TileFn&& tile) {
   const int64_t row_chunk =
       std::max<int64_t>(kR, kChunkBytes / static_cast<int64_t>(row_bytes) / kR * kR);
-  for (int64_t tc = 0; tc < n_tokens; tc += kTokenChunk) {
-    const int64_t tc_end = std::min(n_tokens, tc + kTokenChunk);
+  for (int64_t tc = 0; tc < n_tokens; tc += kChunkTokens) {
+    const int64_t tc_end = std::min(n_tokens, tc + kChunkTokens);
     for (int64_t rc = 0; rc < n_rows; rc += row_chunk) {
       const int64_t rc_end = std::min(n_rows, rc + row_chunk);
       for (int64_t t0 = tc; t0 < tc_end; t0 += kT) {
