@@ -52,18 +52,14 @@ void MatMul(const WeightMatrix& w, const float* x, int64_t n_tokens, int64_t ldx
   const int n_threads = pool ? pool->size() : 1;
 
   // The activations in the vec-dot type (or the GEMM kernel's packed form of it), one row per
-  // token, converted once per call. F32 weights (and a GEMM without pack_act) read x directly.
+  // token, converted once per call. Unpacked F32 activations are read where they are.
   const uint8_t* act = reinterpret_cast<const uint8_t*>(x);
   size_t act_stride = static_cast<size_t>(ldx) * sizeof(float);
-  const bool convert =
-      gemm.run != nullptr ? gemm.pack_act != nullptr : act_type != TensorType::kF32;
-  if (convert) {
-    QuantizeActFn quantize = kernels.quantize_act[static_cast<int>(act_type)];
-    act_stride = RowBytes(act_type, w.cols);
-    if (gemm.run != nullptr) {
-      quantize = gemm.pack_act;
-      act_stride = gemm.packed_row_bytes(w.cols);
-    }
+  const bool packed = gemm.run != nullptr && gemm.pack_act != nullptr;
+  if (packed || act_type != TensorType::kF32) {
+    const QuantizeActFn quantize =
+        packed ? gemm.pack_act : kernels.quantize_act[static_cast<int>(act_type)];
+    act_stride = packed ? gemm.packed_row_bytes(w.cols) : RowBytes(act_type, w.cols);
     uint8_t* buf = ActivationScratch(act_stride * static_cast<size_t>(n_tokens)).data();
     auto quantize_row = [&](int64_t t, int) {
       quantize(x + t * ldx, buf + t * act_stride, w.cols);

@@ -30,8 +30,9 @@ using GemmFn = void (*)(const void* w, size_t w_stride, int64_t n_rows, const vo
 // A matrix kernel for one weight type. Instead of quantize_act, MatMul packs each activation row
 // with pack_act (same rounding as the vec-dot type's quantizer, in a layout of the kernel's
 // choosing, packed_row_bytes(n) bytes), then runs `run` on row blocks. pack_act null: `run`
-// reads the f32 activations where they are. Batches of fewer than min_tokens tokens loop over
-// vec_dot instead (where that streams a single row faster than the kernel does).
+// takes the activation rows in the vec-dot type as quantize_act writes them (F32: x where it
+// is). Batches of fewer than min_tokens tokens loop over vec_dot instead (where that streams a
+// single row faster than the kernel does).
 struct GemmKernel {
   size_t (*packed_row_bytes)(int64_t n) = nullptr;
   QuantizeActFn pack_act = nullptr;

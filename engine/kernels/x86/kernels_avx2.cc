@@ -49,8 +49,8 @@ void InstallAvx2Kernels(KernelTable* t) {
   t->vec_dot[id(TensorType::kQ4_K)] = DotQ4_K;
   t->vec_dot[id(TensorType::kQ5_K)] = DotQ5_K;
   t->vec_dot[id(TensorType::kQ6_K)] = DotQ6_K;
-  t->gemm[id(TensorType::kQ4_K)] = {Q8KRowBytes, QuantizeActQ8_K, GemmQ4_K};
-  t->gemm[id(TensorType::kQ5_K)] = {Q8KRowBytes, QuantizeActQ8_K, GemmQ5_K};
+  t->gemm[id(TensorType::kQ4_K)] = {nullptr, nullptr, GemmQ4_K};  // Q8_K rows
+  t->gemm[id(TensorType::kQ5_K)] = {nullptr, nullptr, GemmQ5_K};
   t->attn_scores = AttentionScores;
   t->exp_minus_max = ExpMinusMax;
   t->attn_mix = AttentionMix;

@@ -59,17 +59,18 @@ void InstallAvx512Kernels(KernelTable* t) {
   t->vec_dot[id(TensorType::kQ4_K)] = DotQ4_K;
   t->vec_dot[id(TensorType::kQ5_K)] = DotQ5_K;
   t->vec_dot[id(TensorType::kQ6_K)] = DotQ6_K;
-  t->gemm[id(TensorType::kQ4_K)] = {Q8KRowBytes, QuantizeActQ8_K, GemmQ4_K};
-  t->gemm[id(TensorType::kQ5_K)] = {Q8KRowBytes, QuantizeActQ8_K, GemmQ5_K};
+  t->gemm[id(TensorType::kQ4_K)] = {nullptr, nullptr, GemmQ4_K};  // Q8_K rows
+  t->gemm[id(TensorType::kQ5_K)] = {nullptr, nullptr, GemmQ5_K};
   t->attn_scores = AttentionScores;
   t->exp_minus_max = ExpMinusMax;
   t->attn_mix = AttentionMix;
   t->gemm[id(TensorType::kQ4_0)] = {PackedQ32RowBytes, PackActQ4_0, GemmQ4_0};
   t->gemm[id(TensorType::kQ8_0)] = {PackedQ32RowBytes, PackActQ8_0, GemmQ8_0};
   t->gemm[id(TensorType::kQ5_0)] = {PackedQ32RowBytes, PackActQ5_0, GemmQ5_0};
-  // F16 decode: the 256-bit dot loop streams a row about 10 % faster on Zen 4.
-  t->gemm[id(TensorType::kF16)] = {F16RowBytes, QuantizeActF16, GemmF16, 2};
-  t->gemm[id(TensorType::kF32)] = {nullptr, nullptr, GemmF32};  // reads x in place
+  // Float decode: the 256-bit dot loop streams a row about 10 % faster on Zen 4 than a tile,
+  // whose two passes would also read the row twice. F16 takes F16 activation rows, F32 x.
+  t->gemm[id(TensorType::kF16)] = {nullptr, nullptr, GemmF16, 2};
+  t->gemm[id(TensorType::kF32)] = {nullptr, nullptr, GemmF32, 2};
 }
 
 }  // namespace sparrow::kernels
