@@ -43,6 +43,7 @@ void InstallScalarKernels(KernelTable* t) {
   t->attn_scores = AttentionScores;
   t->exp_minus_max = ExpMinusMax;
   t->attn_mix = AttentionMix;
+  t->axpy = Axpy;
 }
 
 }  // namespace scalar

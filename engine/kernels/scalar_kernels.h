@@ -63,6 +63,9 @@ double ExpMinusMax(float* x, int64_t n);
 void AttentionMix(const float* w, const float* const* rows, int64_t offset, int64_t n, int64_t d,
                   float* out);
 
+// Sparse FFN accumulation (sparse_ops.h).
+void Axpy(float a, const float* x, float* y, int64_t n);
+
 // Fills every entry of `t` with the portable kernels.
 void InstallScalarKernels(KernelTable* t);
 

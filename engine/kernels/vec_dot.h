@@ -54,6 +54,8 @@ struct KernelTable {
   double (*exp_minus_max)(float* x, int64_t n) = nullptr;
   void (*attn_mix)(const float* w, const float* const* rows, int64_t offset, int64_t n, int64_t d,
                    float* out) = nullptr;
+  // Sparse FFN accumulation (sparse_ops.h): y[i] = fma(a, x[i], y[i]), one rounding per element.
+  void (*axpy)(float a, const float* x, float* y, int64_t n) = nullptr;
 };
 
 // True when `weight_type` has a dot-product kernel (F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1,

@@ -4,10 +4,12 @@ namespace sparrow {
 namespace {
 
 constexpr ArchSpec kArchs[] = {
-    {"llama", RopeStyle::kNormal, false},
+    {"llama", RopeStyle::kNormal, false, FfnKind::kSwiGlu},
     // Mistral GGUFs normally say "llama"; accept the explicit name too.
-    {"mistral", RopeStyle::kNormal, false},
-    {"qwen2", RopeStyle::kNeox, true},
+    {"mistral", RopeStyle::kNormal, false, FfnKind::kSwiGlu},
+    {"qwen2", RopeStyle::kNeox, true, FfnKind::kSwiGlu},
+    // PowerInfer's dReLU models (Bamboo, TurboSparse-Mistral): Mistral's shape, ReLU on both.
+    {"bamboo", RopeStyle::kNormal, false, FfnKind::kDReluGlu},
 };
 
 }  // namespace
@@ -20,7 +22,7 @@ const ArchSpec* FindArchSpec(std::string_view name) {
 }
 
 std::string_view SupportedArchNames() {
-  return "llama, mistral, qwen2";
+  return "llama, mistral, qwen2, bamboo";
 }
 
 }  // namespace sparrow

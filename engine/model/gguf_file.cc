@@ -15,6 +15,8 @@ namespace sparrow {
 namespace {
 
 constexpr uint32_t kGgufMagic = 0x46554747;  // "GGUF" little-endian
+// PowerInfer's sparse variant: the same layout behind another magic.
+constexpr uint32_t kPwriMagic = 0x49525750;  // "PWRI" little-endian
 constexpr uint32_t kMaxDims = 4;             // GGML_MAX_DIMS
 constexpr uint64_t kMaxNameLen = 4096;
 
@@ -268,9 +270,11 @@ Status GgufFile::Parse() {
   ByteReader r(base_, size_);
   uint32_t magic = 0;
   SPARROW_RETURN_IF_ERROR(r.Read(&magic, "magic"));
-  if (magic != kGgufMagic) {
-    return Corrupt("not a GGUF file (the first 4 bytes are not 'GGUF')");
+  if (magic != kGgufMagic && magic != kPwriMagic) {
+    return Corrupt(
+        "not a GGUF file (the first 4 bytes are neither 'GGUF' nor PowerInfer's 'PWRI')");
   }
+  powerinfer_ = magic == kPwriMagic;
   SPARROW_RETURN_IF_ERROR(r.Read(&version_, "version"));
   if (version_ == 1)
     return Unsupported(

@@ -79,6 +79,8 @@ class GgufFile {
 
   const std::string& path() const { return path_; }
   uint32_t version() const { return version_; }
+  // True for PowerInfer's sparse variant (magic 'PWRI'; otherwise an ordinary GGUF).
+  bool powerinfer() const { return powerinfer_; }
   uint64_t alignment() const { return alignment_; }
   uint64_t file_size() const { return size_; }
   uint64_t data_offset() const { return data_offset_; }
@@ -117,6 +119,7 @@ class GgufFile {
   uint64_t size_ = 0;
   void* mapping_ = nullptr;  // non-null when we own an mmap
   uint32_t version_ = 0;
+  bool powerinfer_ = false;
   uint64_t alignment_ = 32;
   uint64_t data_offset_ = 0;
   std::vector<std::pair<std::string, GgufValue>> kv_;

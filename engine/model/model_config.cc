@@ -39,6 +39,15 @@ Result<ModelConfig> ReadModelConfig(const GgufFile& f) {
                        "' is not supported (supported: " + std::string(SupportedArchNames()) + ")");
   }
   if (auto name = f.GetString("general.name"); name.ok()) c.name = std::string(*name);
+  c.ffn_kind = c.arch->ffn;
+  c.powerinfer = f.powerinfer();
+  if (c.powerinfer) {
+    if (c.ffn_kind == FfnKind::kSwiGlu) c.ffn_kind = FfnKind::kReluGlu;
+    SPARROW_ASSIGN_OR_RETURN(double threshold, f.GetFloatOr("powerinfer.sparse_threshold", 0.0));
+    if (!std::isfinite(threshold))
+      return Corrupt("powerinfer.sparse_threshold is " + std::to_string(threshold));
+    c.sparse_threshold = static_cast<float>(threshold);
+  }
   const std::string p = std::string(arch) + ".";
 
   constexpr int64_t kMaxDim = int64_t{1} << 20;

@@ -25,6 +25,11 @@ struct ModelConfig {
   float rms_eps = 1e-5f;
   float rope_freq_base = 10000.0f;
   float rope_freq_scale = 1.0f;  // 1 / rope.scaling.factor for linear scaling
+  FfnKind ffn_kind = FfnKind::kSwiGlu;
+  // PowerInfer's format: the file carries per-layer predictors and the down projection
+  // transposed; a neuron runs when its predictor logit >= sparse_threshold.
+  bool powerinfer = false;
+  float sparse_threshold = 0.0f;  // powerinfer.sparse_threshold
 
   int64_t q_dim() const { return n_head * head_dim; }
   int64_t kv_dim() const { return n_head_kv * head_dim; }

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "engine/kernels/dequantize.h"
+#include "engine/kernels/vec_dot.h"
 #include "engine/model/gguf_file.h"
 
 namespace sparrow {
@@ -17,6 +18,8 @@ std::string Shape(const std::vector<uint64_t>& dims) {
 class Binder {
  public:
   explicit Binder(const GgufFile& f) : f_(f) {}
+
+  bool Has(const std::string& name) const { return f_.FindTensor(name) != nullptr; }
 
   Result<const GgufTensorInfo*> Find(const std::string& name, bool required) {
     const GgufTensorInfo* t = f_.FindTensor(name);
@@ -73,6 +76,38 @@ class Binder {
   const GgufFile& f_;
 };
 
+// PowerInfer's per-layer tensors: ffn_down_t replaces ffn_down, and the predictor fc1/fc2 of a
+// rank that may differ per layer.
+Status BindPowerInferFfn(Binder& b, const std::string& p, const ModelConfig& c, LayerWeights& l) {
+  if (b.Has(p + "ffn_down.weight")) {
+    return Unsupported("tensor '" + p +
+                       "ffn_down.weight' in a PowerInfer file: its FFN down projection is "
+                       "expected transposed, as '" +
+                       p + "ffn_down_t.weight'");
+  }
+  SPARROW_ASSIGN_OR_RETURN(l.ffn_down_t,
+                           b.Matrix(p + "ffn_down_t.weight", c.n_embd, c.n_ff, "n_embd x n_ff"));
+  SPARROW_ASSIGN_OR_RETURN(const GgufTensorInfo* fc1, b.Find(p + "fc1.weight", true));
+  if (fc1->dims.size() != 2 || fc1->dims[1] == 0 || fc1->dims[1] > static_cast<uint64_t>(c.n_ff)) {
+    return Corrupt("tensor '" + fc1->name + "' has shape " + Shape(fc1->dims) + ", expected " +
+                   std::to_string(c.n_embd) + " x rank, rank 1.." + std::to_string(c.n_ff) +
+                   " (the activation predictor's first layer)");
+  }
+  const auto rank = static_cast<int64_t>(fc1->dims[1]);
+  SPARROW_ASSIGN_OR_RETURN(l.pred_fc1,
+                           Binder::MatrixFrom(*fc1, c.n_embd, rank, "n_embd x predictor rank"));
+  SPARROW_ASSIGN_OR_RETURN(l.pred_fc2,
+                           b.Matrix(p + "fc2.weight", rank, c.n_ff, "predictor rank x n_ff"));
+  // fc2 reads relu(fc1 . x) in fc2's vec-dot type, whose blocks must tile the rank.
+  const auto act = GetTensorTypeTraits(kernels::VecDotType(l.pred_fc2.type));
+  if (rank % act->block_elems != 0) {
+    return Unsupported("tensor '" + p + "fc2.weight': predictor rank " + std::to_string(rank) +
+                       " is not a multiple of " + std::to_string(act->block_elems) +
+                       ", the block size its type computes with");
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Result<ModelWeights> BindModelWeights(const GgufFile& file, const ModelConfig& c) {
@@ -112,8 +147,12 @@ Result<ModelWeights> BindModelWeights(const GgufFile& file, const ModelConfig& c
                              b.Matrix(p + "ffn_gate.weight", c.n_embd, c.n_ff, "n_embd x n_ff"));
     SPARROW_ASSIGN_OR_RETURN(l.ffn_up,
                              b.Matrix(p + "ffn_up.weight", c.n_embd, c.n_ff, "n_embd x n_ff"));
-    SPARROW_ASSIGN_OR_RETURN(l.ffn_down,
-                             b.Matrix(p + "ffn_down.weight", c.n_ff, c.n_embd, "n_ff x n_embd"));
+    if (c.powerinfer) {
+      SPARROW_RETURN_IF_ERROR(BindPowerInferFfn(b, p, c, l));
+    } else {
+      SPARROW_ASSIGN_OR_RETURN(l.ffn_down,
+                               b.Matrix(p + "ffn_down.weight", c.n_ff, c.n_embd, "n_ff x n_embd"));
+    }
   }
   return w;
 }

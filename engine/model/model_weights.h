@@ -17,7 +17,12 @@ struct LayerWeights {
   kernels::WeightMatrix wq, wk, wv, wo;
   std::vector<float> bq, bk, bv;  // empty when the architecture has no bias
   std::vector<float> ffn_norm;
-  kernels::WeightMatrix ffn_gate, ffn_up, ffn_down;
+  kernels::WeightMatrix ffn_gate, ffn_up;
+  kernels::WeightMatrix ffn_down;  // n_embd rows of n_ff; absent (data null) in PowerInfer files
+  // PowerInfer files: the down projection transposed (one row of n_embd per neuron) and the
+  // activation predictor logits = pred_fc2 . relu(pred_fc1 . x), x the residual before the FFN
+  // norm (pred_fc1: rank rows of n_embd, pred_fc2: n_ff rows of rank). Absent elsewhere.
+  kernels::WeightMatrix ffn_down_t, pred_fc1, pred_fc2;
 };
 
 struct ModelWeights {

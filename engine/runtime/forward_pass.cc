@@ -7,14 +7,19 @@
 #include "engine/kernels/thread_pool.h"
 #include "engine/kernels/vec_ops.h"
 #include "engine/runtime/attention.h"
+#include "engine/sparse/ffn_factory.h"
 
 namespace sparrow {
 
-ForwardPass::ForwardPass(const Model& model, kernels::ThreadPool* pool)
+ForwardPass::ForwardPass(const Model& model, kernels::ThreadPool* pool,
+                         std::unique_ptr<FeedForward> ffn)
     : model_(model),
       c_(model.config()),
       pool_(pool),
-      rope_(c_.n_rot, c_.rope_freq_base, c_.rope_freq_scale) {}
+      rope_(c_.n_rot, c_.rope_freq_base, c_.rope_freq_scale),
+      ffn_(ffn ? std::move(ffn) : MakeDefaultFeedForward(model, pool)) {}
+
+ForwardPass::~ForwardPass() = default;
 
 void ForwardPass::Resize(int64_t n) {
   auto grow = [](std::vector<float>& v, int64_t size) {
@@ -26,8 +31,7 @@ void ForwardPass::Resize(int64_t n) {
   grow(k_, n * c_.kv_dim());
   grow(v_, n * c_.kv_dim());
   grow(att_, n * c_.q_dim());
-  grow(gate_, n * c_.n_ff);
-  grow(up_, n * c_.n_ff);
+  grow(ffn_out_, n * c_.n_embd);
   grow(cos_, n * (c_.n_rot / 2));
   grow(sin_, n * (c_.n_rot / 2));
 }
@@ -124,14 +128,11 @@ void ForwardPass::Layer(int64_t il, int64_t n, std::span<const Segment> segments
   kernels::MatMul(l.wo, att_.data(), n, qd, xn_.data(), d, pool_);
   kernels::AddInPlace(x_.data(), xn_.data(), n * d);
 
-  // Feed-forward block: down(silu(gate(x)) * up(x)).
+  // Feed-forward block, dense or sparse.
   for (int64_t t = 0; t < n; ++t)
     kernels::RmsNorm(&x_[t * d], l.ffn_norm.data(), d, c_.rms_eps, &xn_[t * d]);
-  kernels::MatMul(l.ffn_gate, xn_.data(), n, d, gate_.data(), c_.n_ff, pool_);
-  kernels::MatMul(l.ffn_up, xn_.data(), n, d, up_.data(), c_.n_ff, pool_);
-  kernels::SwiGlu(gate_.data(), up_.data(), n * c_.n_ff, gate_.data());
-  kernels::MatMul(l.ffn_down, gate_.data(), n, c_.n_ff, xn_.data(), d, pool_);
-  kernels::AddInPlace(x_.data(), xn_.data(), n * d);
+  ffn_->Compute(il, x_.data(), xn_.data(), n, ffn_out_.data());
+  kernels::AddInPlace(x_.data(), ffn_out_.data(), n * d);
 }
 
 }  // namespace sparrow

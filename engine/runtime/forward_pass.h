@@ -1,14 +1,16 @@
 #pragma once
-// ForwardPass: computes a batch of consecutive tokens of one sequence through the dense
-// transformer (RMSNorm, RoPE, grouped-query attention, SwiGLU FFN) and returns logits.
+// ForwardPass: computes a batch of consecutive tokens of one sequence through the transformer
+// (RMSNorm, RoPE, grouped-query attention, a gated FFN dense or sparse) and returns logits.
 // Owns reusable scratch; one ForwardPass per thread of use (not thread-safe), many may
 // share one Model.
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <vector>
 
 #include "engine/common/status.h"
 #include "engine/model/model.h"
+#include "engine/runtime/feed_forward.h"
 #include "engine/runtime/kv_cache.h"
 #include "engine/runtime/rope.h"
 
@@ -19,8 +21,13 @@ class ThreadPool;
 
 class ForwardPass {
  public:
-  // `pool` may be null (single-threaded); both must outlive this object.
-  ForwardPass(const Model& model, kernels::ThreadPool* pool);
+  // `pool` may be null (single-threaded); both must outlive this object. `ffn` computes every
+  // layer's FFN; null takes the model's default (MakeDefaultFeedForward).
+  ForwardPass(const Model& model, kernels::ThreadPool* pool,
+              std::unique_ptr<FeedForward> ffn = nullptr);
+  ~ForwardPass();
+
+  const FeedForward& ffn() const { return *ffn_; }
 
   // One sequence's part of a batch: consecutive tokens at positions start_pos.., whose keys
   // and values go to `cache`.
@@ -50,8 +57,9 @@ class ForwardPass {
   const ModelConfig& c_;
   kernels::ThreadPool* pool_;
   RopeTable rope_;
+  std::unique_ptr<FeedForward> ffn_;
   // Scratch, sized for the largest batch seen so far.
-  std::vector<float> x_, xn_, q_, k_, v_, att_, gate_, up_, attn_scratch_, cos_, sin_;
+  std::vector<float> x_, xn_, q_, k_, v_, att_, ffn_out_, attn_scratch_, cos_, sin_;
 };
 
 }  // namespace sparrow

@@ -1,11 +1,13 @@
-// Every model in ../shared/models against llama.cpp's outputs for it: prompt logits, the top-k
-// logits of the first 16 generated tokens, and the greedy continuation token by token
+// Every model in ../shared/models against llama.cpp's outputs for it, the trained KJV models
+// against llama.cpp's and PowerInfer's, and PowerInfer's sparse files against PowerInfer's: prompt
+// logits, the top-k logits of the generated tokens, and the greedy continuation token by token
 // (teacher-forced, so a legitimate flip at a near tie does not hide later rows).
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 
 #include "engine/kernels/thread_pool.h"
 #include "engine/model/model.h"
@@ -23,10 +25,20 @@ using testing::GoldenFile;
 struct Tolerance {
   float rel_logits;    // max |Δ| / max |reference logit| of a row
   float token_margin;  // compare greedy tokens only where llama.cpp's top1 - top2 is at least this
+  // Sparse references: a predictor logit within rounding noise of the threshold turns a neuron on
+  // in one engine and off in the other, and teacher-forced steps carry that in their KV, so a
+  // few compared tokens (at most one in 50, none with a margin of firm_margin or more) may differ.
+  float firm_margin = 0;
 };
 
-// From ../shared/testdata/README.md, "Tolerances": what the weights' types allow.
-Tolerance ToleranceFor(const Model& m) {
+bool IsPowerInfer(const testing::GoldenFile& g) {
+  return g.reference.rfind("PowerInfer", 0) == 0;
+}
+
+// From ../shared/testdata/README.md, "Tolerances": what the weights' types allow; PowerInfer's
+// references from ../shared/pwri/README.md (a neuron whose predictor logit lies within rounding
+// noise of the threshold may be chosen by one engine and skipped by the other).
+Tolerance ToleranceFor(const Model& m, const testing::GoldenFile& g) {
   bool f16 = false, quant = false;
   for (const auto& t : m.file().tensors()) {
     if (t.type == TensorType::kF16 || t.type == TensorType::kBF16)
@@ -34,6 +46,7 @@ Tolerance ToleranceFor(const Model& m) {
     else if (t.type != TensorType::kF32)
       quant = true;
   }
+  if (IsPowerInfer(g)) return {5e-2f, quant ? 0.25f : 5e-2f, 0.25f};
   // The README recommends 5e-2 for quantized files; Sparrow rounds activations as llama.cpp does
   // and stays within 1.2e-2, so a tighter bound catches regressions.
   if (quant) return {2.5e-2f, 0.25f};
@@ -53,8 +66,8 @@ float RelDiffAt(const std::vector<float>& ours, const std::vector<int32_t>& ids,
 
 class GoldenModelTest : public ::testing::TestWithParam<std::string> {};
 
-void CheckFile(const std::string& json_name, kernels::ThreadPool* pool) {
-  GoldenFile g = testing::LoadGolden(testing::TestdataPath("golden/" + json_name));
+void CheckFile(const std::string& json_path, kernels::ThreadPool* pool) {
+  GoldenFile g = testing::LoadGolden(json_path);
   const std::string path = testing::GoldenModelPath(g);
   if (path.empty())
     GTEST_SKIP() << g.model_file
@@ -63,11 +76,11 @@ void CheckFile(const std::string& json_name, kernels::ThreadPool* pool) {
   ASSERT_TRUE(model.ok()) << model.status().ToString();
   const ModelConfig& c = (*model)->config();
   ASSERT_EQ(c.n_vocab, g.n_vocab);
-  const Tolerance tol = ToleranceFor(**model);
+  const Tolerance tol = ToleranceFor(**model, g);
   ForwardPass fp(**model, pool);
 
   float worst = 0;
-  int compared_tokens = 0;
+  int compared_tokens = 0, differing_tokens = 0;
   for (size_t pi = 0; pi < g.prompts.size(); ++pi) {
     const auto& p = g.prompts[pi];
     SCOPED_TRACE("prompt " + std::to_string(pi) + " \"" + p.prompt + "\"");
@@ -94,7 +107,13 @@ void CheckFile(const std::string& json_name, kernels::ThreadPool* pool) {
           p.margins[s] >= tol.token_margin &&
           (tol.token_margin > 1e-3f || static_cast<int>(s) < p.reliable_prefix_len);
       if (comparable) {
-        EXPECT_EQ(ArgMax(logits), p.generated_tokens[s]) << "greedy token at step " << s;
+        const int32_t ours = ArgMax(logits);
+        if (tol.firm_margin > 0 && ours != p.generated_tokens[s]) {
+          ++differing_tokens;
+          EXPECT_LT(p.margins[s], tol.firm_margin) << "greedy token at step " << s;
+        } else {
+          EXPECT_EQ(ours, p.generated_tokens[s]) << "greedy token at step " << s;
+        }
         ++compared_tokens;
       }
       if (s + 1 == p.generated_tokens.size()) break;
@@ -109,12 +128,17 @@ void CheckFile(const std::string& json_name, kernels::ThreadPool* pool) {
   for (const auto& p : g.prompts) {
     EXPECT_EQ((*tok)->Tokenize(p.prompt, /*add_special=*/true), p.prompt_tokens)
         << "prompt \"" << p.prompt << "\"";
+    // PowerInfer's 2023 detokenizer spells <unk> as U+2585; compare text with llama.cpp only.
+    if (IsPowerInfer(g)) continue;
     std::string text;
     for (int32_t id : p.generated_tokens) text += (*tok)->piece(id);
     EXPECT_EQ(text, p.generated_text_bytes) << "generated text of \"" << p.prompt << "\"";
   }
-  std::printf("[golden] %-28s worst rel logit diff %.3g (limit %.3g), %d greedy tokens compared\n",
-              g.model_file.c_str(), worst, tol.rel_logits, compared_tokens);
+  std::printf(
+      "[golden] %-28s worst rel logit diff %.3g (limit %.3g), %d greedy tokens compared, %d "
+      "differ\n",
+      g.model_file.c_str(), worst, tol.rel_logits, compared_tokens, differing_tokens);
+  EXPECT_LE(differing_tokens * 50, compared_tokens);
   EXPECT_GT(compared_tokens, 40);  // llama-2-tiny-random has many near ties; the rest compare ~200
 }
 
@@ -127,9 +151,26 @@ TEST_P(GoldenModelTest, MatchesLlamaCppTwoThreads) {
   CheckFile(GetParam(), &pool);
 }
 
-INSTANTIATE_TEST_SUITE_P(AllFiles, GoldenModelTest, ::testing::ValuesIn(testing::ListGoldenFiles()),
+std::vector<std::string> AllGoldenPaths() {
+  std::vector<std::string> out;
+  for (const char* dir : {"testdata/golden", "kjv/golden", "pwri/golden"}) {
+    for (std::string& p : testing::ListGoldenPaths(dir)) {
+      // PowerInfer computes FFNs of at most 1000 neurons (the KJV ReLU model has 768) by its
+      // attention-head path, which skips gate/up rows in blocks of 128 by the logit of neuron
+      // row/128 and leaves the skipped outputs unwritten: not a computation another engine can
+      // reproduce. Those files are checked against Sparrow's own dense ReLU in sparse_ffn_test.
+      if (p.find("kjv-relu") != std::string::npos) continue;
+      out.push_back(std::move(p));
+    }
+  }
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(AllFiles, GoldenModelTest, ::testing::ValuesIn(AllGoldenPaths()),
                          [](const ::testing::TestParamInfo<std::string>& info) {
-                           std::string n = info.param.substr(0, info.param.size() - 5);
+                           const std::string file =
+                               std::filesystem::path(info.param).filename().string();
+                           std::string n = file.substr(0, file.size() - 5);
                            std::replace_if(
                                n.begin(), n.end(), [](char ch) { return !std::isalnum(ch); }, '_');
                            return n;

@@ -21,6 +21,7 @@ GoldenFile LoadGolden(const std::string& json_path) {
   g.json_path = json_path;
   g.model_file = j.at("model_file");
   g.architecture = j.at("architecture");
+  g.reference = j.value("llama_cpp_commit", "");
   g.n_vocab = j.at("n_vocab");
   for (const auto& p : j.at("prompts")) {
     GoldenPrompt gp;
@@ -57,11 +58,24 @@ std::vector<std::string> ListGoldenFiles() {
   return out;
 }
 
+std::vector<std::string> ListGoldenPaths(const std::string& dir) {
+  std::vector<std::string> out;
+  const std::string full = SharedDir() + "/" + dir;
+  if (!FileExists(full)) return out;
+  for (const auto& e : std::filesystem::directory_iterator(full)) {
+    if (e.path().extension() == ".json") out.push_back(e.path().string());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 std::string GoldenModelPath(const GoldenFile& g) {
   // stories260K-f32.gguf was a re-saved copy of stories260K.gguf (same F32 weights, other
   // metadata); only the original is shipped.
   std::string name = g.model_file == "stories260K-f32.gguf" ? "stories260K.gguf" : g.model_file;
-  for (const std::string& p : {ModelPath(name), ModelPath("synthetic/" + name)}) {
+  const auto beside =
+      std::filesystem::path(g.json_path).parent_path().parent_path() / "models" / name;
+  for (const std::string& p : {ModelPath(name), ModelPath("synthetic/" + name), beside.string()}) {
     if (FileExists(p)) return p;
   }
   return "";

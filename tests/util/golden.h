@@ -30,6 +30,7 @@ struct GoldenFile {
   std::string json_path;
   std::string model_file;  // file name only
   std::string architecture;
+  std::string reference;  // llama_cpp_commit: which engine made it ("PowerInfer d3ebd7c")
   int n_vocab = 0;
   std::vector<GoldenPrompt> prompts;
 };
@@ -37,7 +38,10 @@ struct GoldenFile {
 GoldenFile LoadGolden(const std::string& json_path);
 // All golden/*.json file names (sorted).
 std::vector<std::string> ListGoldenFiles();
-// Path of the model a golden file was made from, or "" when it is not shipped.
+// Full paths of the *.json files in SharedDir()/<dir> (sorted); empty when it is absent.
+std::vector<std::string> ListGoldenPaths(const std::string& dir);
+// Path of the model a golden file was made from (in ../shared/models, or in the models/ folder
+// beside the golden file's folder), or "" when it is not shipped.
 std::string GoldenModelPath(const GoldenFile& g);
 std::string HexToBytes(const std::string& hex);
 

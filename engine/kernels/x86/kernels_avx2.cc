@@ -26,6 +26,8 @@ namespace {
 #include "engine/kernels/x86/dot_kquant.inc"
 //
 #include "engine/kernels/x86/attention_ops.inc"
+//
+#include "engine/kernels/x86/sparse_ops.inc"
 
 }  // namespace
 
@@ -54,6 +56,7 @@ void InstallAvx2Kernels(KernelTable* t) {
   t->attn_scores = AttentionScores;
   t->exp_minus_max = ExpMinusMax;
   t->attn_mix = AttentionMix;
+  t->axpy = Axpy;
 }
 
 }  // namespace sparrow::kernels

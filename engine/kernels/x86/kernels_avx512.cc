@@ -33,6 +33,8 @@ namespace {
 //
 #include "engine/kernels/x86/attention_ops.inc"
 //
+#include "engine/kernels/x86/sparse_ops.inc"
+//
 #include "engine/kernels/x86/gemm_q32_vnni.inc"
 //
 #include "engine/kernels/x86/gemm_float.inc"
@@ -64,6 +66,7 @@ void InstallAvx512Kernels(KernelTable* t) {
   t->attn_scores = AttentionScores;
   t->exp_minus_max = ExpMinusMax;
   t->attn_mix = AttentionMix;
+  t->axpy = Axpy;
   t->gemm[id(TensorType::kQ4_0)] = {PackedQ32RowBytes, PackActQ4_0, GemmQ4_0};
   t->gemm[id(TensorType::kQ8_0)] = {PackedQ32RowBytes, PackActQ8_0, GemmQ8_0};
   t->gemm[id(TensorType::kQ5_0)] = {PackedQ32RowBytes, PackActQ5_0, GemmQ5_0};

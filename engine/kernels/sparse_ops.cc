@@ -1,0 +1,90 @@
+#include "engine/kernels/sparse_ops.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "engine/common/check.h"
+#include "engine/kernels/dequantize.h"
+#include "engine/kernels/thread_pool.h"
+#include "engine/kernels/vec_dot.h"
+
+namespace sparrow::kernels {
+namespace {
+
+std::vector<float>& FloatScratch(size_t n) {
+  thread_local std::vector<float> scratch;
+  if (scratch.size() < n) scratch.resize(n);
+  return scratch;
+}
+
+const uint8_t* Row(const WeightMatrix& w, int32_t r) {
+  SPARROW_CHECK(r >= 0 && r < w.rows);
+  return static_cast<const uint8_t*>(w.data) + static_cast<size_t>(r) * w.row_stride_bytes;
+}
+
+}  // namespace
+
+void GatherRowDots(const WeightMatrix& w, const int32_t* rows, int64_t n, const void* act, float* y,
+                   ThreadPool* pool) {
+  SPARROW_CHECK(HasVecDot(w.type));
+  const VecDotFn dot = ActiveKernelTable().vec_dot[static_cast<int>(w.type)];
+  constexpr int64_t kRowsPerTask = 16;
+  auto run = [&](int64_t task, int) {
+    const int64_t end = std::min(n, (task + 1) * kRowsPerTask);
+    for (int64_t k = task * kRowsPerTask; k < end; ++k) y[k] = dot(Row(w, rows[k]), act, w.cols);
+  };
+  const int64_t tasks = (n + kRowsPerTask - 1) / kRowsPerTask;
+  if (pool && tasks > 1) {
+    pool->ParallelFor(tasks, run);
+  } else {
+    for (int64_t t = 0; t < tasks; ++t) run(t, 0);
+  }
+}
+
+void AccumulateRows(const WeightMatrix& w, const int32_t* rows, int64_t n, const float* alpha,
+                    int64_t lda, int64_t n_tokens, float* out, int64_t ldo, ThreadPool* pool) {
+  const auto traits = GetTensorTypeTraits(w.type);
+  SPARROW_CHECK(traits && CanDequantize(w.type) && w.cols % traits->block_elems == 0);
+  SPARROW_CHECK(ldo >= w.cols && n_tokens >= 0);
+  if (n == 0 || n_tokens == 0) return;
+  const auto axpy = ActiveKernelTable().axpy;
+  // Threads split the columns, so every output element still sums its terms in order of k.
+  const int n_threads = pool ? pool->size() : 1;
+  const int64_t align = std::max<int64_t>(traits->block_elems, 64);
+  int64_t chunk = (w.cols + 2 * n_threads - 1) / (2 * n_threads);
+  chunk = std::max<int64_t>((chunk + align - 1) / align * align, 256);
+  chunk = std::min(chunk, w.cols);
+  const int64_t tasks = (w.cols + chunk - 1) / chunk;
+  auto run = [&](int64_t task, int) {
+    const int64_t c0 = task * chunk, len = std::min(chunk, w.cols - c0);
+    const size_t offset = static_cast<size_t>(c0 / traits->block_elems) * traits->block_bytes;
+    float* buf = FloatScratch(len).data();
+    for (int64_t k = 0; k < n; ++k) {
+      const int32_t r = rows[k];
+      bool any = false;
+      for (int64_t t = 0; t < n_tokens && !any; ++t) any = alpha[t * lda + r] != 0.0f;
+      if (!any) continue;
+      DequantizeRow(w.type, Row(w, r) + offset, buf, len);
+      for (int64_t t = 0; t < n_tokens; ++t) {
+        const float a = alpha[t * lda + r];
+        if (a != 0.0f) axpy(a, buf, out + t * ldo + c0, len);
+      }
+    }
+  };
+  if (pool && tasks > 1) {
+    pool->ParallelFor(tasks, run);
+  } else {
+    for (int64_t t = 0; t < tasks; ++t) run(t, 0);
+  }
+}
+
+void RoundToVecDotType(TensorType weight_type, float* x, int64_t n) {
+  const TensorType act = VecDotType(weight_type);
+  if (act == TensorType::kF32) return;
+  thread_local std::vector<uint8_t> buf;
+  buf.resize(std::max(buf.size(), RowBytes(act, n)));
+  QuantizeActivationRow(act, x, buf.data(), n);
+  DequantizeRow(act, buf.data(), x, n);
+}
+
+}  // namespace sparrow::kernels

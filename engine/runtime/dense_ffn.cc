@@ -1,0 +1,39 @@
+#include "engine/runtime/dense_ffn.h"
+
+#include <algorithm>
+
+#include "engine/kernels/matmul.h"
+#include "engine/kernels/vec_ops.h"
+
+namespace sparrow {
+
+void GatedActivation(FfnKind kind, float* gate, const float* up, int64_t n) {
+  switch (kind) {
+    case FfnKind::kSwiGlu:
+      kernels::SwiGlu(gate, up, n, gate);
+      return;
+    case FfnKind::kReluGlu:
+      for (int64_t i = 0; i < n; ++i) gate[i] = gate[i] > 0.0f ? gate[i] * up[i] : 0.0f;
+      return;
+    case FfnKind::kDReluGlu:
+      for (int64_t i = 0; i < n; ++i)
+        gate[i] = gate[i] > 0.0f && up[i] > 0.0f ? gate[i] * up[i] : 0.0f;
+      return;
+  }
+}
+
+DenseFfn::DenseFfn(const Model& model, kernels::ThreadPool* pool) : model_(model), pool_(pool) {}
+
+void DenseFfn::Compute(int64_t il, const float*, const float* normed, int64_t n, float* out) {
+  const ModelConfig& c = model_.config();
+  const LayerWeights& l = model_.weights().layers[il];
+  const size_t size = static_cast<size_t>(n * c.n_ff);
+  if (gate_.size() < size) gate_.resize(size);
+  if (up_.size() < size) up_.resize(size);
+  kernels::MatMul(l.ffn_gate, normed, n, c.n_embd, gate_.data(), c.n_ff, pool_);
+  kernels::MatMul(l.ffn_up, normed, n, c.n_embd, up_.data(), c.n_ff, pool_);
+  GatedActivation(c.ffn_kind, gate_.data(), up_.data(), n * c.n_ff);
+  kernels::MatMul(l.ffn_down, gate_.data(), n, c.n_ff, out, c.n_embd, pool_);
+}
+
+}  // namespace sparrow

@@ -1,0 +1,32 @@
+#pragma once
+// DenseFfn: every neuron of the gated FFN, by whole-matrix products:
+// down(act_gate(gate . x) * act_up(up . x)), with the activations of the model's FfnKind.
+#include <vector>
+
+#include "engine/model/model.h"
+#include "engine/runtime/feed_forward.h"
+
+namespace sparrow {
+namespace kernels {
+class ThreadPool;
+}
+
+class DenseFfn : public FeedForward {
+ public:
+  // The model must have ffn_down (every ordinary GGUF does); both must outlive this object.
+  DenseFfn(const Model& model, kernels::ThreadPool* pool);
+
+  void Compute(int64_t il, const float* residual, const float* normed, int64_t n,
+               float* out) override;
+  std::string_view mode() const override { return "dense"; }
+
+ private:
+  const Model& model_;
+  kernels::ThreadPool* pool_;
+  std::vector<float> gate_, up_;
+};
+
+// h = act_gate(gate) * act_up(up) for the model's kind, in place into gate.
+void GatedActivation(FfnKind kind, float* gate, const float* up, int64_t n);
+
+}  // namespace sparrow

@@ -1,0 +1,33 @@
+#pragma once
+// FeedForward: the FFN half of every layer, behind one seam, so the forward pass (and with it the
+// scheduler and the server) runs a dense or a sparse model alike. One instance per ForwardPass:
+// it owns scratch and counters, not thread-safe.
+#include <cstdint>
+#include <string_view>
+
+namespace sparrow {
+
+// What the FFN computed, summed over the tokens it was given one at a time (decode steps):
+// neurons_computed / neurons_total is the active fraction of the sparse path.
+struct FfnCounters {
+  int64_t decode_tokens = 0;
+  int64_t neurons_total = 0;     // n_ff per layer per token
+  int64_t neurons_computed = 0;  // of those, the ones whose up/down rows were read
+};
+
+class FeedForward {
+ public:
+  virtual ~FeedForward() = default;
+
+  // out[t*n_embd ..] = the FFN of layer `il` for tokens t < n. `normed` is the FFN-normed
+  // input, `residual` the residual stream before that norm (what predictors read). `out` does
+  // not alias either input.
+  virtual void Compute(int64_t il, const float* residual, const float* normed, int64_t n,
+                       float* out) = 0;
+
+  // "dense", or the sparse policy's name.
+  virtual std::string_view mode() const = 0;
+  virtual FfnCounters counters() const { return {}; }
+};
+
+}  // namespace sparrow
