@@ -28,10 +28,12 @@ rm -rf "$seeds"
 mkdir -p "$seeds" "$corpus" "$artifacts"
 python3 "$root/tests/fuzz/make_seeds.py" "$seeds"
 if [[ -d "$shared/models" ]]; then
+  # PowerInfer's files (magic PWRI) drive the reader's other entry; the KJV ones are trained.
   while IFS= read -r -d '' f; do
-    name="$(echo "${f#"$shared/models/"}" | tr '/' '_')"
+    name="$(echo "${f#"$shared/"}" | tr '/' '_')"
     head -c "$seed_len" "$f" >"$seeds/$name"
-  done < <(find "$shared/models" -name '*.gguf' -print0)
+  done < <(find "$shared/models" "$shared/pwri/models" "$shared/kjv/models" -name '*.gguf' \
+             -print0 2>/dev/null)
 else
   echo "run_gguf_fuzz: no $shared/models; using generated seeds only" >&2
 fi

@@ -281,7 +281,7 @@ GgufImage GgufWriter::Build() const {
   out.reserve(estimate);
   // Sized first: GCC 12 misreports an insert into an empty vector as an overflow.
   out.resize(4);
-  std::memcpy(out.data(), "GGUF", 4);
+  std::memcpy(out.data(), magic_.data(), 4);
   AppendLe(out, version_);
   AppendLe<uint64_t>(out, tensors_.size());
   AppendLe<uint64_t>(out, kvs_.size());

@@ -99,6 +99,8 @@ class GgufWriter {
   explicit GgufWriter(uint32_t version = 3) : version_(version) {}
 
   void set_version(uint32_t v) { version_ = v; }
+  // "GGUF" unless set ("PWRI": PowerInfer's variant). Must be 4 bytes.
+  void set_magic(std::string_view four_bytes) { magic_ = std::string(four_bytes.substr(0, 4)); }
   // Adds a u32 general.alignment entry (at this point in the key order) and lays the data out on
   // that alignment (0 is written as given but laid out as 1). Without it the alignment is 32.
   GgufWriter& SetAlignment(uint32_t alignment);
@@ -173,6 +175,7 @@ class GgufWriter {
   GgufWriter& AddEncoded(std::string key, GgufValueType type, std::vector<uint8_t> value);
 
   uint32_t version_;
+  std::string magic_ = "GGUF";
   uint64_t alignment_ = 32;
   std::vector<Kv> kvs_;
   std::vector<Tensor> tensors_;

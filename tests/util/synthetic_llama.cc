@@ -188,7 +188,13 @@ std::vector<std::pair<std::string, std::vector<uint64_t>>> LlamaTensorShapes(
     shapes.push_back({p + "ffn_norm.weight", {n_embd}});
     shapes.push_back({p + "ffn_gate.weight", {n_embd, n_ff}});
     shapes.push_back({p + "ffn_up.weight", {n_embd, n_ff}});
-    shapes.push_back({p + "ffn_down.weight", {n_ff, n_embd}});
+    if (spec.predictor_rank == 0) {
+      shapes.push_back({p + "ffn_down.weight", {n_ff, n_embd}});
+    } else {
+      shapes.push_back({p + "ffn_down_t.weight", {n_embd, n_ff}});
+      shapes.push_back({p + "fc1.weight", {n_embd, spec.predictor_rank}});
+      shapes.push_back({p + "fc2.weight", {spec.predictor_rank, n_ff}});
+    }
   }
   return shapes;
 }
@@ -220,21 +226,26 @@ Result<GgufWriter> MakeLlamaModel(const LlamaModelSpec& spec) {
   SPARROW_CHECK(hd > 0);
 
   GgufWriter w(s.gguf_version);
-  w.AddString("general.architecture", "llama");
-  w.AddString("general.name", "sparrow-synthetic-llama");
+  const std::string a = s.arch + ".";
+  w.AddString("general.architecture", s.arch);
+  w.AddString("general.name", "sparrow-synthetic-" + s.arch);
   if (s.alignment != 0) w.SetAlignment(s.alignment);
-  w.AddU32("llama.context_length", s.n_ctx);
-  w.AddU32("llama.embedding_length", s.n_embd);
-  w.AddU32("llama.block_count", s.n_layer);
-  w.AddU32("llama.feed_forward_length", s.n_ff);
-  w.AddU32("llama.attention.head_count", s.n_head);
-  w.AddU32("llama.attention.head_count_kv", s.n_head_kv);
-  w.AddU32("llama.rope.dimension_count", s.rope_dim ? s.rope_dim : hd);
-  w.AddF32("llama.attention.layer_norm_rms_epsilon", s.rms_eps);
-  w.AddF32("llama.rope.freq_base", s.rope_freq_base);
+  w.AddU32(a + "context_length", s.n_ctx);
+  w.AddU32(a + "embedding_length", s.n_embd);
+  w.AddU32(a + "block_count", s.n_layer);
+  w.AddU32(a + "feed_forward_length", s.n_ff);
+  w.AddU32(a + "attention.head_count", s.n_head);
+  w.AddU32(a + "attention.head_count_kv", s.n_head_kv);
+  w.AddU32(a + "rope.dimension_count", s.rope_dim ? s.rope_dim : hd);
+  w.AddF32(a + "attention.layer_norm_rms_epsilon", s.rms_eps);
+  w.AddF32(a + "rope.freq_base", s.rope_freq_base);
   if (hd * s.n_head != s.n_embd) {
-    w.AddU32("llama.attention.key_length", hd);
-    w.AddU32("llama.attention.value_length", hd);
+    w.AddU32(a + "attention.key_length", hd);
+    w.AddU32(a + "attention.value_length", hd);
+  }
+  if (s.predictor_rank > 0) {
+    w.set_magic("PWRI");
+    w.AddF32("powerinfer.sparse_threshold", s.sparse_threshold);
   }
   if (s.vocab == LlamaModelSpec::Vocab::kStories260K) {
     SPARROW_RETURN_IF_ERROR(AddStoriesVocab(w));

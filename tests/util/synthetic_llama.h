@@ -34,6 +34,11 @@ struct LlamaModelSpec {
   // Per-tensor types by the name without "blk.N." and ".weight", e.g. {"ffn_down", kF16}.
   std::map<std::string, TensorType> type_overrides;
   bool tied_output = false;  // true: no output.weight (the runtime reuses token_embd)
+  // > 0: PowerInfer's sparse layout of that predictor rank: magic PWRI, ffn_down_t instead of
+  // ffn_down, predictor fc1/fc2 per layer. `arch` "llama" (ReLU-GLU there) or "bamboo" (dReLU).
+  uint32_t predictor_rank = 0;
+  std::string arch = "llama";
+  float sparse_threshold = 0.0f;  // powerinfer.sparse_threshold, with predictor_rank
 
   uint64_t seed = 1;
   float weight_scale = 0.05f;  // weights uniform in [-scale, scale]; norms 1 +- scale

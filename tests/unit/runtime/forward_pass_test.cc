@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <tuple>
 
 #include "engine/kernels/dequantize.h"
 #include "engine/kernels/quantize.h"
@@ -30,6 +31,13 @@ Mat Dequant(const kernels::WeightMatrix& w) {
     for (int64_t c = 0; c < w.cols; ++c) m[r * w.cols + c] = row[c];
   }
   return m;
+}
+
+Mat Transpose(const Mat& m, int64_t rows, int64_t cols) {
+  Mat t(m.size());
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) t[c * rows + r] = m[r * cols + c];
+  return t;
 }
 
 std::vector<double> MatVec(const Mat& m, int64_t rows, int64_t cols, const std::vector<double>& x) {
@@ -77,7 +85,11 @@ std::vector<std::vector<double>> ReferenceLogits(const Model& model,
     x[t].assign(emb.begin() + tokens[t] * d, emb.begin() + (tokens[t] + 1) * d);
   for (const LayerWeights& l : w.layers) {
     const Mat wq = Dequant(l.wq), wk = Dequant(l.wk), wv = Dequant(l.wv), wo = Dequant(l.wo);
-    const Mat wg = Dequant(l.ffn_gate), wu = Dequant(l.ffn_up), wd = Dequant(l.ffn_down);
+    const Mat wg = Dequant(l.ffn_gate), wu = Dequant(l.ffn_up);
+    // PowerInfer files store down transposed (one row per neuron) and gate neurons by predictor.
+    const Mat wd = c.powerinfer ? Transpose(Dequant(l.ffn_down_t), c.n_ff, d) : Dequant(l.ffn_down);
+    const Mat fc1 = c.powerinfer ? Dequant(l.pred_fc1) : Mat();
+    const Mat fc2 = c.powerinfer ? Dequant(l.pred_fc2) : Mat();
     std::vector<std::vector<double>> q(n), k(n), v(n);
     for (int64_t t = 0; t < n; ++t) {
       auto xn = RmsNorm(x[t], l.attn_norm, c.rms_eps);
@@ -112,7 +124,27 @@ std::vector<std::vector<double>> ReferenceLogits(const Model& model,
       for (int64_t i = 0; i < d; ++i) x[t][i] += o[i];
       auto xn = RmsNorm(x[t], l.ffn_norm, c.rms_eps);
       auto g = MatVec(wg, c.n_ff, d, xn), u = MatVec(wu, c.n_ff, d, xn);
-      for (int64_t i = 0; i < c.n_ff; ++i) g[i] = g[i] / (1.0 + std::exp(-g[i])) * u[i];
+      std::vector<double> logit(c.n_ff, 0.0);
+      if (c.powerinfer) {
+        const int64_t rank = l.pred_fc1.rows;
+        auto hidden = MatVec(fc1, rank, d, x[t]);  // the residual before the FFN norm
+        for (double& e : hidden) e = std::max(e, 0.0);
+        logit = MatVec(fc2, c.n_ff, rank, hidden);
+      }
+      for (int64_t i = 0; i < c.n_ff; ++i) {
+        switch (c.ffn_kind) {
+          case FfnKind::kSwiGlu:
+            g[i] = g[i] / (1.0 + std::exp(-g[i])) * u[i];
+            break;
+          case FfnKind::kReluGlu:
+            g[i] = std::max(g[i], 0.0) * u[i];
+            break;
+          case FfnKind::kDReluGlu:
+            g[i] = std::max(g[i], 0.0) * std::max(u[i], 0.0);
+            break;
+        }
+        if (c.powerinfer && logit[i] < c.sparse_threshold) g[i] = 0;
+      }
       auto dn = MatVec(wd, d, c.n_ff, g);
       for (int64_t i = 0; i < d; ++i) x[t][i] += dn[i];
     }
@@ -179,6 +211,25 @@ std::vector<Case> Cases() {
     auto s = Spec(t, 256, 512, 4, 2);
     s.n_layer = 1;
     cases.push_back({std::string(TensorTypeName(t)), s, 5e-2});
+  }
+  // PowerInfer's sparse layout with every neuron on (threshold far below any logit, so no
+  // neuron sits at the threshold): the sparse FFN's arithmetic against the definition. The
+  // predictor's choice itself is tested in sparse_ffn_test.cc.
+  for (auto [name, type, arch] : {std::tuple{"pwri_relu_f32", TensorType::kF32, "llama"},
+                                  std::tuple{"pwri_bamboo_f16", TensorType::kF16, "bamboo"},
+                                  std::tuple{"pwri_relu_q4_0", TensorType::kQ4_0, "llama"},
+                                  std::tuple{"pwri_bamboo_q8_0", TensorType::kQ8_0, "bamboo"},
+                                  std::tuple{"pwri_relu_q4_k", TensorType::kQ4_K, "llama"}}) {
+    const bool k = GetTensorTypeTraits(type)->block_elems == 256;
+    auto s = k ? Spec(type, 256, 512, 4, 2) : Spec(type, 64, 96, 4, 2);
+    s.arch = arch;
+    s.predictor_rank = 32;
+    s.sparse_threshold = -1e30f;
+    if (k) s.type_overrides = {{"fc1", TensorType::kF16}, {"fc2", TensorType::kF16}};
+    cases.push_back({name, s,
+                     type == TensorType::kF32   ? 1e-4
+                     : type == TensorType::kF16 ? 5e-3
+                                                : 5e-2});
   }
   {
     auto s = Spec(TensorType::kQ4_0, 64, 96, 4, 2);  // mixed types, as llama-quantize makes them

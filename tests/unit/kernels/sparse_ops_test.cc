@@ -1,0 +1,154 @@
+// The sparse FFN kernels: the axpy of every instruction-set variant against the scalar one (bit
+// for bit), GatherRowDots against whole-matrix MatMul, and AccumulateRows against a plain
+// dequantize-and-fma loop, for every weight type and several thread counts.
+#include "engine/kernels/sparse_ops.h"
+
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <cmath>
+#include <vector>
+
+#include "engine/kernels/dequantize.h"
+#include "engine/kernels/thread_pool.h"
+#include "engine/kernels/vec_dot.h"
+#include "tests/unit/kernels/kernel_test_util.h"
+
+namespace sparrow::kernels {
+namespace {
+
+using testing::BlockElems;
+using testing::RandomRow;
+using testing::RandomWeightRow;
+using testing::ScopedKernelIsa;
+using testing::SimdIsas;
+using testing::WeightTypes;
+
+struct RandomMatrix {
+  std::vector<uint8_t> bytes;
+  WeightMatrix w;
+
+  RandomMatrix(TensorType type, int64_t cols, int64_t rows, uint32_t seed) {
+    const size_t row_bytes = RowBytes(type, cols);
+    for (int64_t r = 0; r < rows; ++r) {
+      const auto row = RandomWeightRow(type, cols, seed + static_cast<uint32_t>(r));
+      bytes.insert(bytes.end(), row.begin(), row.end());
+    }
+    w = {type, bytes.data(), cols, rows, row_bytes};
+  }
+  const uint8_t* Row(int64_t r) const { return bytes.data() + r * w.row_stride_bytes; }
+};
+
+int64_t ColsFor(TensorType t) {
+  // Awkward: not a multiple of any SIMD width beyond what the blocks force.
+  const int64_t b = std::max<int64_t>(BlockElems(t), BlockElems(VecDotType(t)));
+  return b == 1 ? 77 : b == 32 ? 7 * 32 : 2 * 256;
+}
+
+TEST(SparseOpsTest, AxpyOfEveryVariantIsBitIdenticalToScalar) {
+  const auto& scalar = GetKernelTable(KernelIsa::kScalar);
+  for (KernelIsa isa : SimdIsas()) {
+    for (int64_t n : {1, 7, 8, 15, 16, 17, 33, 100, 257}) {
+      SCOPED_TRACE(std::string(KernelIsaName(isa)) + " n=" + std::to_string(n));
+      const auto x = RandomRow(n, 11 + n);
+      const auto y0 = RandomRow(n, 12 + n);
+      std::vector<float> want = y0, got = y0;
+      scalar.axpy(-0.37f, x.data(), want.data(), n);
+      GetKernelTable(isa).axpy(-0.37f, x.data(), got.data(), n);
+      for (int64_t i = 0; i < n; ++i)
+        ASSERT_EQ(std::bit_cast<uint32_t>(got[i]), std::bit_cast<uint32_t>(want[i])) << i;
+    }
+  }
+}
+
+TEST(SparseOpsTest, GatherRowDotsEqualsTheRowsOfMatMul) {
+  ThreadPool pool(3);
+  for (TensorType type : WeightTypes()) {
+    SCOPED_TRACE(std::string(TensorTypeName(type)));
+    const int64_t cols = ColsFor(type), rows = 70;
+    RandomMatrix m(type, cols, rows, 5);
+    const auto x = RandomRow(cols, 9);
+    std::vector<float> full(rows);
+    MatMul(m.w, x.data(), 1, cols, full.data(), rows, nullptr);
+    const TensorType at = VecDotType(type);
+    std::vector<uint8_t> act(RowBytes(at, cols));
+    QuantizeActivationRow(at, x.data(), act.data(), cols);
+    const std::vector<int32_t> pick = {69, 0,  3,  3,  40, 17, 68, 1, 2, 5,
+                                       8,  13, 21, 34, 55, 44, 12, 9, 60};
+    for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool}) {
+      std::vector<float> y(pick.size(), -1.0f);
+      GatherRowDots(m.w, pick.data(), static_cast<int64_t>(pick.size()), act.data(), y.data(), p);
+      for (size_t k = 0; k < pick.size(); ++k)
+        EXPECT_EQ(std::bit_cast<uint32_t>(y[k]), std::bit_cast<uint32_t>(full[pick[k]])) << k;
+    }
+  }
+}
+
+// out[t] += sum over k of alpha[t][rows[k]] * row rows[k], term by term in order of k.
+std::vector<float> NaiveAccumulate(const RandomMatrix& m, const std::vector<int32_t>& rows,
+                                   const std::vector<float>& alpha, int64_t lda, int64_t n_tokens,
+                                   std::vector<float> out, int64_t ldo) {
+  std::vector<float> row(m.w.cols);
+  for (int32_t r : rows) {
+    DequantizeRow(m.w.type, m.Row(r), row.data(), m.w.cols);
+    for (int64_t t = 0; t < n_tokens; ++t) {
+      const float a = alpha[t * lda + r];
+      if (a == 0.0f) continue;
+      for (int64_t j = 0; j < m.w.cols; ++j)
+        out[t * ldo + j] = std::fma(a, row[j], out[t * ldo + j]);
+    }
+  }
+  return out;
+}
+
+TEST(SparseOpsTest, AccumulateRowsMatchesDequantizeAndFmaForEveryTypeAndThreadCount) {
+  ThreadPool pool2(2), pool3(3);
+  const int64_t n_rows = 200;
+  for (TensorType type : WeightTypes()) {
+    if (!CanDequantize(type)) continue;
+    // Columns of several chunks, so the threads split them.
+    const int64_t cols = BlockElems(type) == 256 ? 4 * 256 : 1000 - 1000 % BlockElems(type);
+    RandomMatrix m(type, cols, n_rows, 21);
+    for (int64_t n_tokens : {1, 3}) {
+      SCOPED_TRACE(std::string(TensorTypeName(type)) + " tokens=" + std::to_string(n_tokens));
+      const int64_t lda = n_rows + 3, ldo = cols + 5;
+      auto alpha = RandomRow(n_tokens * lda, 31);
+      for (size_t i = 0; i < alpha.size(); i += 3) alpha[i] = 0.0f;  // skipped terms
+      const std::vector<int32_t> rows = {7, 199, 0, 50, 51, 52, 120, 3, 99, 150};
+      const auto out0 = RandomRow(n_tokens * ldo, 41);
+      const auto want = NaiveAccumulate(m, rows, alpha, lda, n_tokens, out0, ldo);
+      for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool2, &pool3}) {
+        auto got = out0;
+        AccumulateRows(m.w, rows.data(), static_cast<int64_t>(rows.size()), alpha.data(), lda,
+                       n_tokens, got.data(), ldo, p);
+        for (size_t i = 0; i < got.size(); ++i)
+          ASSERT_EQ(std::bit_cast<uint32_t>(got[i]), std::bit_cast<uint32_t>(want[i])) << i;
+      }
+      for (KernelIsa isa : SimdIsas()) {
+        ScopedKernelIsa scoped(isa);
+        auto got = out0;
+        AccumulateRows(m.w, rows.data(), static_cast<int64_t>(rows.size()), alpha.data(), lda,
+                       n_tokens, got.data(), ldo, &pool2);
+        EXPECT_EQ(got, want) << KernelIsaName(isa);
+      }
+    }
+  }
+}
+
+TEST(SparseOpsTest, RoundToVecDotTypeRoundsAsTheDotProductDoes) {
+  auto x = RandomRow(64, 3);
+  auto f32 = x;
+  RoundToVecDotType(TensorType::kF32, f32.data(), 64);
+  EXPECT_EQ(f32, x);
+  auto q = x;
+  RoundToVecDotType(TensorType::kQ4_0, q.data(), 64);  // through Q8_0
+  std::vector<uint8_t> buf(RowBytes(TensorType::kQ8_0, 64));
+  QuantizeActivationRow(TensorType::kQ8_0, x.data(), buf.data(), 64);
+  std::vector<float> want(64);
+  DequantizeRow(TensorType::kQ8_0, buf.data(), want.data(), 64);
+  EXPECT_EQ(q, want);
+  EXPECT_NE(q, x);
+}
+
+}  // namespace
+}  // namespace sparrow::kernels
