@@ -32,6 +32,7 @@ void DenseFfn::Compute(int64_t il, const float*, const float* normed, int64_t n,
   if (up_.size() < size) up_.resize(size);
   kernels::MatMul(l.ffn_gate, normed, n, c.n_embd, gate_.data(), c.n_ff, pool_);
   kernels::MatMul(l.ffn_up, normed, n, c.n_embd, up_.data(), c.n_ff, pool_);
+  if (observer_) observer_->OnPreActivations(il, gate_.data(), up_.data(), n);
   GatedActivation(c.ffn_kind, gate_.data(), up_.data(), n * c.n_ff);
   kernels::MatMul(l.ffn_down, gate_.data(), n, c.n_ff, out, c.n_embd, pool_);
 }

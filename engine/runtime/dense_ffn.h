@@ -20,9 +20,13 @@ class DenseFfn : public FeedForward {
                float* out) override;
   std::string_view mode() const override { return "dense"; }
 
+  // Called on every Compute from now on; null stops it. Must outlive its use.
+  void set_observer(FfnObserver* observer) { observer_ = observer; }
+
  private:
   const Model& model_;
   kernels::ThreadPool* pool_;
+  FfnObserver* observer_ = nullptr;
   std::vector<float> gate_, up_;
 };
 

@@ -15,6 +15,14 @@ struct FfnCounters {
   int64_t neurons_computed = 0;  // of those, the ones whose up/down rows were read
 };
 
+// Sees the FFN's pre-activations as they are computed (calibration: `sparrow profile`).
+class FfnObserver {
+ public:
+  virtual ~FfnObserver() = default;
+  // gate and up hold n tokens' pre-activations of layer il, n_ff values per token.
+  virtual void OnPreActivations(int64_t il, const float* gate, const float* up, int64_t n) = 0;
+};
+
 class FeedForward {
  public:
   virtual ~FeedForward() = default;

@@ -1,13 +1,15 @@
 #include "engine/sparse/ffn_factory.h"
 
-#include "engine/runtime/dense_ffn.h"
-#include "engine/sparse/sparse_ffn.h"
+#include "engine/common/check.h"
+#include "engine/sparse/sparse_plan.h"
 
 namespace sparrow {
 
 std::unique_ptr<FeedForward> MakeDefaultFeedForward(const Model& model, kernels::ThreadPool* pool) {
-  if (model.config().powerinfer) return std::make_unique<SparseFfn>(model, pool);
-  return std::make_unique<DenseFfn>(model, pool);
+  // Sparsity 0 cannot fail: dense for ordinary files, the file's predictors for PowerInfer's.
+  auto plan = MakeSparsePlan(model, SparsityOptions{}, pool);
+  SPARROW_CHECK(plan.ok());
+  return MakeFeedForward(model, std::move(plan).value(), pool);
 }
 
 }  // namespace sparrow

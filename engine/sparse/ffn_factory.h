@@ -1,6 +1,7 @@
 #pragma once
-// Chooses the FFN a model runs with: the sparse one where the model file carries what it needs
-// (PowerInfer's predictors and transposed down projection), the dense one otherwise.
+// The FFN a model runs with when nothing is asked for: sparse where the model file carries what
+// it needs (PowerInfer's predictors and transposed down projection), dense otherwise. Tools and
+// the server that take --sparsity build theirs with MakeSparsePlan / MakeFeedForward.
 #include <memory>
 
 #include "engine/model/model.h"

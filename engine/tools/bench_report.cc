@@ -24,14 +24,15 @@ std::string BenchReportTable(const BenchReport& r) {
   const BenchModelInfo& m = r.model;
   std::string out;
   out += Row({"model", "size", "params", "threads", "test", "t/s (median)", "± stddev", "min",
-              "max", "roofline"});
-  out += "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n";
+              "max", "roofline", "ffn"});
+  out += "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n";
   for (const BenchResult& t : r.results) {
     out += Row({m.name + " " + m.type_name, Format("%.2f MiB", m.size_bytes / 1048576.0),
                 Format("%.2f M", m.n_params / 1e6), std::to_string(t.threads), t.test,
                 Format("%.2f", t.ts.median), Format("%.2f", t.ts.stddev), Format("%.2f", t.ts.min),
                 Format("%.2f", t.ts.max),
-                t.roofline_fraction > 0 ? Format("%.1f %%", 100 * t.roofline_fraction) : "-"});
+                t.roofline_fraction > 0 ? Format("%.1f %%", 100 * t.roofline_fraction) : "-",
+                t.n_gen > 0 ? t.ffn_mode + Format(" %.0f %%", 100 * t.active_fraction) : "-"});
   }
   out += "\n";
   out += Format("weights read per token: %.2f MiB", m.weight_bytes_per_token / 1048576.0) +
@@ -81,6 +82,10 @@ std::string BenchReportJson(const BenchReport& r) {
                         {"min_ts", t.ts.min},
                         {"max_ts", t.ts.max},
                         {"bandwidth_bytes_per_s", t.bandwidth_bytes_per_s}};
+    if (t.n_gen > 0) {
+      x["sparse"] = {{"mode", t.ffn_mode}, {"active_fraction", t.active_fraction}};
+      x["weight_bytes_per_token"] = t.weight_bytes_per_token;
+    }
     x["roofline_fraction"] =
         t.n_gen > 0 && t.bandwidth_bytes_per_s > 0 ? nlohmann::json(t.roofline_fraction) : nullptr;
     j["results"].push_back(std::move(x));

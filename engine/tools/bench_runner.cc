@@ -9,6 +9,7 @@
 #include "engine/model/model.h"
 #include "engine/runtime/forward_pass.h"
 #include "engine/runtime/kv_cache.h"
+#include "engine/sparse/sparse_plan.h"
 
 namespace sparrow::tools {
 namespace {
@@ -73,15 +74,45 @@ BenchModelInfo DescribeModel(const Model& model, const std::string& path) {
   const ModelWeights& w = model.weights();
   info.weight_bytes_per_token = MatrixBytes(w.output);
   for (const LayerWeights& l : w.layers) {
-    for (const kernels::WeightMatrix* m :
-         {&l.wq, &l.wk, &l.wv, &l.wo, &l.ffn_gate, &l.ffn_up, &l.ffn_down}) {
-      info.weight_bytes_per_token += MatrixBytes(*m);
+    for (const kernels::WeightMatrix* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.ffn_gate, &l.ffn_up,
+                                           &l.ffn_down, &l.ffn_down_t, &l.pred_fc1, &l.pred_fc2}) {
+      info.weight_bytes_per_token += MatrixBytes(*m);  // absent ones are empty
     }
   }
   info.n_vocab = c.n_vocab;
   info.n_layer = c.n_layer;
   info.n_embd = c.n_embd;
   return info;
+}
+
+// Weight bytes one decoded token reads when a share `active` of the FFN neurons is computed:
+// the rows a sparse policy skips are not read (gate stays whole under CATS, gate and up under
+// TEAL's down-only threshold).
+uint64_t SparseBytesPerToken(const Model& model, const SparsePlan* plan, double active,
+                             uint64_t dense_bytes) {
+  if (!plan) return dense_bytes;
+  double skipped = 0;
+  for (size_t il = 0; il < model.weights().layers.size(); ++il) {
+    const LayerWeights& l = model.weights().layers[il];
+    const double gate = MatrixBytes(l.ffn_gate), up = MatrixBytes(l.ffn_up),
+                 down = MatrixBytes(plan->down_t[il]);
+    double sparse_part = 0;
+    switch (plan->policy) {
+      case SparsePolicy::kPredictor:
+        sparse_part = gate + up + down;
+        break;
+      case SparsePolicy::kCats:
+        sparse_part = up + down;
+        break;
+      case SparsePolicy::kTealDown:
+        sparse_part = down;
+        break;
+    }
+    // The transposed copy replaces ffn_down on the sparse path.
+    if (plan->policy != SparsePolicy::kPredictor) skipped += MatrixBytes(l.ffn_down) - down;
+    skipped += sparse_part * (1 - active);
+  }
+  return static_cast<uint64_t>(static_cast<double>(dense_bytes) - skipped);
 }
 
 std::string CpuModelName() {
@@ -172,7 +203,8 @@ Result<BenchReport> RunBench(const BenchOptions& o) {
   std::vector<float> logits;
   for (int threads : o.threads) {
     kernels::ThreadPool pool(threads);
-    ForwardPass fp(*model, &pool);
+    SPARROW_ASSIGN_OR_RETURN(auto plan, MakePlanFromFlags(*model, o.sparse, &pool));
+    ForwardPass fp(*model, &pool, MakeFeedForward(*model, plan, &pool));
     ContiguousKvCache cache(c.n_layer, n_ctx, c.kv_dim());
     if (o.n_prompt > 0) {
       std::vector<double> seconds;
@@ -185,12 +217,22 @@ Result<BenchReport> RunBench(const BenchOptions& o) {
     }
     if (o.n_gen > 0) {
       std::vector<double> seconds;
+      const FfnCounters before = fp.ffn().counters();
       for (int rep = 0; rep <= o.reps; ++rep) {
         SPARROW_ASSIGN_OR_RETURN(double s, TimeGenerate(fp, cache, gen, logits));
         if (rep > 0) seconds.push_back(s);
       }
-      report.results.push_back(
-          MakeResult("tg" + std::to_string(o.n_gen), threads, 0, o.n_gen, seconds, o.n_gen));
+      BenchResult r =
+          MakeResult("tg" + std::to_string(o.n_gen), threads, 0, o.n_gen, seconds, o.n_gen);
+      const FfnCounters after = fp.ffn().counters();
+      r.ffn_mode = std::string(fp.ffn().mode());
+      if (after.neurons_total > before.neurons_total) {
+        r.active_fraction = static_cast<double>(after.neurons_computed - before.neurons_computed) /
+                            static_cast<double>(after.neurons_total - before.neurons_total);
+      }
+      r.weight_bytes_per_token = SparseBytesPerToken(*model, plan.get(), r.active_fraction,
+                                                     report.model.weight_bytes_per_token);
+      report.results.push_back(std::move(r));
     }
   }
   // Taken before the probe allocates its buffer, so it is the model's footprint.
@@ -206,8 +248,8 @@ Result<BenchReport> RunBench(const BenchOptions& o) {
         if (b.threads == r.threads) r.bandwidth_bytes_per_s = b.best_bytes_per_s;
       }
       if (r.n_gen > 0 && r.bandwidth_bytes_per_s > 0) {
-        r.roofline_fraction = static_cast<double>(report.model.weight_bytes_per_token) *
-                              r.ts.median / r.bandwidth_bytes_per_s;
+        r.roofline_fraction =
+            static_cast<double>(r.weight_bytes_per_token) * r.ts.median / r.bandwidth_bytes_per_s;
       }
     }
   }

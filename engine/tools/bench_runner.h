@@ -11,6 +11,7 @@
 #include "engine/common/result.h"
 #include "engine/tools/bench_bandwidth.h"
 #include "engine/tools/bench_stats.h"
+#include "engine/tools/sparsity_flags.h"
 
 namespace sparrow::tools {
 
@@ -24,6 +25,7 @@ struct BenchOptions {
   uint64_t bandwidth_mib = 512;  // size of the probe's buffer
   int bandwidth_reps = 5;
   uint64_t seed = 42;  // random prompt tokens
+  SparsityFlags sparse;
 };
 
 struct BenchModelInfo {
@@ -33,8 +35,8 @@ struct BenchModelInfo {
   std::string arch;
   uint64_t size_bytes = 0;  // all tensor bytes
   uint64_t n_params = 0;
-  // Bytes of every weight matrix one token's forward pass reads (the output matrix included,
-  // the embedding table excluded unless it doubles as the output).
+  // Bytes of every weight matrix one token's dense forward pass reads (the output matrix
+  // included, the embedding table excluded unless it doubles as the output).
   uint64_t weight_bytes_per_token = 0;
   int64_t n_vocab = 0;
   int64_t n_layer = 0;
@@ -49,8 +51,11 @@ struct BenchResult {
   std::vector<double> samples_ns;
   std::vector<double> samples_ts;  // tokens per second of each repetition
   SampleStats ts;
-  double bandwidth_bytes_per_s = 0;  // at this thread count; 0 when not measured
-  double roofline_fraction = 0;      // tg only: weight bytes * tok/s / bandwidth
+  double bandwidth_bytes_per_s = 0;     // at this thread count; 0 when not measured
+  double roofline_fraction = 0;         // tg only: weight bytes * tok/s / bandwidth
+  std::string ffn_mode = "dense";       // tg: the FFN's mode (dense, cats, teal-down, predictor)
+  double active_fraction = 1;           // tg: share of FFN neurons computed per token
+  uint64_t weight_bytes_per_token = 0;  // tg: what the FFN's mode reads (sparse: fewer rows)
 };
 
 struct BenchReport {

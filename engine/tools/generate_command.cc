@@ -66,6 +66,7 @@ void RegisterGenerateCommand(CLI::App& app, GenerateCommandOptions& o, int& exit
   cmd->add_flag("--special", o.parse_special,
                 "Let special tokens written in the prompt (e.g. <s>) be parsed as such");
   cmd->add_flag("--no-echo", o.no_echo, "Do not print the prompt before the continuation");
+  AddSparsityFlags(cmd, o.sparse);
   cmd->callback([&o, &exit_code] { exit_code = RunGenerate(o); });
 }
 
@@ -101,7 +102,9 @@ int RunGenerate(const GenerateCommandOptions& o) {
   }
   const int threads = o.threads > 0 ? o.threads : std::max(1u, std::thread::hardware_concurrency());
   kernels::ThreadPool pool(threads);
-  ForwardPass fp(**model, &pool);
+  auto plan = MakePlanFromFlags(**model, o.sparse, &pool);
+  if (!plan.ok()) return Fail(plan.status().ToString());
+  ForwardPass fp(**model, &pool, MakeFeedForward(**model, *plan, &pool));
   ContiguousKvCache cache(cfg.n_layer, n_ctx, cfg.kv_dim());
 
   GenerateOptions gopts;
@@ -147,18 +150,21 @@ int RunGenerate(const GenerateCommandOptions& o) {
                     {"predicted_ms", stats->generate_seconds * 1e3},
                     {"predicted_per_second", tg},
                     {"threads", threads}};
+    j["sparse"] = SparseReport(fp.ffn(), plan->get());
     std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   } else {
     std::fwrite(tail.data(), 1, tail.size(), stdout);
     std::printf("\n");
   }
   std::fflush(stdout);
+  const nlohmann::json sparse = SparseReport(fp.ffn(), plan->get());
   std::fprintf(stderr,
                "\nprompt: %lld tokens, %.2f ms, %.1f tokens/s | generation: %lld tokens, %.2f ms, "
-               "%.1f tokens/s | %d threads, stop: %s\n",
+               "%.1f tokens/s | %d threads, stop: %s | ffn %s, %.0f%% of neurons per token\n",
                static_cast<long long>(stats->prompt_tokens), stats->prompt_seconds * 1e3, pp,
                static_cast<long long>(stats->generated_tokens), stats->generate_seconds * 1e3, tg,
-               threads, stats->finish_reason.c_str());
+               threads, stats->finish_reason.c_str(), sparse["mode"].get<std::string>().c_str(),
+               100.0 * sparse["active_fraction"].get<double>());
   return 0;
 }
 

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "engine/runtime/sampler.h"
+#include "engine/tools/sparsity_flags.h"
 
 namespace CLI {
 class App;
@@ -23,6 +24,7 @@ struct GenerateCommandOptions {
   bool parse_special = false;
   bool no_echo = false;
   SamplingParams sampling;
+  SparsityFlags sparse;
 };
 
 void RegisterGenerateCommand(CLI::App& app, GenerateCommandOptions& opts, int& exit_code);

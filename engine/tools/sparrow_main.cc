@@ -7,6 +7,7 @@
 #include "engine/tools/generate_command.h"
 #include "engine/tools/info_command.h"
 #include "engine/tools/mkmodel_command.h"
+#include "engine/tools/profile_command.h"
 #include "engine/tools/tokenize_command.h"
 
 int main(int argc, char** argv) {
@@ -17,7 +18,9 @@ int main(int argc, char** argv) {
       "  sparrow info model.gguf\n"
       "  sparrow tokenize -m model.gguf \"Hello world\"\n"
       "  sparrow bench -m model.gguf -p 512 -n 128 -t 1,2 -r 5\n"
-      "  sparrow mkmodel --shape llama-3.2-1b --type q4_0 -o /tmp/l1b-q4_0.gguf"};
+      "  sparrow mkmodel --shape llama-3.2-1b --type q4_0 -o /tmp/l1b-q4_0.gguf\n"
+      "  sparrow profile -m model.gguf -f calibration.txt -o model.profile\n"
+      "  sparrow generate -m model.gguf --profile model.profile --sparsity 0.5 -p \"Hello\""};
   app.require_subcommand(1);
   int exit_code = 0;
   sparrow::tools::GenerateCommandOptions generate;
@@ -31,6 +34,8 @@ int main(int argc, char** argv) {
   sparrow::tools::RegisterBenchCommand(app, bench, bench_json, exit_code);
   sparrow::tools::MkModelOptions mkmodel;
   sparrow::tools::RegisterMkModelCommand(app, mkmodel, exit_code);
+  sparrow::tools::ProfileOptions profile;
+  sparrow::tools::RegisterProfileCommand(app, profile, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -98,7 +98,9 @@ TEST(SparseFfnTest, AloneAndInABatchGiveTheSameBits) {
     const int64_t d = model->config().n_embd, n = SparseFfn::kMaxGatherTokens + 3;
     const auto residual = RandomRows(n * d, 1), normed = RandomRows(n * d, 2);
     kernels::ThreadPool pool(2);
-    SparseFfn batch(*model, &pool), alone(*model, nullptr);
+    auto plan = MakeSparsePlan(*model, {}, nullptr);
+    ASSERT_TRUE(plan.ok() && *plan);
+    SparseFfn batch(*model, *plan, &pool), alone(*model, *plan, nullptr);
     std::vector<float> want(n * d), got(n * d);
     batch.Compute(1, residual.data(), normed.data(), n, want.data());
     EXPECT_EQ(batch.counters().decode_tokens, 0);
@@ -122,7 +124,7 @@ TEST(SparseFfnTest, TheThresholdDecidesWhichNeuronsRun) {
   ASSERT_NE(none, nullptr);
   const int64_t d = 64;
   const auto residual = RandomRows(d, 3), normed = RandomRows(d, 4);
-  SparseFfn ffn(*none, nullptr);
+  SparseFfn ffn(*none, *MakeSparsePlan(*none, {}, nullptr), nullptr);
   std::vector<float> out(d, 1.0f);
   ffn.Compute(0, residual.data(), normed.data(), 1, out.data());
   EXPECT_EQ(ffn.counters().neurons_computed, 0);
@@ -131,7 +133,7 @@ TEST(SparseFfnTest, TheThresholdDecidesWhichNeuronsRun) {
   spec.sparse_threshold = -1e30f;  // every neuron
   auto all = LoadSpec(spec, "all");
   ASSERT_NE(all, nullptr);
-  SparseFfn every(*all, nullptr);
+  SparseFfn every(*all, *MakeSparsePlan(*all, {}, nullptr), nullptr);
   every.Compute(0, residual.data(), normed.data(), 1, out.data());
   EXPECT_EQ(every.counters().neurons_computed, 256);
 }

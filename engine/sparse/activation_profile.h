@@ -1,0 +1,58 @@
+#pragma once
+// ActivationProfile: what a calibration text showed of a model's FFN activations (written by
+// `sparrow profile`, format in engine/sparse/README.md): per layer, the magnitude thresholds that
+// skip a given share of neurons per token, how often each neuron is active at each of them, and
+// how concentrated the activations are (the hot set). Immutable after reading; thread-safe.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "engine/common/result.h"
+#include "engine/model/model_config.h"
+
+namespace sparrow {
+
+// How a SwiGLU model's neurons are skipped by magnitude (PowerInfer files use their predictors).
+enum class ThresholdMethod {
+  kCats,      // |silu(gate . x)| < t: up and down rows skipped (CATS, arXiv 2404.08763)
+  kTealDown,  // |silu(gate . x) * (up . x)| < t: down rows skipped (TEAL on down's input)
+};
+
+struct ActivationProfile {
+  std::string model_name;  // general.name of the model it was made from
+  int64_t n_layer = 0;
+  int64_t n_ff = 0;
+  int64_t tokens = 0;         // calibration tokens seen
+  std::vector<float> levels;  // target shares of neurons skipped, ascending, in (0, 1)
+  // Indexed [level * n_layer + layer].
+  std::vector<float> cats_threshold;
+  std::vector<float> teal_threshold;
+  std::vector<float> hot80;  // share of neurons carrying 80% of activations (CATS threshold)
+  // Indexed [(level * n_layer + layer) * n_ff + neuron]: share of tokens on which the neuron is
+  // active under that level's CATS threshold.
+  std::vector<float> frequency;
+
+  // Per-layer thresholds skipping `sparsity` of the neurons, interpolated between levels.
+  // Fails outside [levels.front(), levels.back()], naming the range.
+  Result<std::vector<float>> Thresholds(ThresholdMethod method, double sparsity) const;
+};
+
+// Reads and validates a profile written by WriteActivationProfile (via `sparrow profile`). When
+// `model` is given, its layer and FFN sizes must match. Errors name the file and the field.
+Result<ActivationProfile> ReadActivationProfile(const std::string& path,
+                                                const ModelConfig* model = nullptr);
+
+// The keys and tensor names of the format, shared by the writer (engine/tools) and the reader.
+namespace profile_format {
+inline constexpr uint32_t kVersion = 1;
+inline constexpr const char* kVersionKey = "sparrow.profile.version";
+inline constexpr const char* kModelKey = "sparrow.profile.model";
+inline constexpr const char* kTokensKey = "sparrow.profile.tokens";
+inline constexpr const char* kLevels = "levels";                 // {n_levels}
+inline constexpr const char* kCatsThreshold = "cats.threshold";  // {n_layer, n_levels}
+inline constexpr const char* kTealThreshold = "teal.threshold";  // {n_layer, n_levels}
+inline constexpr const char* kHot80 = "cats.hot80";              // {n_layer, n_levels}
+inline constexpr const char* kFrequency = "cats.frequency";      // {n_ff, n_layer, n_levels}
+}  // namespace profile_format
+
+}  // namespace sparrow

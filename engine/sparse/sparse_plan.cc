@@ -1,0 +1,114 @@
+#include "engine/sparse/sparse_plan.h"
+
+#include "engine/kernels/dequantize.h"
+#include "engine/kernels/quantize.h"
+#include "engine/kernels/thread_pool.h"
+#include "engine/runtime/dense_ffn.h"
+#include "engine/sparse/sparse_ffn.h"
+
+namespace sparrow {
+namespace {
+
+// Layer il's ffn_down (n_embd rows of n_ff) as n_ff rows of n_embd in `type`.
+std::vector<uint8_t> Transpose(const kernels::WeightMatrix& down, TensorType type) {
+  const int64_t rows = down.rows, cols = down.cols;  // n_embd, n_ff
+  std::vector<float> full(rows * cols), row(rows);
+  for (int64_t r = 0; r < rows; ++r) {
+    kernels::DequantizeRow(down.type,
+                           static_cast<const uint8_t*>(down.data) + r * down.row_stride_bytes,
+                           &full[r * cols], cols);
+  }
+  const size_t row_bytes = kernels::RowBytes(type, rows);
+  std::vector<uint8_t> out(row_bytes * cols);
+  for (int64_t i = 0; i < cols; ++i) {
+    for (int64_t r = 0; r < rows; ++r) row[r] = full[r * cols + i];
+    kernels::QuantizeRow(type, row.data(), &out[i * row_bytes], rows);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string_view SparsePolicyName(SparsePolicy p) {
+  switch (p) {
+    case SparsePolicy::kPredictor:
+      return "predictor";
+    case SparsePolicy::kCats:
+      return "cats";
+    case SparsePolicy::kTealDown:
+      return "teal-down";
+  }
+  return "?";
+}
+
+size_t SparsePlan::owned_bytes() const {
+  size_t n = 0;
+  for (const auto& v : owned) n += v.size();
+  return n;
+}
+
+TensorType TransposedDownType(TensorType type, int64_t n_embd) {
+  if (type == TensorType::kF32 || type == TensorType::kF16 || type == TensorType::kBF16)
+    return type;
+  return n_embd % 32 == 0 ? TensorType::kQ8_0 : TensorType::kF16;
+}
+
+Result<std::shared_ptr<const SparsePlan>> MakeSparsePlan(const Model& model,
+                                                         const SparsityOptions& o,
+                                                         kernels::ThreadPool* pool) {
+  const ModelConfig& c = model.config();
+  if (!(o.sparsity >= 0 && o.sparsity < 1)) {
+    return InvalidArgument("--sparsity " + std::to_string(o.sparsity) + " must be in [0, 1)");
+  }
+  auto plan = std::make_shared<SparsePlan>();
+  if (c.powerinfer) {
+    if (o.sparsity > 0) {
+      return InvalidArgument(
+          "--sparsity applies to SwiGLU models; this PowerInfer file chooses its neurons by its "
+          "own predictors");
+    }
+    for (const LayerWeights& l : model.weights().layers) plan->down_t.push_back(l.ffn_down_t);
+    return std::shared_ptr<const SparsePlan>(std::move(plan));
+  }
+  if (o.sparsity == 0) return std::shared_ptr<const SparsePlan>();
+  if (c.ffn_kind != FfnKind::kSwiGlu) {
+    return Unsupported(
+        "--sparsity needs a SwiGLU model; this one's FFN is ReLU-gated without "
+        "predictors");
+  }
+  if (o.profile_path.empty()) {
+    return InvalidArgument(
+        "--sparsity needs the model's activation profile: make one with `sparrow profile -m "
+        "MODEL -f TEXT -o PROFILE` and pass --profile PROFILE");
+  }
+  SPARROW_ASSIGN_OR_RETURN(ActivationProfile profile, ReadActivationProfile(o.profile_path, &c));
+  SPARROW_ASSIGN_OR_RETURN(plan->thresholds, profile.Thresholds(o.method, o.sparsity));
+  plan->policy = o.method == ThresholdMethod::kCats ? SparsePolicy::kCats : SparsePolicy::kTealDown;
+  plan->target_sparsity = o.sparsity;
+
+  const auto& layers = model.weights().layers;
+  plan->owned.resize(layers.size());
+  plan->down_t.resize(layers.size());
+  auto build = [&](int64_t il, int) {
+    const kernels::WeightMatrix& down = layers[il].ffn_down;
+    const TensorType type = TransposedDownType(down.type, c.n_embd);
+    plan->owned[il] = Transpose(down, type);
+    plan->down_t[il] = {type, plan->owned[il].data(), c.n_embd, c.n_ff,
+                        kernels::RowBytes(type, c.n_embd)};
+  };
+  if (pool) {
+    pool->ParallelFor(static_cast<int64_t>(layers.size()), build);
+  } else {
+    for (int64_t il = 0; il < static_cast<int64_t>(layers.size()); ++il) build(il, 0);
+  }
+  return std::shared_ptr<const SparsePlan>(std::move(plan));
+}
+
+std::unique_ptr<FeedForward> MakeFeedForward(const Model& model,
+                                             std::shared_ptr<const SparsePlan> plan,
+                                             kernels::ThreadPool* pool) {
+  if (!plan) return std::make_unique<DenseFfn>(model, pool);
+  return std::make_unique<SparseFfn>(model, std::move(plan), pool);
+}
+
+}  // namespace sparrow

@@ -1,0 +1,58 @@
+#pragma once
+// SparsePlan: how a model's FFN runs sparse, decided once per model and options and shared by
+// every ForwardPass: which policy chooses the neurons, the per-layer thresholds, and the down
+// projection as one row per neuron (the file's ffn_down_t in PowerInfer files; a transposed copy
+// built at load for SwiGLU models). Immutable after MakeSparsePlan; thread-safe.
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/common/result.h"
+#include "engine/kernels/matmul.h"
+#include "engine/model/model.h"
+#include "engine/runtime/feed_forward.h"
+#include "engine/sparse/activation_profile.h"
+
+namespace sparrow {
+namespace kernels {
+class ThreadPool;
+}
+
+// What a user asks for: a share of FFN neurons to skip per decoded token, resolved to per-layer
+// thresholds through a profile (`sparrow profile`). 0 is dense.
+struct SparsityOptions {
+  double sparsity = 0;
+  std::string profile_path;
+  ThresholdMethod method = ThresholdMethod::kCats;
+};
+
+enum class SparsePolicy { kPredictor, kCats, kTealDown };
+std::string_view SparsePolicyName(SparsePolicy p);  // "predictor", "cats", "teal-down"
+
+struct SparsePlan {
+  SparsePolicy policy = SparsePolicy::kPredictor;
+  double target_sparsity = 0;                 // threshold policies: what was asked for
+  std::vector<float> thresholds;              // threshold policies: per layer
+  std::vector<kernels::WeightMatrix> down_t;  // per layer: one row of n_embd per neuron
+  std::vector<std::vector<uint8_t>> owned;    // the transposed copies down_t points into
+  size_t owned_bytes() const;
+};
+
+// Null (with an OK status) when the model runs dense: an ordinary GGUF at sparsity 0. PowerInfer
+// files always get the predictor plan, and take no --sparsity. Errors name the flag or file.
+Result<std::shared_ptr<const SparsePlan>> MakeSparsePlan(const Model& model,
+                                                         const SparsityOptions& options,
+                                                         kernels::ThreadPool* pool);
+
+// The FFN for a plan: DenseFfn when null, SparseFfn otherwise. Both must outlive the result.
+std::unique_ptr<FeedForward> MakeFeedForward(const Model& model,
+                                             std::shared_ptr<const SparsePlan> plan,
+                                             kernels::ThreadPool* pool);
+
+// The tensor type of the transposed down copy built for a SwiGLU model whose ffn_down is `type`:
+// float types are kept (exact); quantized ones become Q8_0, whose rounding costs far less than the
+// original's (bench/RESULTS.md has the perplexity).
+TensorType TransposedDownType(TensorType type, int64_t n_embd);
+
+}  // namespace sparrow

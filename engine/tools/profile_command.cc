@@ -1,0 +1,211 @@
+#include "engine/tools/profile_command.h"
+
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "engine/kernels/thread_pool.h"
+#include "engine/model/model.h"
+#include "engine/runtime/dense_ffn.h"
+#include "engine/runtime/forward_pass.h"
+#include "engine/sparse/activation_calibrator.h"
+#include "engine/tokenizer/tokenizer.h"
+#include "engine/tools/mkmodel_gguf_writer.h"
+
+namespace sparrow::tools {
+namespace {
+
+namespace pf = profile_format;
+
+int Fail(const std::string& message) {
+  std::fprintf(stderr, "sparrow profile: %s\n", message.c_str());
+  return 1;
+}
+
+std::vector<float> DefaultLevels() {
+  std::vector<float> levels;
+  for (int i = 1; i <= 19; ++i) levels.push_back(0.05f * static_cast<float>(i));
+  return levels;
+}
+
+std::string Fmt(const char* fmt, double v) {
+  char buf[160];
+  std::snprintf(buf, sizeof buf, fmt, v);
+  return buf;
+}
+
+}  // namespace
+
+void RegisterProfileCommand(CLI::App& app, ProfileOptions& o, int& exit_code) {
+  CLI::App* cmd = app.add_subcommand(
+      "profile",
+      "Measure a model's FFN activations on a calibration text and write its profile (for "
+      "--sparsity), or print one with --show");
+  cmd->add_option("-m,--model", o.model, "Path of the GGUF model");
+  cmd->add_option("-f,--file", o.text_file, "Calibration text (UTF-8)");
+  cmd->add_option("-o,--output", o.output, "Path of the profile to write");
+  cmd->add_option("--show", o.show, "Print this profile and exit");
+  cmd->add_option("-c,--ctx-size", o.n_ctx, "Tokens per calibration window")
+      ->check(CLI::Range(int64_t{8}, int64_t{1} << 20))
+      ->capture_default_str();
+  cmd->add_option("--tokens", o.max_tokens, "Calibration tokens used at most (0: all)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  cmd->add_option("-t,--threads", o.threads, "Compute threads (0: all hardware threads)")
+      ->check(CLI::Range(0, 256));
+  cmd->callback([&o, &exit_code] { exit_code = RunProfile(o); });
+}
+
+Result<ActivationProfile> CalibrateProfile(const ProfileOptions& o) {
+  SPARROW_ASSIGN_OR_RETURN(auto model, Model::Load(o.model));
+  const ModelConfig& c = model->config();
+  if (c.powerinfer) {
+    return InvalidArgument(o.model +
+                           ": a PowerInfer file chooses its neurons by its predictors; "
+                           "it needs no profile");
+  }
+  if (c.ffn_kind != FfnKind::kSwiGlu) {
+    return Unsupported(o.model + ": profiles are made for SwiGLU models");
+  }
+  auto tokenizer = LoadTokenizer(model->file());
+  if (!tokenizer.ok()) return tokenizer.status().WithContext(o.model);
+  std::ifstream in(o.text_file, std::ios::binary);
+  if (!in) return NotFound(o.text_file + ": cannot read the calibration text");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::vector<int32_t> tokens = (*tokenizer)->Tokenize(ss.str(), /*add_special=*/true);
+  if (o.max_tokens > 0 && static_cast<int64_t>(tokens.size()) > o.max_tokens)
+    tokens.resize(o.max_tokens);
+  const int64_t n_ctx = std::min(o.n_ctx, c.n_ctx_train);
+  if (static_cast<int64_t>(tokens.size()) < n_ctx) {
+    return InvalidArgument(o.text_file + ": " + std::to_string(tokens.size()) +
+                           " tokens, fewer than one calibration window of " +
+                           std::to_string(n_ctx) + " (-c)");
+  }
+
+  const int threads = o.threads > 0 ? o.threads : std::max(1u, std::thread::hardware_concurrency());
+  kernels::ThreadPool pool(threads);
+  ActivationCalibrator calibrator(c, DefaultLevels());
+  auto dense = std::make_unique<DenseFfn>(*model, &pool);
+  dense->set_observer(&calibrator);
+  ForwardPass fp(*model, &pool, std::move(dense));
+  ContiguousKvCache cache(c.n_layer, n_ctx, c.kv_dim());
+  std::vector<float> logits;
+  const auto windows = static_cast<int64_t>(tokens.size()) / n_ctx;
+  const bool progress = isatty(STDERR_FILENO) != 0;
+  // Two passes: where the thresholds go, then how often each neuron passes them.
+  for (int pass = 0; pass < 2; ++pass) {
+    for (int64_t w = 0; w < windows; ++w) {
+      SPARROW_RETURN_IF_ERROR(fp.Run({tokens.data() + w * n_ctx, static_cast<size_t>(n_ctx)}, 0,
+                                     cache, false, &logits));
+      if (progress) {
+        std::fprintf(stderr, "\rpass %d/2: window %lld/%lld", pass + 1,
+                     static_cast<long long>(w + 1), static_cast<long long>(windows));
+      }
+    }
+    if (pass == 0) calibrator.EndFirstPass();
+  }
+  if (progress) std::fprintf(stderr, "\n");
+  return calibrator.Result();
+}
+
+Status WriteActivationProfile(const ActivationProfile& p, const std::string& path) {
+  GgufStreamWriter w;
+  w.AddString("general.type", "sparrow-activation-profile");
+  w.AddU32(pf::kVersionKey, pf::kVersion);
+  w.AddString(pf::kModelKey, p.model_name);
+  w.AddU32(pf::kTokensKey, static_cast<uint32_t>(std::min<int64_t>(p.tokens, UINT32_MAX)));
+  const auto levels = static_cast<uint64_t>(p.levels.size());
+  const auto layers = static_cast<uint64_t>(p.n_layer), n_ff = static_cast<uint64_t>(p.n_ff);
+  const std::vector<std::pair<const char*, const std::vector<float>*>> tensors = {
+      {pf::kLevels, &p.levels},
+      {pf::kCatsThreshold, &p.cats_threshold},
+      {pf::kTealThreshold, &p.teal_threshold},
+      {pf::kHot80, &p.hot80},
+      {pf::kFrequency, &p.frequency}};
+  w.DeclareTensor(pf::kLevels, TensorType::kF32, {levels});
+  w.DeclareTensor(pf::kCatsThreshold, TensorType::kF32, {layers, levels});
+  w.DeclareTensor(pf::kTealThreshold, TensorType::kF32, {layers, levels});
+  w.DeclareTensor(pf::kHot80, TensorType::kF32, {layers, levels});
+  w.DeclareTensor(pf::kFrequency, TensorType::kF32, {n_ff, layers, levels});
+  SPARROW_RETURN_IF_ERROR(w.Begin(path));
+  for (const auto& [name, values] : tensors) {
+    SPARROW_RETURN_IF_ERROR(w.Append(values->data(), values->size() * sizeof(float)));
+  }
+  return w.Finish();
+}
+
+std::string DescribeProfile(const ActivationProfile& p) {
+  std::string out = "activation profile of '" + p.model_name + "': " + std::to_string(p.n_layer) +
+                    " layers of " + std::to_string(p.n_ff) + " FFN neurons, " +
+                    std::to_string(p.tokens) + " calibration tokens\n\n";
+  // Thresholds at a few levels, and the hot set (share of neurons carrying 80% of activations).
+  std::vector<size_t> shown;
+  for (float want : {0.25f, 0.5f, 0.7f, 0.9f}) {
+    for (size_t k = 0; k < p.levels.size(); ++k) {
+      if (std::abs(p.levels[k] - want) < 1e-3f) shown.push_back(k);
+    }
+  }
+  out += "layer";
+  for (size_t k : shown) out += Fmt("   cats@%.0f%%", 100 * p.levels[k]);
+  for (size_t k : shown) out += Fmt("  hot80@%.0f%%", 100 * p.levels[k]);
+  out += "\n";
+  for (int64_t l = 0; l < p.n_layer; ++l) {
+    out += Fmt("%5.0f", static_cast<double>(l));
+    for (size_t k : shown) out += Fmt("  %9.3g", p.cats_threshold[k * p.n_layer + l]);
+    for (size_t k : shown) out += Fmt("  %9.1f%%", 100 * p.hot80[k * p.n_layer + l]);
+    out += "\n";
+  }
+  // How often neurons are active at 50% sparsity: a text histogram per layer, 10 bins of
+  // activation frequency, bar length = share of neurons in the bin.
+  size_t half = 0;
+  for (size_t k = 0; k < p.levels.size(); ++k) {
+    if (std::abs(p.levels[k] - 0.5f) < std::abs(p.levels[half] - 0.5f)) half = k;
+  }
+  out += "\nshare of neurons by how often they are active at" +
+         Fmt(" %.0f%% sparsity", 100 * p.levels[half]) +
+         ", one column per tenth\n(0-10% of tokens ... 90-100%): ' ' none, . <5%, : <10%, "
+         "- <20%, = <30%, + <40%, * <50%, # <70%, % <90%, @ more:\n";
+  for (int64_t l = 0; l < p.n_layer; ++l) {
+    int64_t bins[10] = {};
+    for (int64_t i = 0; i < p.n_ff; ++i) {
+      const float f = p.frequency[(half * p.n_layer + l) * p.n_ff + i];
+      ++bins[std::min(9, static_cast<int>(f * 10))];
+    }
+    out += Fmt("layer %3.0f  [", static_cast<double>(l));
+    for (int64_t b : bins) {
+      const double share = static_cast<double>(b) / static_cast<double>(p.n_ff);
+      const double steps[] = {0, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.7, 0.9};
+      const char* marks = " .:-=+*#%@";
+      int m = 0;
+      while (m < 9 && share > steps[m]) ++m;
+      out.push_back(marks[m]);
+    }
+    out += "]\n";
+  }
+  return out;
+}
+
+int RunProfile(const ProfileOptions& o) {
+  if (!o.show.empty()) {
+    auto p = ReadActivationProfile(o.show);
+    if (!p.ok()) return Fail(p.status().ToString());
+    std::fputs(DescribeProfile(*p).c_str(), stdout);
+    return 0;
+  }
+  if (o.model.empty() || o.text_file.empty() || o.output.empty())
+    return Fail("-m MODEL, -f TEXT and -o PROFILE are required (or --show PROFILE)");
+  auto p = CalibrateProfile(o);
+  if (!p.ok()) return Fail(p.status().ToString());
+  if (Status st = WriteActivationProfile(*p, o.output); !st.ok()) return Fail(st.ToString());
+  std::fputs(DescribeProfile(*p).c_str(), stderr);
+  std::fprintf(stderr, "wrote %s\n", o.output.c_str());
+  return 0;
+}
+
+}  // namespace sparrow::tools

@@ -1,0 +1,41 @@
+#include "engine/tools/sparsity_flags.h"
+
+#include <CLI/CLI.hpp>
+
+namespace sparrow::tools {
+
+void AddSparsityFlags(CLI::App* cmd, SparsityFlags& f) {
+  cmd->add_option("--sparsity", f.sparsity,
+                  "Share of FFN neurons skipped per decoded token (0 = dense); needs --profile")
+      ->check(CLI::Range(0.0, 0.99))
+      ->capture_default_str();
+  cmd->add_option("--profile", f.profile,
+                  "The model's activation profile (sparrow profile), for --sparsity");
+  cmd->add_option("--sparsity-method", f.method,
+                  "cats: skip up/down rows by |silu(gate)|; teal-down: skip down rows by |h|")
+      ->check(CLI::IsMember({"cats", "teal-down"}))
+      ->capture_default_str();
+}
+
+Result<std::shared_ptr<const SparsePlan>> MakePlanFromFlags(const Model& model,
+                                                            const SparsityFlags& f,
+                                                            kernels::ThreadPool* pool) {
+  SparsityOptions o;
+  o.sparsity = f.sparsity;
+  o.profile_path = f.profile;
+  o.method = f.method == "teal-down" ? ThresholdMethod::kTealDown : ThresholdMethod::kCats;
+  return MakeSparsePlan(model, o, pool);
+}
+
+nlohmann::json SparseReport(const FeedForward& ffn, const SparsePlan* plan) {
+  const FfnCounters c = ffn.counters();
+  nlohmann::json j;
+  j["mode"] = std::string(ffn.mode());
+  j["active_fraction"] = c.neurons_total > 0 ? static_cast<double>(c.neurons_computed) /
+                                                   static_cast<double>(c.neurons_total)
+                                             : 1.0;
+  if (plan && plan->policy != SparsePolicy::kPredictor) j["target"] = plan->target_sparsity;
+  return j;
+}
+
+}  // namespace sparrow::tools

@@ -1,0 +1,37 @@
+#pragma once
+// The sparsity flags every command that runs a model shares (--sparsity, --profile,
+// --sparsity-method), turning them into the FFN the forward pass runs, and the "sparse" object of
+// their --json output.
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "engine/common/result.h"
+#include "engine/model/model.h"
+#include "engine/runtime/feed_forward.h"
+#include "engine/sparse/sparse_plan.h"
+
+namespace CLI {
+class App;
+}
+
+namespace sparrow::tools {
+
+struct SparsityFlags {
+  double sparsity = 0;
+  std::string profile;
+  std::string method = "cats";
+};
+
+void AddSparsityFlags(CLI::App* cmd, SparsityFlags& flags);
+
+// Null for a dense run (sparsity 0 on an ordinary GGUF). Errors name the flag or the file.
+Result<std::shared_ptr<const SparsePlan>> MakePlanFromFlags(const Model& model,
+                                                            const SparsityFlags& flags,
+                                                            kernels::ThreadPool* pool);
+
+// {"mode": "dense" | "cats" | "teal-down" | "predictor", "active_fraction": share of FFN neurons
+// computed per decoded token (1 when dense), "target": asked-for sparsity (threshold modes)}.
+nlohmann::json SparseReport(const FeedForward& ffn, const SparsePlan* plan);
+
+}  // namespace sparrow::tools

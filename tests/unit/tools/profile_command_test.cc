@@ -1,0 +1,180 @@
+// `sparrow profile` on the trained KJV model (real activations), the profile format's round trip
+// and validation, and the threshold policies it feeds: the measured share of neurons a decoded
+// token computes follows the asked-for sparsity, and every error names the flag or file.
+#include "engine/tools/profile_command.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+
+#include "engine/kernels/thread_pool.h"
+#include "engine/model/model.h"
+#include "engine/runtime/forward_pass.h"
+#include "engine/sparse/sparse_plan.h"
+#include "engine/tokenizer/tokenizer.h"
+#include "tests/util/test_paths.h"
+
+namespace sparrow::tools {
+namespace {
+
+std::string KjvPath(const std::string& rel) {
+  return testing::SharedDir() + "/kjv/" + rel;
+}
+
+// One profile for the whole suite: calibrating takes a few seconds.
+class ProfileTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    if (!testing::FileExists(KjvPath("models/kjv-llama-5m-f32.gguf"))) return;
+    ProfileOptions o;
+    o.model = KjvPath("models/kjv-llama-5m-f32.gguf");
+    o.text_file = KjvPath("text/kjv-train.txt");
+    o.max_tokens = 8 * 256;
+    o.threads = 2;
+    auto p = CalibrateProfile(o);
+    ASSERT_TRUE(p.ok()) << p.status().ToString();
+    profile_ = new ActivationProfile(std::move(p).value());
+    path_ = new std::string(testing::TempPath("kjv.profile"));
+    ASSERT_TRUE(WriteActivationProfile(*profile_, *path_).ok());
+  }
+  static void TearDownTestSuite() {
+    if (path_) std::remove(path_->c_str());
+    delete profile_;
+    delete path_;
+  }
+  void SetUp() override {
+    if (!profile_) GTEST_SKIP() << "the KJV models are not in " << testing::SharedDir();
+  }
+  static ActivationProfile* profile_;
+  static std::string* path_;
+};
+ActivationProfile* ProfileTest::profile_ = nullptr;
+std::string* ProfileTest::path_ = nullptr;
+
+TEST_F(ProfileTest, ThresholdsRiseWithTheLevelAndSkipThatShare) {
+  const ActivationProfile& p = *profile_;
+  EXPECT_EQ(p.n_layer, 6);
+  EXPECT_EQ(p.n_ff, 768);
+  EXPECT_EQ(p.tokens, 8 * 256);
+  ASSERT_EQ(p.levels.size(), 19u);
+  for (int64_t l = 0; l < p.n_layer; ++l) {
+    for (size_t k = 1; k < p.levels.size(); ++k) {
+      EXPECT_GT(p.cats_threshold[k * p.n_layer + l], p.cats_threshold[(k - 1) * p.n_layer + l]);
+    }
+    // On the calibration text itself, level k's threshold leaves about 1 - level of the
+    // (token, neuron) pairs active.
+    for (size_t k = 0; k < p.levels.size(); ++k) {
+      double active = 0;
+      for (int64_t i = 0; i < p.n_ff; ++i) active += p.frequency[(k * p.n_layer + l) * p.n_ff + i];
+      EXPECT_NEAR(active / p.n_ff, 1 - p.levels[k], 0.02) << "layer " << l << " level " << k;
+    }
+  }
+  // A trained SwiGLU model has almost no hot set (kjv/README.md): ~75% of the neurons carry 80%
+  // of the activations at 50% sparsity.
+  const double hot = p.hot80[9 * p.n_layer + 0];
+  EXPECT_GT(hot, 0.6);
+  EXPECT_LT(hot, 0.9);
+}
+
+TEST_F(ProfileTest, RoundTripsThroughTheFile) {
+  auto read = ReadActivationProfile(*path_);
+  ASSERT_TRUE(read.ok()) << read.status().ToString();
+  EXPECT_EQ(read->model_name, profile_->model_name);
+  EXPECT_EQ(read->tokens, profile_->tokens);
+  EXPECT_EQ(read->levels, profile_->levels);
+  EXPECT_EQ(read->cats_threshold, profile_->cats_threshold);
+  EXPECT_EQ(read->teal_threshold, profile_->teal_threshold);
+  EXPECT_EQ(read->hot80, profile_->hot80);
+  EXPECT_EQ(read->frequency, profile_->frequency);
+  EXPECT_NE(DescribeProfile(*read).find("6 layers of 768 FFN neurons"), std::string::npos);
+}
+
+// Decoding held-out text token by token, the share of neurons computed follows --sparsity.
+TEST_F(ProfileTest, DecodedTokensComputeTheAskedShare) {
+  auto model = Model::Load(KjvPath("models/kjv-llama-5m-q8_0.gguf"));
+  ASSERT_TRUE(model.ok()) << model.status().ToString();
+  auto tok = LoadTokenizer((*model)->file());
+  ASSERT_TRUE(tok.ok());
+  std::vector<int32_t> ids =
+      (*tok)->Tokenize(testing::ReadFileOrDie(KjvPath("text/kjv-eval.txt")).substr(0, 2000), true);
+  ids.resize(std::min<size_t>(ids.size(), 96));
+  kernels::ThreadPool pool(2);
+  for (auto [method, sparsity] :
+       {std::pair{ThresholdMethod::kCats, 0.5}, std::pair{ThresholdMethod::kCats, 0.7},
+        std::pair{ThresholdMethod::kTealDown, 0.5}}) {
+    SparsityOptions o{sparsity, *path_, method};
+    auto plan = MakeSparsePlan(**model, o, &pool);
+    ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+    ForwardPass fp(**model, &pool, MakeFeedForward(**model, *plan, &pool));
+    ContiguousKvCache cache((*model)->config().n_layer, 128, (*model)->config().kv_dim());
+    std::vector<float> logits;
+    for (size_t t = 0; t < ids.size(); ++t)
+      ASSERT_TRUE(fp.Run({&ids[t], 1}, t, cache, false, &logits).ok());
+    const FfnCounters c = fp.ffn().counters();
+    const double active = static_cast<double>(c.neurons_computed) / c.neurons_total;
+    std::printf("[profile] %s at %.2f: %.3f of the neurons computed per token\n",
+                std::string(fp.ffn().mode()).c_str(), sparsity, active);
+    EXPECT_NEAR(active, 1 - sparsity, 0.08);
+    EXPECT_EQ(c.decode_tokens, static_cast<int64_t>(ids.size()) * 6);
+  }
+}
+
+TEST_F(ProfileTest, PlansRefuseWhatCannotWork) {
+  auto model = Model::Load(KjvPath("models/kjv-llama-5m-f32.gguf"));
+  ASSERT_TRUE(model.ok());
+  auto expect_error = [&](const Model& m, SparsityOptions o, const std::string& needle) {
+    auto plan = MakeSparsePlan(m, o, nullptr);
+    ASSERT_FALSE(plan.ok()) << needle;
+    EXPECT_NE(plan.status().message().find(needle), std::string::npos) << plan.status().ToString();
+  };
+  expect_error(**model, {0.5, "", ThresholdMethod::kCats}, "sparrow profile");
+  expect_error(**model, {0.5, "/nonexistent.profile", ThresholdMethod::kCats}, "/nonexistent");
+  expect_error(**model, {0.99, *path_, ThresholdMethod::kCats}, "outside the profile");
+  expect_error(**model, {1.5, *path_, ThresholdMethod::kCats}, "--sparsity");
+  // A profile of another model.
+  auto stories = Model::Load(testing::ModelPath("stories260K.gguf"));
+  if (stories.ok()) expect_error(**stories, {0.5, *path_, ThresholdMethod::kCats}, "layers of");
+  // PowerInfer files bring their own predictors.
+  auto pwri = Model::Load(KjvPath("models/kjv-relu-5m-pwri-f16.gguf"));
+  if (pwri.ok()) expect_error(**pwri, {0.5, *path_, ThresholdMethod::kCats}, "predictors");
+  // Sparsity 0 is dense, with or without a profile.
+  auto dense = MakeSparsePlan(**model, {0, "", ThresholdMethod::kCats}, nullptr);
+  ASSERT_TRUE(dense.ok());
+  EXPECT_EQ(*dense, nullptr);
+}
+
+TEST_F(ProfileTest, MalformedProfilesNameTheField) {
+  ActivationProfile bad = *profile_;
+  bad.cats_threshold[0] = std::nanf("");
+  const std::string path = testing::TempPath("bad.profile");
+  ASSERT_TRUE(WriteActivationProfile(bad, path).ok());
+  auto r = ReadActivationProfile(path);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("cats.threshold"), std::string::npos)
+      << r.status().ToString();
+
+  bad = *profile_;
+  std::swap(bad.teal_threshold[0], bad.teal_threshold[10 * bad.n_layer]);  // not rising
+  ASSERT_TRUE(WriteActivationProfile(bad, path).ok());
+  r = ReadActivationProfile(path);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("layer 0"), std::string::npos) << r.status().ToString();
+
+  bad = *profile_;
+  bad.frequency[5] = 1.5f;
+  ASSERT_TRUE(WriteActivationProfile(bad, path).ok());
+  r = ReadActivationProfile(path);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("cats.frequency"), std::string::npos);
+
+  // Not a profile at all: a model file.
+  r = ReadActivationProfile(KjvPath("models/kjv-llama-5m-q4_0.gguf"));
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("sparrow.profile.version"), std::string::npos)
+      << r.status().ToString();
+  std::remove(path.c_str());
+}
+
+}  // namespace
+}  // namespace sparrow::tools
