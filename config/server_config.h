@@ -26,6 +26,11 @@ struct ServerConfig {
   int64_t max_running = 16;
   int64_t max_queue = 64;
   int64_t step_token_budget = 128;
+  // Sparse FFN: a share of neurons skipped per decoded token (needs `profile`, from `sparrow
+  // profile`); PowerInfer files are sparse by their own predictors.
+  std::string sparsity = "0";
+  std::string profile;
+  std::string sparsity_method = "cats";  // cats | teal-down
   // Operations.
   std::string log_format = "text";  // text | json
   std::string log_level = "info";   // trace | debug | info | warn | error

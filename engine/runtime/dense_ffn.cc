@@ -24,8 +24,10 @@ void GatedActivation(FfnKind kind, float* gate, const float* up, int64_t n) {
 
 DenseFfn::DenseFfn(const Model& model, kernels::ThreadPool* pool) : model_(model), pool_(pool) {}
 
-void DenseFfn::Compute(int64_t il, const float*, const float* normed, int64_t n, float* out) {
+void DenseFfn::Compute(int64_t il, const FfnInput& in, float* out) {
   const ModelConfig& c = model_.config();
+  const float* normed = in.normed;
+  const int64_t n = in.n;
   const LayerWeights& l = model_.weights().layers[il];
   const size_t size = static_cast<size_t>(n * c.n_ff);
   if (gate_.size() < size) gate_.resize(size);

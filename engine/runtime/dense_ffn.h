@@ -16,8 +16,7 @@ class DenseFfn : public FeedForward {
   // The model must have ffn_down (every ordinary GGUF does); both must outlive this object.
   DenseFfn(const Model& model, kernels::ThreadPool* pool);
 
-  void Compute(int64_t il, const float* residual, const float* normed, int64_t n,
-               float* out) override;
+  void Compute(int64_t il, const FfnInput& in, float* out) override;
   std::string_view mode() const override { return "dense"; }
 
   // Called on every Compute from now on; null stops it. Must outlive its use.

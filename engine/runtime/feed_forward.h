@@ -7,8 +7,18 @@
 
 namespace sparrow {
 
-// What the FFN computed, summed over the tokens it was given one at a time (decode steps):
-// neurons_computed / neurons_total is the active fraction of the sparse path.
+// One layer's FFN input for a batch of n tokens.
+struct FfnInput {
+  const float* residual = nullptr;  // n rows of n_embd: the residual stream before the FFN norm
+  const float* normed = nullptr;    // n rows of n_embd: the FFN-normed input
+  // n flags, 1 where the token is a sequence's one decoded token of this step (what sparsity is
+  // for; prompt tokens may run dense). Null: none is.
+  const uint8_t* decode = nullptr;
+  int64_t n = 0;
+};
+
+// What the FFN computed for decoded tokens: neurons_computed / neurons_total is the active
+// fraction of the sparse path.
 struct FfnCounters {
   int64_t decode_tokens = 0;
   int64_t neurons_total = 0;     // n_ff per layer per token
@@ -27,11 +37,8 @@ class FeedForward {
  public:
   virtual ~FeedForward() = default;
 
-  // out[t*n_embd ..] = the FFN of layer `il` for tokens t < n. `normed` is the FFN-normed
-  // input, `residual` the residual stream before that norm (what predictors read). `out` does
-  // not alias either input.
-  virtual void Compute(int64_t il, const float* residual, const float* normed, int64_t n,
-                       float* out) = 0;
+  // out[t*n_embd ..] = the FFN of layer `il` for tokens t < in.n. `out` aliases no input.
+  virtual void Compute(int64_t il, const FfnInput& in, float* out) = 0;
 
   // "dense", or the sparse policy's name.
   virtual std::string_view mode() const = 0;

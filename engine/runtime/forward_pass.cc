@@ -63,6 +63,9 @@ Status ForwardPass::RunBatch(std::span<const Segment> segments, std::vector<floa
   }
   if (n == 0) return InvalidArgument("no tokens to evaluate");
   Resize(n);
+  decode_.clear();
+  for (const Segment& sg : segments)
+    decode_.resize(decode_.size() + sg.tokens.size(), sg.tokens.size() == 1);
   const ModelWeights& w = model_.weights();
   const int64_t half = c_.n_rot / 2;
   int64_t t0 = 0;
@@ -131,7 +134,7 @@ void ForwardPass::Layer(int64_t il, int64_t n, std::span<const Segment> segments
   // Feed-forward block, dense or sparse.
   for (int64_t t = 0; t < n; ++t)
     kernels::RmsNorm(&x_[t * d], l.ffn_norm.data(), d, c_.rms_eps, &xn_[t * d]);
-  ffn_->Compute(il, x_.data(), xn_.data(), n, ffn_out_.data());
+  ffn_->Compute(il, {x_.data(), xn_.data(), decode_.data(), n}, ffn_out_.data());
   kernels::AddInPlace(x_.data(), ffn_out_.data(), n * d);
 }
 

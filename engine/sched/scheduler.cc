@@ -84,7 +84,7 @@ struct Scheduler::Sequence {
 Scheduler::Scheduler(const Model& model, kernels::ThreadPool* pool, SchedulerOptions options)
     : model_(model),
       opts_(std::move(options)),
-      fp_(model, pool),
+      fp_(model, pool, opts_.make_ffn ? opts_.make_ffn(model, pool) : nullptr),
       kv_(model.config().n_layer, model.config().kv_dim(), opts_.kv_block_size,
           opts_.kv_blocks > 0 ? opts_.kv_blocks : DefaultKvBlocks(model.config(), opts_)) {
   SPARROW_CHECK(opts_.is_eog != nullptr);

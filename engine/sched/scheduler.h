@@ -40,6 +40,8 @@ struct SchedulerOptions {
   // cut p99 time-between-tokens 3x at 8 clients on 2 cores, same throughput and TTFT).
   int64_t step_token_budget = 128;
   std::function<bool(int32_t)> is_eog;  // end-of-generation tokens; required
+  // The FFN the forward pass runs (sparse_plan.h: MakeFeedForward); null: the model's default.
+  std::function<std::unique_ptr<FeedForward>(const Model&, kernels::ThreadPool*)> make_ffn;
 };
 
 struct SchedulerStats {

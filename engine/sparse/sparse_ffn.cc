@@ -28,19 +28,26 @@ SparseFfn::SparseFfn(const Model& model, std::shared_ptr<const SparsePlan> plan,
   std::iota(all_rows_.begin(), all_rows_.end(), 0);
 }
 
-void SparseFfn::Compute(int64_t il, const float* residual, const float* normed, int64_t n,
-                        float* out) {
+void SparseFfn::Compute(int64_t il, const FfnInput& in, float* out) {
   const ModelConfig& c = model_.config();
+  const int64_t n = in.n;
+  auto is_decode = [&](int64_t t) { return in.decode != nullptr && in.decode[t] != 0; };
+  int64_t n_decode = 0;
+  for (int64_t t = 0; t < n; ++t) n_decode += is_decode(t);
   if (plan_->policy == SparsePolicy::kPredictor) {
     float* logits = Grow(logits_, static_cast<size_t>(n * c.n_ff));
-    predictor_.Logits(model_.weights().layers[il], residual, n, logits);
-    if (n > kMaxGatherTokens) return PredictedBatch(il, logits, normed, n, out);
+    predictor_.Logits(model_.weights().layers[il], in.residual, n, logits);
+    if (n > kMaxGatherTokens) return PredictedBatch(il, logits, in, out);
     for (int64_t t = 0; t < n; ++t)
-      PredictedOne(il, logits + t * c.n_ff, normed + t * c.n_embd, out + t * c.n_embd);
+      PredictedOne(il, logits + t * c.n_ff, in.normed + t * c.n_embd, out + t * c.n_embd);
     return;
   }
-  if (n > kMaxGatherTokens) return dense_.Compute(il, residual, normed, n, out);
-  for (int64_t t = 0; t < n; ++t) ThresholdOne(il, normed + t * c.n_embd, out + t * c.n_embd);
+  if (n_decode == 0) return dense_.Compute(il, in, out);
+  if (n_decode == n && n <= kMaxGatherTokens) {
+    for (int64_t t = 0; t < n; ++t) ThresholdOne(il, in.normed + t * c.n_embd, out + t * c.n_embd);
+    return;
+  }
+  ThresholdBatch(il, in, out);
 }
 
 const uint8_t* SparseFfn::QuantizedInput(const kernels::WeightMatrix& w, const float* x,
@@ -85,59 +92,108 @@ void SparseFfn::PredictedOne(int64_t il, const float* logits, const float* norme
   AccumulateDown(il, h, out);
 }
 
-void SparseFfn::PredictedBatch(int64_t il, const float* logits, const float* normed, int64_t n,
-                               float* out) {
+void SparseFfn::PredictedBatch(int64_t il, const float* logits, const FfnInput& in, float* out) {
   const ModelConfig& c = model_.config();
   const LayerWeights& l = model_.weights().layers[il];
   const kernels::WeightMatrix& down_t = plan_->down_t[il];
+  const int64_t n = in.n;
   const size_t size = static_cast<size_t>(n * c.n_ff);
   float* g = Grow(gate_, size);
   float* u = Grow(up_, size);
-  kernels::MatMul(l.ffn_gate, normed, n, c.n_embd, g, c.n_ff, pool_);
-  kernels::MatMul(l.ffn_up, normed, n, c.n_embd, u, c.n_ff, pool_);
+  kernels::MatMul(l.ffn_gate, in.normed, n, c.n_embd, g, c.n_ff, pool_);
+  kernels::MatMul(l.ffn_up, in.normed, n, c.n_embd, u, c.n_ff, pool_);
   GatedActivation(c.ffn_kind, g, u, n * c.n_ff);
-  for (size_t i = 0; i < size; ++i) {
-    if (logits[i] < c.sparse_threshold) g[i] = 0.0f;
+  for (int64_t t = 0; t < n; ++t) {
+    int64_t kept = 0;
+    for (int64_t i = t * c.n_ff; i < (t + 1) * c.n_ff; ++i) {
+      if (logits[i] < c.sparse_threshold) {
+        g[i] = 0.0f;
+      } else {
+        ++kept;
+      }
+    }
+    if (in.decode != nullptr && in.decode[t] != 0) {
+      ++counters_.decode_tokens;
+      counters_.neurons_total += c.n_ff;
+      counters_.neurons_computed += kept;
+    }
+    kernels::RoundToVecDotType(down_t.type, g + t * c.n_ff, c.n_ff);
   }
-  for (int64_t t = 0; t < n; ++t) kernels::RoundToVecDotType(down_t.type, g + t * c.n_ff, c.n_ff);
   std::fill_n(out, n * c.n_embd, 0.0f);
   kernels::AccumulateRows(down_t, all_rows_.data(), c.n_ff, g, c.n_ff, n, out, c.n_embd, pool_);
+}
+
+void SparseFfn::SelectByThreshold(int64_t il, float* h, const float* u) {
+  const int64_t n_ff = model_.config().n_ff;
+  const float threshold = plan_->thresholds[il];
+  const bool cats = plan_->policy == SparsePolicy::kCats;
+  active_.clear();
+  for (int32_t i = 0; i < n_ff; ++i) {
+    const float a = h[i];
+    h[i] = a * u[i];
+    if (std::fabs(cats ? a : h[i]) >= threshold) {
+      active_.push_back(i);
+    } else {
+      h[i] = 0.0f;
+    }
+  }
 }
 
 void SparseFfn::ThresholdOne(int64_t il, const float* normed, float* out) {
   const ModelConfig& c = model_.config();
   const LayerWeights& l = model_.weights().layers[il];
-  const float threshold = plan_->thresholds[il];
-  float* g = Grow(gate_, static_cast<size_t>(c.n_ff));
   float* h = Grow(h_, static_cast<size_t>(c.n_ff));
-  kernels::MatMul(l.ffn_gate, normed, 1, c.n_embd, g, c.n_ff, pool_);
-  kernels::Silu(g, c.n_ff, g);
-  active_.clear();
+  float* u = Grow(up_, static_cast<size_t>(c.n_ff));
+  kernels::MatMul(l.ffn_gate, normed, 1, c.n_embd, h, c.n_ff, pool_);
+  kernels::Silu(h, c.n_ff, h);
   if (plan_->policy == SparsePolicy::kCats) {
-    // Only the neurons whose gate passes read their up rows.
+    // Only the neurons whose gate passes read their up rows; the rest of u is never used.
+    active_.clear();
     for (int32_t i = 0; i < c.n_ff; ++i) {
-      if (std::fabs(g[i]) >= threshold) active_.push_back(i);
+      if (std::fabs(h[i]) >= plan_->thresholds[il]) active_.push_back(i);
     }
     const auto n_active = static_cast<int64_t>(active_.size());
-    float* u = Grow(up_, n_active);
+    float* gathered = Grow(gate_, n_active);
     kernels::GatherRowDots(l.ffn_up, active_.data(), n_active,
-                           QuantizedInput(l.ffn_up, normed, act_up_), u, pool_);
-    std::fill_n(h, c.n_ff, 0.0f);
-    for (int64_t k = 0; k < n_active; ++k) h[active_[k]] = g[active_[k]] * u[k];
+                           QuantizedInput(l.ffn_up, normed, act_up_), gathered, pool_);
+    std::fill_n(u, c.n_ff, 0.0f);
+    for (int64_t k = 0; k < n_active; ++k) u[active_[k]] = gathered[k];
   } else {
-    // TEAL on down's input: gate and up whole, down rows only where |h| passes.
-    float* u = Grow(up_, static_cast<size_t>(c.n_ff));
     kernels::MatMul(l.ffn_up, normed, 1, c.n_embd, u, c.n_ff, pool_);
-    for (int32_t i = 0; i < c.n_ff; ++i) {
-      h[i] = g[i] * u[i];
-      if (std::fabs(h[i]) >= threshold) {
-        active_.push_back(i);
-      } else {
-        h[i] = 0.0f;
-      }
+  }
+  SelectByThreshold(il, h, u);
+  AccumulateDown(il, h, out);
+}
+
+void SparseFfn::ThresholdBatch(int64_t il, const FfnInput& in, float* out) {
+  const ModelConfig& c = model_.config();
+  const LayerWeights& l = model_.weights().layers[il];
+  const int64_t n = in.n, d = c.n_embd;
+  const size_t size = static_cast<size_t>(n * c.n_ff);
+  float* g = Grow(gate_, size);
+  float* u = Grow(up_, size);
+  kernels::MatMul(l.ffn_gate, in.normed, n, d, g, c.n_ff, pool_);
+  kernels::MatMul(l.ffn_up, in.normed, n, d, u, c.n_ff, pool_);
+  // Decoded tokens: masked, through the down rows; prompt tokens: dense, gathered for one GEMM.
+  float* dense_in = Grow(dense_in_, size);
+  int64_t n_dense = 0;
+  for (int64_t t = 0; t < n; ++t) {
+    float* gt = g + t * c.n_ff;
+    if (in.decode != nullptr && in.decode[t] != 0) {
+      kernels::Silu(gt, c.n_ff, gt);
+      SelectByThreshold(il, gt, u + t * c.n_ff);
+      AccumulateDown(il, gt, out + t * d);
+    } else {
+      GatedActivation(c.ffn_kind, gt, u + t * c.n_ff, c.n_ff);
+      std::copy_n(gt, c.n_ff, dense_in + n_dense++ * c.n_ff);
     }
   }
-  AccumulateDown(il, h, out);
+  if (n_dense == 0) return;
+  float* dense_out = Grow(dense_out_, static_cast<size_t>(n_dense * d));
+  kernels::MatMul(l.ffn_down, dense_in, n_dense, c.n_ff, dense_out, d, pool_);
+  for (int64_t t = 0, k = 0; t < n; ++t) {
+    if (in.decode == nullptr || in.decode[t] == 0) std::copy_n(dense_out + k++ * d, d, out + t * d);
+  }
 }
 
 }  // namespace sparrow

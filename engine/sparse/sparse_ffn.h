@@ -2,11 +2,12 @@
 // SparseFfn: the FFN computing only the neurons a token uses (PowerInfer; SEEDS.md section 1).
 // The plan's policy chooses them: PowerInfer's predictor from the residual stream before the FFN
 // (ReLU models), or a magnitude threshold on a SwiGLU model's activations (CATS on silu(gate),
-// TEAL on down's input). A token decoded alone reads only its neurons' rows (up, and gate under
-// the predictor) and accumulates only their rows of the down projection stored one row per
-// neuron. Batches of many tokens (prefill), where sparsity no longer saves reads, go by whole
-// matrices: masked by the predictor's choice (so every token gets what it would get alone), dense
-// under threshold policies. One per ForwardPass; not thread-safe.
+// TEAL on down's input). A few tokens decoded alone read only their neurons' rows (up, and gate
+// under the predictor) and accumulate only their rows of the down projection stored one row per
+// neuron. Larger batches, where sparsity no longer saves reads, go by whole matrices and apply
+// each token's choice as a mask, so a token gets the same bits alone and in any batch. Under the
+// threshold policies prompt tokens run dense (the predictor policy masks them too, as PowerInfer
+// does). One per ForwardPass; not thread-safe.
 #include <memory>
 #include <vector>
 
@@ -26,8 +27,7 @@ class SparseFfn : public FeedForward {
   // Model, plan and pool must outlive this object.
   SparseFfn(const Model& model, std::shared_ptr<const SparsePlan> plan, kernels::ThreadPool* pool);
 
-  void Compute(int64_t il, const float* residual, const float* normed, int64_t n,
-               float* out) override;
+  void Compute(int64_t il, const FfnInput& in, float* out) override;
   std::string_view mode() const override { return SparsePolicyName(plan_->policy); }
   FfnCounters counters() const override { return counters_; }
 
@@ -37,9 +37,13 @@ class SparseFfn : public FeedForward {
 
  private:
   void PredictedOne(int64_t il, const float* logits, const float* normed, float* out);
-  void PredictedBatch(int64_t il, const float* logits, const float* normed, int64_t n, float* out);
+  void PredictedBatch(int64_t il, const float* logits, const FfnInput& in, float* out);
   void ThresholdOne(int64_t il, const float* normed, float* out);
-  // h (n_ff, zero outside `active_`) through the down rows of the active neurons into out.
+  void ThresholdBatch(int64_t il, const FfnInput& in, float* out);
+  // Keeps in h (n_ff, silu(gate) on entry; u the up outputs) the active neurons' silu(gate)*up,
+  // zero elsewhere, listing them in active_.
+  void SelectByThreshold(int64_t il, float* h, const float* u);
+  // h (n_ff, zero outside active_) through the active neurons' down rows into out (n_embd).
   void AccumulateDown(int64_t il, float* h, float* out);
   const uint8_t* QuantizedInput(const kernels::WeightMatrix& w, const float* x,
                                 std::vector<uint8_t>& buf);
@@ -50,7 +54,7 @@ class SparseFfn : public FeedForward {
   ActivationPredictor predictor_;
   DenseFfn dense_;
   FfnCounters counters_;
-  std::vector<float> logits_, gate_, up_, h_;
+  std::vector<float> logits_, gate_, up_, h_, dense_in_, dense_out_;
   std::vector<int32_t> active_, all_rows_;
   std::vector<uint8_t> act_gate_, act_up_;
 };

@@ -1,6 +1,7 @@
 #include "server/core/server_context.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <thread>
 
 namespace sparrow::server {
@@ -9,6 +10,27 @@ std::string ModelIdFromPath(const std::string& path) {
   std::string name = path.substr(path.find_last_of('/') + 1);
   if (name.size() > 5 && name.ends_with(".gguf")) name.resize(name.size() - 5);
   return name;
+}
+
+Result<std::shared_ptr<const SparsePlan>> MakeSparsePlanFromConfig(const ServerConfig& config,
+                                                                   const Model& model,
+                                                                   kernels::ThreadPool* pool) {
+  SparsityOptions o;
+  const std::string& s = config.sparsity;
+  char* end = nullptr;
+  o.sparsity = std::strtod(s.c_str(), &end);
+  if (s.empty() || end != s.c_str() + s.size() || !(o.sparsity >= 0 && o.sparsity < 1)) {
+    return InvalidArgument("config: 'sparsity' must be a number in [0, 1), got '" + s + "'");
+  }
+  if (config.sparsity_method != "cats" && config.sparsity_method != "teal-down") {
+    return InvalidArgument("config: 'sparsity_method' must be cats or teal-down, got '" +
+                           config.sparsity_method + "'");
+  }
+  o.method = config.sparsity_method == "cats" ? ThresholdMethod::kCats : ThresholdMethod::kTealDown;
+  o.profile_path = config.profile;
+  auto plan = MakeSparsePlan(model, o, pool);
+  if (!plan.ok()) return plan.status().WithContext("config: sparsity");
+  return plan;
 }
 
 Result<std::unique_ptr<ServerContext>> CreateServerContext(const ServerConfig& config) {
@@ -48,6 +70,11 @@ Result<std::unique_ptr<ServerContext>> CreateServerContext(const ServerConfig& c
   opts.step_token_budget = config.step_token_budget;
   const Tokenizer* tok = ctx->tokenizer.get();
   opts.is_eog = [tok](int32_t id) { return tok->IsEog(id); };
+  SPARROW_ASSIGN_OR_RETURN(ctx->sparse_plan,
+                           MakeSparsePlanFromConfig(config, *ctx->model, ctx->pool.get()));
+  opts.make_ffn = [plan = ctx->sparse_plan](const Model& m, kernels::ThreadPool* pool) {
+    return MakeFeedForward(m, plan, pool);
+  };
   ctx->scheduler = std::make_unique<Scheduler>(*ctx->model, ctx->pool.get(), opts);
   return ctx;
 }

@@ -11,6 +11,7 @@
 #include "engine/kernels/thread_pool.h"
 #include "engine/model/model.h"
 #include "engine/sched/scheduler.h"
+#include "engine/sparse/sparse_plan.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "server/core/metrics.h"
 
@@ -26,6 +27,7 @@ struct ServerContext {
   std::unique_ptr<Model> model;
   std::unique_ptr<Tokenizer> tokenizer;
   std::unique_ptr<kernels::ThreadPool> pool;
+  std::shared_ptr<const SparsePlan> sparse_plan;  // null: dense
   Metrics metrics;
   std::unique_ptr<Scheduler> scheduler;
 };
@@ -33,6 +35,11 @@ struct ServerContext {
 // Loads the model and tokenizer named by `config` and starts the scheduler. Errors name the
 // file or the setting at fault.
 Result<std::unique_ptr<ServerContext>> CreateServerContext(const ServerConfig& config);
+
+// The sparse plan the config asks for (keys sparsity, profile, sparsity_method); null for dense.
+Result<std::shared_ptr<const SparsePlan>> MakeSparsePlanFromConfig(const ServerConfig& config,
+                                                                   const Model& model,
+                                                                   kernels::ThreadPool* pool);
 
 // The model id for a model path: its file name without ".gguf".
 std::string ModelIdFromPath(const std::string& path);

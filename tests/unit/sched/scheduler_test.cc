@@ -161,6 +161,33 @@ TEST_F(SchedulerTest, SixteenConcurrentRequestsEqualEachAlone) {
   EXPECT_LT(st.steps, 16 * 40) << "requests were batched";
 }
 
+// A sparse model (PowerInfer's file, its predictor choosing neurons) under continuous batching:
+// decoded tokens share steps with prompt chunks and with each other, and every request still
+// gets exactly what it gets alone.
+TEST_F(SchedulerTest, SparseModelRequestsEqualEachAlone) {
+  const std::string path = testing::SharedDir() + "/pwri/models/pwri-bamboo-q4_0.gguf";
+  if (!testing::FileExists(path)) GTEST_SKIP() << path << " is missing";
+  auto m = Model::Load(path);
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  model_ = std::move(m).value();  // same tokenizer as stories260K
+  const std::vector<std::string> prompts = {"Once upon a time", "The little dog",
+                                            "Lily and Ben went to the park.", ""};
+  kernels::ThreadPool pool(2);
+  SchedulerOptions o = Options();
+  o.step_token_budget = 7;
+  Scheduler s(*model_, &pool, o);
+  std::vector<std::shared_ptr<CollectingSink>> sinks;
+  for (int i = 0; i < 8; ++i) {
+    sinks.push_back(std::make_shared<CollectingSink>());
+    ASSERT_TRUE(s.Submit(Greedy(prompts[i % prompts.size()], 12 + i, sinks.back())).ok());
+  }
+  for (int i = 0; i < 8; ++i) {
+    sinks[i]->Wait();
+    EXPECT_EQ(sinks[i]->tokens(), Alone(prompts[i % prompts.size()], 12 + i)) << "request " << i;
+  }
+  EXPECT_EQ(s.Stats().kv.used_blocks, 0);
+}
+
 TEST_F(SchedulerTest, SharedPrefixBlocksAreReused) {
   Scheduler s(*model_, nullptr, Options());
   const std::string system =

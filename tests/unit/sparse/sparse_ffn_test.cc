@@ -52,6 +52,8 @@ std::unique_ptr<Model> LoadSpec(const LlamaModelSpec& spec, const std::string& n
   return m.ok() ? std::move(m).value() : nullptr;
 }
 
+constexpr uint8_t kDecode = 1;
+
 std::vector<float> RandomRows(int64_t n, uint32_t seed) {
   std::mt19937 rng(seed);
   std::normal_distribution<float> normal;
@@ -102,10 +104,10 @@ TEST(SparseFfnTest, AloneAndInABatchGiveTheSameBits) {
     ASSERT_TRUE(plan.ok() && *plan);
     SparseFfn batch(*model, *plan, &pool), alone(*model, *plan, nullptr);
     std::vector<float> want(n * d), got(n * d);
-    batch.Compute(1, residual.data(), normed.data(), n, want.data());
+    batch.Compute(1, {residual.data(), normed.data(), nullptr, n}, want.data());
     EXPECT_EQ(batch.counters().decode_tokens, 0);
     for (int64_t t = 0; t < n; ++t)
-      alone.Compute(1, &residual[t * d], &normed[t * d], 1, &got[t * d]);
+      alone.Compute(1, {&residual[t * d], &normed[t * d], &kDecode, 1}, &got[t * d]);
     for (int64_t i = 0; i < n * d; ++i)
       ASSERT_EQ(std::bit_cast<uint32_t>(got[i]), std::bit_cast<uint32_t>(want[i])) << i;
     // Random weights put about half of the predictor's logits above 0.
@@ -126,7 +128,7 @@ TEST(SparseFfnTest, TheThresholdDecidesWhichNeuronsRun) {
   const auto residual = RandomRows(d, 3), normed = RandomRows(d, 4);
   SparseFfn ffn(*none, *MakeSparsePlan(*none, {}, nullptr), nullptr);
   std::vector<float> out(d, 1.0f);
-  ffn.Compute(0, residual.data(), normed.data(), 1, out.data());
+  ffn.Compute(0, {residual.data(), normed.data(), &kDecode, 1}, out.data());
   EXPECT_EQ(ffn.counters().neurons_computed, 0);
   for (float v : out) EXPECT_EQ(v, 0.0f);
 
@@ -134,7 +136,7 @@ TEST(SparseFfnTest, TheThresholdDecidesWhichNeuronsRun) {
   auto all = LoadSpec(spec, "all");
   ASSERT_NE(all, nullptr);
   SparseFfn every(*all, *MakeSparsePlan(*all, {}, nullptr), nullptr);
-  every.Compute(0, residual.data(), normed.data(), 1, out.data());
+  every.Compute(0, {residual.data(), normed.data(), &kDecode, 1}, out.data());
   EXPECT_EQ(every.counters().neurons_computed, 256);
 }
 

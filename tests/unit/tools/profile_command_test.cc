@@ -120,6 +120,35 @@ TEST_F(ProfileTest, DecodedTokensComputeTheAskedShare) {
   }
 }
 
+// In a batch mixing decoded and prompt tokens (continuous batching), each decoded token gets the
+// bits it gets decoded alone and each prompt token the dense FFN's: results never depend on what
+// else a step carries.
+TEST_F(ProfileTest, MixedBatchesGiveEachTokenItsOwnResult) {
+  auto model = Model::Load(KjvPath("models/kjv-llama-5m-q4_0.gguf"));
+  ASSERT_TRUE(model.ok());
+  const int64_t d = (*model)->config().n_embd, n = 9;
+  std::vector<float> residual(n * d), normed(n * d);
+  for (int64_t i = 0; i < n * d; ++i) {
+    residual[i] = std::sin(0.37f * static_cast<float>(i));
+    normed[i] = std::cos(0.11f * static_cast<float>(i)) * 2.0f;
+  }
+  const std::vector<uint8_t> decode = {1, 0, 1, 1, 0, 0, 1, 1, 0};
+  kernels::ThreadPool pool(2);
+  for (ThresholdMethod method : {ThresholdMethod::kCats, ThresholdMethod::kTealDown}) {
+    auto plan = MakeSparsePlan(**model, {0.6, *path_, method}, &pool);
+    ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+    auto batch = MakeFeedForward(**model, *plan, &pool);
+    auto alone = MakeFeedForward(**model, *plan, nullptr);
+    std::vector<float> want(n * d), got(n * d);
+    batch->Compute(3, {residual.data(), normed.data(), decode.data(), n}, want.data());
+    for (int64_t t = 0; t < n; ++t)
+      alone->Compute(3, {&residual[t * d], &normed[t * d], &decode[t], 1}, &got[t * d]);
+    EXPECT_EQ(got, want) << std::string(batch->mode());
+    EXPECT_EQ(batch->counters().decode_tokens, 5);
+    EXPECT_EQ(batch->counters().neurons_computed, alone->counters().neurons_computed);
+  }
+}
+
 TEST_F(ProfileTest, PlansRefuseWhatCannotWork) {
   auto model = Model::Load(KjvPath("models/kjv-llama-5m-f32.gguf"));
   ASSERT_TRUE(model.ok());
