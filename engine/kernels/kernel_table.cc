@@ -44,6 +44,10 @@ void InstallScalarKernels(KernelTable* t) {
   t->exp_minus_max = ExpMinusMax;
   t->attn_mix = AttentionMix;
   t->axpy = Axpy;
+  t->axpy_row[id(TensorType::kF32)] = AxpyRowF32;
+  t->axpy_row[id(TensorType::kF16)] = AxpyRowF16;
+  t->axpy_row[id(TensorType::kQ4_0)] = AxpyRowQ4_0;
+  t->axpy_row[id(TensorType::kQ8_0)] = AxpyRowQ8_0;
 }
 
 }  // namespace scalar

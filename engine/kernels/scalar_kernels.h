@@ -65,6 +65,10 @@ void AttentionMix(const float* w, const float* const* rows, int64_t offset, int6
 
 // Sparse FFN accumulation (sparse_ops.h).
 void Axpy(float a, const float* x, float* y, int64_t n);
+void AxpyRowF32(float a, const void* row, float* y, int64_t n);
+void AxpyRowF16(float a, const void* row, float* y, int64_t n);
+void AxpyRowQ4_0(float a, const void* row, float* y, int64_t n);
+void AxpyRowQ8_0(float a, const void* row, float* y, int64_t n);
 
 // Fills every entry of `t` with the portable kernels.
 void InstallScalarKernels(KernelTable* t);

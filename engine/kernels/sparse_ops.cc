@@ -48,6 +48,9 @@ void AccumulateRows(const WeightMatrix& w, const int32_t* rows, int64_t n, const
   SPARROW_CHECK(ldo >= w.cols && n_tokens >= 0);
   if (n == 0 || n_tokens == 0) return;
   const auto axpy = ActiveKernelTable().axpy;
+  // A row read once per token from L1 beats a dequantized copy for a token or two.
+  const AxpyRowFn axpy_row =
+      n_tokens <= 2 ? ActiveKernelTable().axpy_row[static_cast<int>(w.type)] : nullptr;
   // Threads split the columns, so every output element still sums its terms in order of k.
   const int n_threads = pool ? pool->size() : 1;
   const int64_t align = std::max<int64_t>(traits->block_elems, 64);
@@ -64,6 +67,13 @@ void AccumulateRows(const WeightMatrix& w, const int32_t* rows, int64_t n, const
       bool any = false;
       for (int64_t t = 0; t < n_tokens && !any; ++t) any = alpha[t * lda + r] != 0.0f;
       if (!any) continue;
+      if (axpy_row) {
+        for (int64_t t = 0; t < n_tokens; ++t) {
+          const float a = alpha[t * lda + r];
+          if (a != 0.0f) axpy_row(a, Row(w, r) + offset, out + t * ldo + c0, len);
+        }
+        continue;
+      }
       DequantizeRow(w.type, Row(w, r) + offset, buf, len);
       for (int64_t t = 0; t < n_tokens; ++t) {
         const float a = alpha[t * lda + r];

@@ -42,6 +42,8 @@ struct GemmKernel {
 
 inline constexpr int kNumTensorTypeIds = 31;  // ggml type ids 0..30
 
+using AxpyRowFn = void (*)(float a, const void* row, float* y, int64_t n);
+
 // The kernels of one instruction-set variant; null where a type has none.
 struct KernelTable {
   KernelIsa isa = KernelIsa::kScalar;
@@ -56,6 +58,9 @@ struct KernelTable {
                    float* out) = nullptr;
   // Sparse FFN accumulation (sparse_ops.h): y[i] = fma(a, x[i], y[i]), one rounding per element.
   void (*axpy)(float a, const float* x, float* y, int64_t n) = nullptr;
+  // The same straight from a stored row of n elements, by weight type: y[i] = fma(a, w[i], y[i])
+  // with w the row as DequantizeRow gives it. Null: dequantize, then axpy.
+  AxpyRowFn axpy_row[kNumTensorTypeIds] = {};
 };
 
 // True when `weight_type` has a dot-product kernel (F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1,

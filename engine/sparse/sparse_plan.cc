@@ -3,6 +3,7 @@
 #include "engine/kernels/dequantize.h"
 #include "engine/kernels/quantize.h"
 #include "engine/kernels/thread_pool.h"
+#include "engine/kernels/vec_dot.h"
 #include "engine/runtime/dense_ffn.h"
 #include "engine/sparse/sparse_ffn.h"
 
@@ -48,9 +49,20 @@ size_t SparsePlan::owned_bytes() const {
 }
 
 TensorType TransposedDownType(TensorType type, int64_t n_embd) {
-  if (type == TensorType::kF32 || type == TensorType::kF16 || type == TensorType::kBF16)
-    return type;
-  return n_embd % 32 == 0 ? TensorType::kQ8_0 : TensorType::kF16;
+  switch (type) {
+    case TensorType::kF32:
+    case TensorType::kF16:
+    case TensorType::kBF16:
+      return type;
+    case TensorType::kQ4_0:
+    case TensorType::kQ4_1:
+    case TensorType::kQ5_0:
+    case TensorType::kQ5_1:
+    case TensorType::kQ8_0:
+      return n_embd % 32 == 0 ? type : TensorType::kF16;
+    default:
+      return n_embd % 32 == 0 ? TensorType::kQ8_0 : TensorType::kF16;
+  }
 }
 
 Result<std::shared_ptr<const SparsePlan>> MakeSparsePlan(const Model& model,
@@ -76,6 +88,14 @@ Result<std::shared_ptr<const SparsePlan>> MakeSparsePlan(const Model& model,
         "--sparsity needs a SwiGLU model; this one's FFN is ReLU-gated without "
         "predictors");
   }
+  if (o.down_type) {
+    const auto traits = GetTensorTypeTraits(*o.down_type);
+    if (!traits || !kernels::CanQuantize(*o.down_type) || !kernels::HasVecDot(*o.down_type) ||
+        c.n_embd % traits->block_elems != 0) {
+      return InvalidArgument("the down copy's type " + std::string(TensorTypeName(*o.down_type)) +
+                             " cannot hold rows of " + std::to_string(c.n_embd));
+    }
+  }
   if (o.profile_path.empty()) {
     return InvalidArgument(
         "--sparsity needs the model's activation profile: make one with `sparrow profile -m "
@@ -91,7 +111,7 @@ Result<std::shared_ptr<const SparsePlan>> MakeSparsePlan(const Model& model,
   plan->down_t.resize(layers.size());
   auto build = [&](int64_t il, int) {
     const kernels::WeightMatrix& down = layers[il].ffn_down;
-    const TensorType type = TransposedDownType(down.type, c.n_embd);
+    const TensorType type = o.down_type.value_or(TransposedDownType(down.type, c.n_embd));
     plan->owned[il] = Transpose(down, type);
     plan->down_t[il] = {type, plan->owned[il].data(), c.n_embd, c.n_ff,
                         kernels::RowBytes(type, c.n_embd)};

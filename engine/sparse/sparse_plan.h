@@ -5,6 +5,7 @@
 // built at load for SwiGLU models). Immutable after MakeSparsePlan; thread-safe.
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,8 @@ struct SparsityOptions {
   double sparsity = 0;
   std::string profile_path;
   ThresholdMethod method = ThresholdMethod::kCats;
+  // Type of the transposed down copy; unset: TransposedDownType's choice.
+  std::optional<TensorType> down_type;
 };
 
 enum class SparsePolicy { kPredictor, kCats, kTealDown };
@@ -51,8 +54,10 @@ std::unique_ptr<FeedForward> MakeFeedForward(const Model& model,
                                              kernels::ThreadPool* pool);
 
 // The tensor type of the transposed down copy built for a SwiGLU model whose ffn_down is `type`:
-// float types are kept (exact); quantized ones become Q8_0, whose rounding costs far less than the
-// original's (bench/RESULTS.md has the perplexity).
+// float types and the 32-element quantized types are kept (same bytes per token as the original,
+// so sparsity saves what it skips; bench/RESULTS.md has the perplexity of requantizing), K-quants
+// become Q8_0 (their 256-element blocks rarely tile n_embd rows as well), F16 where n_embd is not
+// a multiple of 32.
 TensorType TransposedDownType(TensorType type, int64_t n_embd);
 
 }  // namespace sparrow

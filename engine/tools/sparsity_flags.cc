@@ -15,6 +15,11 @@ void AddSparsityFlags(CLI::App* cmd, SparsityFlags& f) {
                   "cats: skip up/down rows by |silu(gate)|; teal-down: skip down rows by |h|")
       ->check(CLI::IsMember({"cats", "teal-down"}))
       ->capture_default_str();
+  cmd->add_option("--sparse-down-type", f.down_type,
+                  "Type of the transposed down projection built for --sparsity (auto: the "
+                  "model's own for q4_0..q8_0, q8_0 for K-quants)")
+      ->check(CLI::IsMember({"auto", "f32", "f16", "q8_0", "q5_0", "q4_0"}))
+      ->capture_default_str();
 }
 
 Result<std::shared_ptr<const SparsePlan>> MakePlanFromFlags(const Model& model,
@@ -24,6 +29,14 @@ Result<std::shared_ptr<const SparsePlan>> MakePlanFromFlags(const Model& model,
   o.sparsity = f.sparsity;
   o.profile_path = f.profile;
   o.method = f.method == "teal-down" ? ThresholdMethod::kTealDown : ThresholdMethod::kCats;
+  const std::pair<const char*, TensorType> types[] = {{"f32", TensorType::kF32},
+                                                      {"f16", TensorType::kF16},
+                                                      {"q8_0", TensorType::kQ8_0},
+                                                      {"q5_0", TensorType::kQ5_0},
+                                                      {"q4_0", TensorType::kQ4_0}};
+  for (const auto& [name, type] : types) {
+    if (f.down_type == name) o.down_type = type;
+  }
   return MakeSparsePlan(model, o, pool);
 }
 

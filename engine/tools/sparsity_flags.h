@@ -21,6 +21,7 @@ struct SparsityFlags {
   double sparsity = 0;
   std::string profile;
   std::string method = "cats";
+  std::string down_type = "auto";
 };
 
 void AddSparsityFlags(CLI::App* cmd, SparsityFlags& flags);

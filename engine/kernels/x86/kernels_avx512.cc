@@ -67,6 +67,10 @@ void InstallAvx512Kernels(KernelTable* t) {
   t->exp_minus_max = ExpMinusMax;
   t->attn_mix = AttentionMix;
   t->axpy = Axpy;
+  t->axpy_row[id(TensorType::kF32)] = AxpyRowF32;
+  t->axpy_row[id(TensorType::kF16)] = AxpyRowF16;
+  t->axpy_row[id(TensorType::kQ4_0)] = AxpyRowQ4_0;
+  t->axpy_row[id(TensorType::kQ8_0)] = AxpyRowQ8_0;
   t->gemm[id(TensorType::kQ4_0)] = {PackedQ32RowBytes, PackActQ4_0, GemmQ4_0};
   t->gemm[id(TensorType::kQ8_0)] = {PackedQ32RowBytes, PackActQ8_0, GemmQ8_0};
   t->gemm[id(TensorType::kQ5_0)] = {PackedQ32RowBytes, PackActQ5_0, GemmQ5_0};

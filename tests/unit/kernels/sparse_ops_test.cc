@@ -61,6 +61,36 @@ TEST(SparseOpsTest, AxpyOfEveryVariantIsBitIdenticalToScalar) {
   }
 }
 
+// Every axpy_row slot of every variant: y += a * row, bit for bit what dequantizing the row and
+// one std::fma per element give.
+TEST(SparseOpsTest, AxpyRowOfEveryTypeAndVariantEqualsDequantizeAndFma) {
+  std::vector<KernelIsa> isas = SimdIsas();
+  isas.insert(isas.begin(), KernelIsa::kScalar);
+  int covered = 0;
+  for (TensorType type : WeightTypes()) {
+    for (KernelIsa isa : isas) {
+      const AxpyRowFn fn = GetKernelTable(isa).axpy_row[static_cast<int>(type)];
+      if (!fn) continue;
+      ++covered;
+      const int64_t b = BlockElems(type);
+      for (int64_t n : {b == 1 ? int64_t{13} : b, b == 1 ? int64_t{77} : 7 * b}) {
+        SCOPED_TRACE(std::string(TensorTypeName(type)) + " " + std::string(KernelIsaName(isa)) +
+                     " n=" + std::to_string(n));
+        const auto row = RandomWeightRow(type, n, 5 + static_cast<uint32_t>(n));
+        std::vector<float> w(n);
+        DequantizeRow(type, row.data(), w.data(), n);
+        const auto y0 = RandomRow(n, 6);
+        std::vector<float> want = y0, got = y0;
+        for (int64_t i = 0; i < n; ++i) want[i] = std::fma(0.7f, w[i], want[i]);
+        fn(0.7f, row.data(), got.data(), n);
+        for (int64_t i = 0; i < n; ++i)
+          ASSERT_EQ(std::bit_cast<uint32_t>(got[i]), std::bit_cast<uint32_t>(want[i])) << i;
+      }
+    }
+  }
+  EXPECT_GE(covered, 4);  // F32, F16, Q4_0, Q8_0 at least in the scalar table
+}
+
 TEST(SparseOpsTest, GatherRowDotsEqualsTheRowsOfMatMul) {
   ThreadPool pool(3);
   for (TensorType type : WeightTypes()) {
