@@ -38,39 +38,56 @@ void CheckShape(const WeightMatrix& w, int64_t n_tokens, int64_t ldx, int64_t ld
   SPARROW_CHECK(n_tokens >= 0 && ldx >= w.cols && ldy >= w.rows);
 }
 
+// The activations of a call in the form its kernel reads: the vec-dot type (or the GEMM
+// kernel's packed form of it), one row per token, converted once per call into this thread's
+// scratch. Unpacked F32 activations are read where they are.
+struct PackedActivations {
+  GemmKernel gemm;
+  VecDotFn dot = nullptr;
+  const uint8_t* act = nullptr;
+  size_t stride = 0;
+};
+
+PackedActivations Pack(const WeightMatrix& w, const float* x, int64_t n_tokens, int64_t ldx,
+                       ThreadPool* pool) {
+  const KernelTable& kernels = ActiveKernelTable();
+  const TensorType act_type = VecDotType(w.type);
+  PackedActivations p;
+  p.dot = kernels.vec_dot[static_cast<int>(w.type)];
+  const GemmKernel& table_gemm = kernels.gemm[static_cast<int>(w.type)];
+  p.gemm = n_tokens >= table_gemm.min_tokens ? table_gemm : GemmKernel{};
+  p.act = reinterpret_cast<const uint8_t*>(x);
+  p.stride = static_cast<size_t>(ldx) * sizeof(float);
+  const bool packed = p.gemm.run != nullptr && p.gemm.pack_act != nullptr;
+  if (packed || act_type != TensorType::kF32) {
+    const QuantizeActFn quantize =
+        packed ? p.gemm.pack_act : kernels.quantize_act[static_cast<int>(act_type)];
+    p.stride = packed ? p.gemm.packed_row_bytes(w.cols) : RowBytes(act_type, w.cols);
+    uint8_t* buf = ActivationScratch(p.stride * static_cast<size_t>(n_tokens)).data();
+    const size_t stride = p.stride;
+    auto quantize_row = [&](int64_t t, int) { quantize(x + t * ldx, buf + t * stride, w.cols); };
+    if (pool && n_tokens > 1) {
+      pool->ParallelFor(n_tokens, quantize_row);
+    } else {
+      for (int64_t t = 0; t < n_tokens; ++t) quantize_row(t, 0);
+    }
+    p.act = buf;
+  }
+  return p;
+}
+
 }  // namespace
 
 void MatMul(const WeightMatrix& w, const float* x, int64_t n_tokens, int64_t ldx, float* y,
             int64_t ldy, ThreadPool* pool) {
   CheckShape(w, n_tokens, ldx, ldy);
   if (n_tokens == 0 || w.rows == 0) return;
-  const KernelTable& kernels = ActiveKernelTable();
-  const TensorType act_type = VecDotType(w.type);
-  const VecDotFn dot = kernels.vec_dot[static_cast<int>(w.type)];
-  const GemmKernel& table_gemm = kernels.gemm[static_cast<int>(w.type)];
-  const GemmKernel gemm = n_tokens >= table_gemm.min_tokens ? table_gemm : GemmKernel{};
   const int n_threads = pool ? pool->size() : 1;
-
-  // The activations in the vec-dot type (or the GEMM kernel's packed form of it), one row per
-  // token, converted once per call. Unpacked F32 activations are read where they are.
-  const uint8_t* act = reinterpret_cast<const uint8_t*>(x);
-  size_t act_stride = static_cast<size_t>(ldx) * sizeof(float);
-  const bool packed = gemm.run != nullptr && gemm.pack_act != nullptr;
-  if (packed || act_type != TensorType::kF32) {
-    const QuantizeActFn quantize =
-        packed ? gemm.pack_act : kernels.quantize_act[static_cast<int>(act_type)];
-    act_stride = packed ? gemm.packed_row_bytes(w.cols) : RowBytes(act_type, w.cols);
-    uint8_t* buf = ActivationScratch(act_stride * static_cast<size_t>(n_tokens)).data();
-    auto quantize_row = [&](int64_t t, int) {
-      quantize(x + t * ldx, buf + t * act_stride, w.cols);
-    };
-    if (pool && n_tokens > 1) {
-      pool->ParallelFor(n_tokens, quantize_row);
-    } else {
-      for (int64_t t = 0; t < n_tokens; ++t) quantize_row(t, 0);
-    }
-    act = buf;
-  }
+  const PackedActivations p = Pack(w, x, n_tokens, ldx, pool);
+  const GemmKernel& gemm = p.gemm;
+  const VecDotFn dot = p.dot;
+  const uint8_t* act = p.act;
+  const size_t act_stride = p.stride;
 
   const auto* wdata = static_cast<const uint8_t*>(w.data);
   const int64_t per_task = RowsPerTask(w.rows, n_threads);
@@ -93,6 +110,38 @@ void MatMul(const WeightMatrix& w, const float* x, int64_t n_tokens, int64_t ldx
     pool->ParallelFor(n_tasks, rows_task);
   } else {
     for (int64_t task = 0; task < n_tasks; ++task) rows_task(task, 0);
+  }
+}
+
+void MatMulRows(const WeightMatrix& w, const int32_t* rows, int64_t n, const float* x, float* y,
+                ThreadPool* pool) {
+  CheckShape(w, 1, w.cols, w.rows);
+  if (n == 0) return;
+  const PackedActivations p = Pack(w, x, 1, w.cols, nullptr);
+  const auto* wdata = static_cast<const uint8_t*>(w.data);
+  constexpr int64_t kPerTask = 32;
+  auto task = [&](int64_t t, int) {
+    const int64_t end = std::min(n, (t + 1) * kPerTask);
+    for (int64_t k = t * kPerTask; k < end;) {
+      // A run of consecutive rows goes to the kernel as one block of rows.
+      int64_t run = 1;
+      while (k + run < end && rows[k + run] == rows[k] + run) ++run;
+      SPARROW_CHECK(rows[k] >= 0 && rows[k] + run <= w.rows);
+      const uint8_t* wrow = wdata + static_cast<size_t>(rows[k]) * w.row_stride_bytes;
+      if (p.gemm.run != nullptr) {
+        p.gemm.run(wrow, w.row_stride_bytes, run, p.act, p.stride, 1, w.cols, y + k, run);
+      } else {
+        for (int64_t r = 0; r < run; ++r)
+          y[k + r] = p.dot(wrow + static_cast<size_t>(r) * w.row_stride_bytes, p.act, w.cols);
+      }
+      k += run;
+    }
+  };
+  const int64_t tasks = (n + kPerTask - 1) / kPerTask;
+  if (pool && tasks > 1) {
+    pool->ParallelFor(tasks, task);
+  } else {
+    for (int64_t t = 0; t < tasks; ++t) task(t, 0);
   }
 }
 

@@ -29,6 +29,12 @@ struct WeightMatrix {
 void MatMul(const WeightMatrix& w, const float* x, int64_t n_tokens, int64_t ldx, float* y,
             int64_t ldy, ThreadPool* pool);
 
+// y[k] = row rows[k] of `w` . x for k < n, one token's activations x (w.cols floats): the rows
+// of MatMul's result, bit for bit, computing only the rows asked for (runs of consecutive rows
+// go to the kernel together). Ids outside [0, w.rows) are a programmer error (SPARROW_CHECK).
+void MatMulRows(const WeightMatrix& w, const int32_t* rows, int64_t n, const float* x, float* y,
+                ThreadPool* pool);
+
 // Embedding lookup: out[i*cols .. (i+1)*cols) = row ids[i] of `w`, dequantized, for i < n.
 // Ids outside [0, rows) are a programmer error (SPARROW_CHECK).
 void GetRows(const WeightMatrix& w, const int32_t* ids, int64_t n, float* out);

@@ -24,23 +24,6 @@ const uint8_t* Row(const WeightMatrix& w, int32_t r) {
 
 }  // namespace
 
-void GatherRowDots(const WeightMatrix& w, const int32_t* rows, int64_t n, const void* act, float* y,
-                   ThreadPool* pool) {
-  SPARROW_CHECK(HasVecDot(w.type));
-  const VecDotFn dot = ActiveKernelTable().vec_dot[static_cast<int>(w.type)];
-  constexpr int64_t kRowsPerTask = 16;
-  auto run = [&](int64_t task, int) {
-    const int64_t end = std::min(n, (task + 1) * kRowsPerTask);
-    for (int64_t k = task * kRowsPerTask; k < end; ++k) y[k] = dot(Row(w, rows[k]), act, w.cols);
-  };
-  const int64_t tasks = (n + kRowsPerTask - 1) / kRowsPerTask;
-  if (pool && tasks > 1) {
-    pool->ParallelFor(tasks, run);
-  } else {
-    for (int64_t t = 0; t < tasks; ++t) run(t, 0);
-  }
-}
-
 void AccumulateRows(const WeightMatrix& w, const int32_t* rows, int64_t n, const float* alpha,
                     int64_t lda, int64_t n_tokens, float* out, int64_t ldo, ThreadPool* pool) {
   const auto traits = GetTensorTypeTraits(w.type);
@@ -48,9 +31,8 @@ void AccumulateRows(const WeightMatrix& w, const int32_t* rows, int64_t n, const
   SPARROW_CHECK(ldo >= w.cols && n_tokens >= 0);
   if (n == 0 || n_tokens == 0) return;
   const auto axpy = ActiveKernelTable().axpy;
-  // A row read once per token from L1 beats a dequantized copy for a token or two.
-  const AxpyRowFn axpy_row =
-      n_tokens <= 2 ? ActiveKernelTable().axpy_row[static_cast<int>(w.type)] : nullptr;
+  // Types with a fused row kernel always take it (its rounding is the reference for them).
+  const AxpyRowFn axpy_row = ActiveKernelTable().axpy_row[static_cast<int>(w.type)];
   // Threads split the columns, so every output element still sums its terms in order of k.
   const int n_threads = pool ? pool->size() : 1;
   const int64_t align = std::max<int64_t>(traits->block_elems, 64);
@@ -58,6 +40,36 @@ void AccumulateRows(const WeightMatrix& w, const int32_t* rows, int64_t n, const
   chunk = std::max<int64_t>((chunk + align - 1) / align * align, 256);
   chunk = std::min(chunk, w.cols);
   const int64_t tasks = (w.cols + chunk - 1) / chunk;
+
+  // One token: the rows with a coefficient, accumulated span by span in registers.
+  const AccumulateRowsFn many = ActiveKernelTable().accumulate_rows[static_cast<int>(w.type)];
+  if (n_tokens == 1 && many != nullptr && w.cols % 32 == 0) {
+    thread_local std::vector<const uint8_t*> ptrs;
+    thread_local std::vector<float> coef;
+    ptrs.clear();
+    coef.clear();
+    for (int64_t k = 0; k < n; ++k) {
+      const float a = alpha[rows[k]];
+      if (a == 0.0f) continue;
+      ptrs.push_back(Row(w, rows[k]));
+      coef.push_back(a);
+    }
+    const auto n_used = static_cast<int64_t>(ptrs.size());
+    const uint8_t* const* p = ptrs.data();
+    const float* c = coef.data();
+    auto span = [&](int64_t task, int) {
+      const int64_t c0 = task * chunk, len = std::min(chunk, w.cols - c0);
+      const size_t offset = static_cast<size_t>(c0 / traits->block_elems) * traits->block_bytes;
+      many(p, offset, c, n_used, out + c0, len);
+    };
+    if (pool && tasks > 1) {
+      pool->ParallelFor(tasks, span);
+    } else {
+      for (int64_t t = 0; t < tasks; ++t) span(t, 0);
+    }
+    return;
+  }
+
   auto run = [&](int64_t task, int) {
     const int64_t c0 = task * chunk, len = std::min(chunk, w.cols - c0);
     const size_t offset = static_cast<size_t>(c0 / traits->block_elems) * traits->block_bytes;

@@ -1,8 +1,8 @@
 #pragma once
-// The two matrix operations of a sparse feed-forward: dot products of a chosen subset of weight
-// rows (the active neurons' gate/up rows) with one activation, and the accumulation of chosen
-// rows scaled by per-token coefficients (the active neurons' down rows). Results do not depend on
-// the thread count or the instruction-set variant. Thread-safe (as MatMul).
+// The accumulation side of a sparse feed-forward: chosen rows scaled by per-token coefficients
+// (the active neurons' down rows). The other side, dot products of chosen rows, is MatMulRows
+// (matmul.h). Results do not depend on the thread count or the instruction-set variant.
+// Thread-safe (as MatMul).
 #include <cstdint>
 
 #include "engine/kernels/matmul.h"
@@ -11,15 +11,10 @@ namespace sparrow::kernels {
 
 class ThreadPool;
 
-// y[k] = row rows[k] of `w` . act for k < n. `act` is one activation row already in
-// VecDotType(w.type) (QuantizeActivationRow), so y[k] equals what MatMul gives for that row.
-// Row ids outside [0, w.rows) are a programmer error (SPARROW_CHECK).
-void GatherRowDots(const WeightMatrix& w, const int32_t* rows, int64_t n, const void* act, float* y,
-                   ThreadPool* pool);
-
 // For t < n_tokens and j < w.cols: out[t*ldo + j] += sum over k < n, in order of k, of
-// alpha[t*lda + rows[k]] * w[rows[k], j], one fused multiply-add per term; zero coefficients are
-// skipped. `w` holds one row per neuron (a transposed down projection).
+// alpha[t*lda + rows[k]] * w[rows[k], j], one fused multiply-add per term (for Q4_0/Q8_0 rows
+// the block scale is folded into the coefficient first: fma(alpha * d, q, out)); zero
+// coefficients are skipped. `w` holds one row per neuron (a transposed down projection).
 void AccumulateRows(const WeightMatrix& w, const int32_t* rows, int64_t n, const float* alpha,
                     int64_t lda, int64_t n_tokens, float* out, int64_t ldo, ThreadPool* pool);
 

@@ -43,6 +43,8 @@ struct GemmKernel {
 inline constexpr int kNumTensorTypeIds = 31;  // ggml type ids 0..30
 
 using AxpyRowFn = void (*)(float a, const void* row, float* y, int64_t n);
+using AccumulateRowsFn = void (*)(const uint8_t* const* rows, size_t offset, const float* alpha,
+                                  int64_t n, float* y, int64_t len);
 
 // The kernels of one instruction-set variant; null where a type has none.
 struct KernelTable {
@@ -61,6 +63,10 @@ struct KernelTable {
   // The same straight from a stored row of n elements, by weight type: y[i] = fma(a, w[i], y[i])
   // with w the row as DequantizeRow gives it. Null: dequantize, then axpy.
   AxpyRowFn axpy_row[kNumTensorTypeIds] = {};
+  // Many rows at once, by weight type: for j < len (a multiple of 32), y[j] = fma(alpha[k],
+  // w_k[j], y[j]) for k = 0..n-1 in order, w_k the row at rows[k] + offset bytes as
+  // DequantizeRow gives it. The same bits as axpy_row row after row. Null: row after row.
+  AccumulateRowsFn accumulate_rows[kNumTensorTypeIds] = {};
 };
 
 // True when `weight_type` has a dot-product kernel (F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1,

@@ -28,8 +28,13 @@ SparseFfn::SparseFfn(const Model& model, std::shared_ptr<const SparsePlan> plan,
   std::iota(all_rows_.begin(), all_rows_.end(), 0);
 }
 
-void SparseFfn::Compute(int64_t il, const FfnInput& in, float* out) {
+void SparseFfn::Compute(int64_t il, const FfnInput& given, float* out) {
   const ModelConfig& c = model_.config();
+  FfnInput in = given;
+  if (plan_->sparse_prompts) {
+    if (all_decode_.size() < static_cast<size_t>(in.n)) all_decode_.resize(in.n, 1);
+    in.decode = all_decode_.data();
+  }
   const int64_t n = in.n;
   auto is_decode = [&](int64_t t) { return in.decode != nullptr && in.decode[t] != 0; };
   int64_t n_decode = 0;
@@ -48,14 +53,6 @@ void SparseFfn::Compute(int64_t il, const FfnInput& in, float* out) {
     return;
   }
   ThresholdBatch(il, in, out);
-}
-
-const uint8_t* SparseFfn::QuantizedInput(const kernels::WeightMatrix& w, const float* x,
-                                         std::vector<uint8_t>& buf) {
-  const int64_t n = w.cols;
-  const TensorType act = kernels::VecDotType(w.type);
-  kernels::QuantizeActivationRow(act, x, Grow(buf, kernels::RowBytes(act, n)), n);
-  return buf.data();
 }
 
 void SparseFfn::AccumulateDown(int64_t il, float* h, float* out) {
@@ -81,10 +78,8 @@ void SparseFfn::PredictedOne(int64_t il, const float* logits, const float* norme
   const auto n_active = static_cast<int64_t>(active_.size());
   float* g = Grow(gate_, n_active);
   float* u = Grow(up_, n_active);
-  kernels::GatherRowDots(l.ffn_gate, active_.data(), n_active,
-                         QuantizedInput(l.ffn_gate, normed, act_gate_), g, pool_);
-  kernels::GatherRowDots(l.ffn_up, active_.data(), n_active,
-                         QuantizedInput(l.ffn_up, normed, act_up_), u, pool_);
+  kernels::MatMulRows(l.ffn_gate, active_.data(), n_active, normed, g, pool_);
+  kernels::MatMulRows(l.ffn_up, active_.data(), n_active, normed, u, pool_);
   GatedActivation(c.ffn_kind, g, u, n_active);
   float* h = Grow(h_, static_cast<size_t>(c.n_ff));
   std::fill_n(h, c.n_ff, 0.0f);
@@ -154,8 +149,7 @@ void SparseFfn::ThresholdOne(int64_t il, const float* normed, float* out) {
     }
     const auto n_active = static_cast<int64_t>(active_.size());
     float* gathered = Grow(gate_, n_active);
-    kernels::GatherRowDots(l.ffn_up, active_.data(), n_active,
-                           QuantizedInput(l.ffn_up, normed, act_up_), gathered, pool_);
+    kernels::MatMulRows(l.ffn_up, active_.data(), n_active, normed, gathered, pool_);
     std::fill_n(u, c.n_ff, 0.0f);
     for (int64_t k = 0; k < n_active; ++k) u[active_[k]] = gathered[k];
   } else {

@@ -45,8 +45,6 @@ class SparseFfn : public FeedForward {
   void SelectByThreshold(int64_t il, float* h, const float* u);
   // h (n_ff, zero outside active_) through the active neurons' down rows into out (n_embd).
   void AccumulateDown(int64_t il, float* h, float* out);
-  const uint8_t* QuantizedInput(const kernels::WeightMatrix& w, const float* x,
-                                std::vector<uint8_t>& buf);
 
   const Model& model_;
   std::shared_ptr<const SparsePlan> plan_;
@@ -56,7 +54,7 @@ class SparseFfn : public FeedForward {
   FfnCounters counters_;
   std::vector<float> logits_, gate_, up_, h_, dense_in_, dense_out_;
   std::vector<int32_t> active_, all_rows_;
-  std::vector<uint8_t> act_gate_, act_up_;
+  std::vector<uint8_t> all_decode_;  // plan_->sparse_prompts: every token counts as decoded
 };
 
 }  // namespace sparrow

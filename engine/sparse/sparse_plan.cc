@@ -105,6 +105,7 @@ Result<std::shared_ptr<const SparsePlan>> MakeSparsePlan(const Model& model,
   SPARROW_ASSIGN_OR_RETURN(plan->thresholds, profile.Thresholds(o.method, o.sparsity));
   plan->policy = o.method == ThresholdMethod::kCats ? SparsePolicy::kCats : SparsePolicy::kTealDown;
   plan->target_sparsity = o.sparsity;
+  plan->sparse_prompts = o.sparse_prompts;
 
   const auto& layers = model.weights().layers;
   plan->owned.resize(layers.size());

@@ -28,6 +28,8 @@ struct SparsityOptions {
   ThresholdMethod method = ThresholdMethod::kCats;
   // Type of the transposed down copy; unset: TransposedDownType's choice.
   std::optional<TensorType> down_type;
+  // Prompt tokens run sparse too, as if each were decoded (perplexity under sparsity).
+  bool sparse_prompts = false;
 };
 
 enum class SparsePolicy { kPredictor, kCats, kTealDown };
@@ -35,8 +37,9 @@ std::string_view SparsePolicyName(SparsePolicy p);  // "predictor", "cats", "tea
 
 struct SparsePlan {
   SparsePolicy policy = SparsePolicy::kPredictor;
-  double target_sparsity = 0;                 // threshold policies: what was asked for
-  std::vector<float> thresholds;              // threshold policies: per layer
+  double target_sparsity = 0;     // threshold policies: what was asked for
+  bool sparse_prompts = false;    // every token runs sparse, not only decoded ones (perplexity)
+  std::vector<float> thresholds;  // threshold policies: per layer
   std::vector<kernels::WeightMatrix> down_t;  // per layer: one row of n_embd per neuron
   std::vector<std::vector<uint8_t>> owned;    // the transposed copies down_t points into
   size_t owned_bytes() const;

@@ -7,6 +7,7 @@
 #include "engine/tools/generate_command.h"
 #include "engine/tools/info_command.h"
 #include "engine/tools/mkmodel_command.h"
+#include "engine/tools/perplexity_command.h"
 #include "engine/tools/profile_command.h"
 #include "engine/tools/tokenize_command.h"
 
@@ -19,6 +20,7 @@ int main(int argc, char** argv) {
       "  sparrow tokenize -m model.gguf \"Hello world\"\n"
       "  sparrow bench -m model.gguf -p 512 -n 128 -t 1,2 -r 5\n"
       "  sparrow mkmodel --shape llama-3.2-1b --type q4_0 -o /tmp/l1b-q4_0.gguf\n"
+      "  sparrow perplexity -m model.gguf -f text.txt -c 512\n"
       "  sparrow profile -m model.gguf -f calibration.txt -o model.profile\n"
       "  sparrow generate -m model.gguf --profile model.profile --sparsity 0.5 -p \"Hello\""};
   app.require_subcommand(1);
@@ -34,6 +36,8 @@ int main(int argc, char** argv) {
   sparrow::tools::RegisterBenchCommand(app, bench, bench_json, exit_code);
   sparrow::tools::MkModelOptions mkmodel;
   sparrow::tools::RegisterMkModelCommand(app, mkmodel, exit_code);
+  sparrow::tools::PerplexityOptions perplexity;
+  sparrow::tools::RegisterPerplexityCommand(app, perplexity, exit_code);
   sparrow::tools::ProfileOptions profile;
   sparrow::tools::RegisterProfileCommand(app, profile, exit_code);
   try {

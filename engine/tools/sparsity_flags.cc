@@ -24,8 +24,10 @@ void AddSparsityFlags(CLI::App* cmd, SparsityFlags& f) {
 
 Result<std::shared_ptr<const SparsePlan>> MakePlanFromFlags(const Model& model,
                                                             const SparsityFlags& f,
-                                                            kernels::ThreadPool* pool) {
+                                                            kernels::ThreadPool* pool,
+                                                            bool sparse_prompts) {
   SparsityOptions o;
+  o.sparse_prompts = sparse_prompts;
   o.sparsity = f.sparsity;
   o.profile_path = f.profile;
   o.method = f.method == "teal-down" ? ThresholdMethod::kTealDown : ThresholdMethod::kCats;

@@ -27,9 +27,11 @@ struct SparsityFlags {
 void AddSparsityFlags(CLI::App* cmd, SparsityFlags& flags);
 
 // Null for a dense run (sparsity 0 on an ordinary GGUF). Errors name the flag or the file.
+// sparse_prompts: prompt tokens run sparse too (perplexity scores every token as if decoded).
 Result<std::shared_ptr<const SparsePlan>> MakePlanFromFlags(const Model& model,
                                                             const SparsityFlags& flags,
-                                                            kernels::ThreadPool* pool);
+                                                            kernels::ThreadPool* pool,
+                                                            bool sparse_prompts = false);
 
 // {"mode": "dense" | "cats" | "teal-down" | "predictor", "active_fraction": share of FFN neurons
 // computed per decoded token (1 when dense), "target": asked-for sparsity (threshold modes)}.

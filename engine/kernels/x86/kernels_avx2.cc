@@ -61,6 +61,10 @@ void InstallAvx2Kernels(KernelTable* t) {
   t->axpy_row[id(TensorType::kF16)] = AxpyRowF16;
   t->axpy_row[id(TensorType::kQ4_0)] = AxpyRowQ4_0;
   t->axpy_row[id(TensorType::kQ8_0)] = AxpyRowQ8_0;
+  t->accumulate_rows[id(TensorType::kF32)] = AccumulateRowsT<UnpackF32>;
+  t->accumulate_rows[id(TensorType::kF16)] = AccumulateRowsT<UnpackF16>;
+  t->accumulate_rows[id(TensorType::kQ4_0)] = AccumulateRowsT<UnpackQ4_0>;
+  t->accumulate_rows[id(TensorType::kQ8_0)] = AccumulateRowsT<UnpackQ8_0>;
 }
 
 }  // namespace sparrow::kernels

@@ -7,6 +7,7 @@
 
 #include <bit>
 #include <cmath>
+#include <cstring>
 #include <vector>
 
 #include "engine/kernels/dequantize.h"
@@ -39,6 +40,18 @@ struct RandomMatrix {
   const uint8_t* Row(int64_t r) const { return bytes.data() + r * w.row_stride_bytes; }
 };
 
+// y + a * w[i] as the sparse kernels round it: fma(a, w, y) for float rows; fma(a * d, q, y) for
+// Q4_0/Q8_0, whose element i is w = q * d exactly (d the block's fp16 scale).
+float ReferenceFma(TensorType type, const std::vector<uint8_t>& row, int64_t i, float a, float w,
+                   float y) {
+  if (type != TensorType::kQ4_0 && type != TensorType::kQ8_0) return std::fma(a, w, y);
+  const size_t block_bytes = GetTensorTypeTraits(type)->block_bytes;
+  uint16_t h;
+  std::memcpy(&h, &row[static_cast<size_t>(i / 32) * block_bytes], 2);
+  const float d = Fp16ToFp32(h);
+  return std::fma(a * d, w / d, y);
+}
+
 int64_t ColsFor(TensorType t) {
   // Awkward: not a multiple of any SIMD width beyond what the blocks force.
   const int64_t b = std::max<int64_t>(BlockElems(t), BlockElems(VecDotType(t)));
@@ -61,9 +74,10 @@ TEST(SparseOpsTest, AxpyOfEveryVariantIsBitIdenticalToScalar) {
   }
 }
 
-// Every axpy_row slot of every variant: y += a * row, bit for bit what dequantizing the row and
-// one std::fma per element give.
-TEST(SparseOpsTest, AxpyRowOfEveryTypeAndVariantEqualsDequantizeAndFma) {
+// Every axpy_row slot of every variant: y += a * row, bit for bit what the reference arithmetic
+// gives: one std::fma per element, with a quantized block's scale folded into the coefficient
+// (y = fma(a * d, q, y); q = w / d recovers the block's integers exactly).
+TEST(SparseOpsTest, AxpyRowOfEveryTypeAndVariantMatchesTheReferenceArithmetic) {
   std::vector<KernelIsa> isas = SimdIsas();
   isas.insert(isas.begin(), KernelIsa::kScalar);
   int covered = 0;
@@ -81,7 +95,7 @@ TEST(SparseOpsTest, AxpyRowOfEveryTypeAndVariantEqualsDequantizeAndFma) {
         DequantizeRow(type, row.data(), w.data(), n);
         const auto y0 = RandomRow(n, 6);
         std::vector<float> want = y0, got = y0;
-        for (int64_t i = 0; i < n; ++i) want[i] = std::fma(0.7f, w[i], want[i]);
+        for (int64_t i = 0; i < n; ++i) want[i] = ReferenceFma(type, row, i, 0.7f, w[i], want[i]);
         fn(0.7f, row.data(), got.data(), n);
         for (int64_t i = 0; i < n; ++i)
           ASSERT_EQ(std::bit_cast<uint32_t>(got[i]), std::bit_cast<uint32_t>(want[i])) << i;
@@ -91,7 +105,44 @@ TEST(SparseOpsTest, AxpyRowOfEveryTypeAndVariantEqualsDequantizeAndFma) {
   EXPECT_GE(covered, 4);  // F32, F16, Q4_0, Q8_0 at least in the scalar table
 }
 
-TEST(SparseOpsTest, GatherRowDotsEqualsTheRowsOfMatMul) {
+// Every accumulate_rows slot: many rows into a span at once, the bits of axpy_row row by row.
+TEST(SparseOpsTest, AccumulateRowsSlotsEqualRowByRowAxpy) {
+  std::vector<KernelIsa> isas = SimdIsas();
+  isas.insert(isas.begin(), KernelIsa::kScalar);
+  for (TensorType type : WeightTypes()) {
+    for (KernelIsa isa : isas) {
+      const AccumulateRowsFn fn = GetKernelTable(isa).accumulate_rows[static_cast<int>(type)];
+      if (!fn) continue;
+      const AxpyRowFn one = GetKernelTable(KernelIsa::kScalar).axpy_row[static_cast<int>(type)];
+      ASSERT_NE(one, nullptr) << "no scalar axpy_row to check against";
+      for (int64_t len : {32, 64, 96, 160}) {
+        SCOPED_TRACE(std::string(TensorTypeName(type)) + " " + std::string(KernelIsaName(isa)) +
+                     " len=" + std::to_string(len));
+        const int64_t cols = len + 64;  // the span starts 32 elements in
+        std::vector<std::vector<uint8_t>> rows;
+        std::vector<const uint8_t*> ptrs;
+        const auto alpha = RandomRow(9, 3);
+        for (int k = 0; k < 9; ++k) rows.push_back(RandomWeightRow(type, cols, 40 + k));
+        for (const auto& r : rows) ptrs.push_back(r.data());
+        const size_t offset = RowBytes(type, 32);
+        const auto y0 = RandomRow(len, 8);
+        std::vector<float> want = y0, got = y0;
+        for (int k = 0; k < 9; ++k) {
+          // The reference reads the row from element 32 on, as the span does.
+          std::vector<float> full(cols), tail(len);
+          DequantizeRow(type, rows[k].data(), full.data(), cols);
+          for (int64_t j = 0; j < len; ++j)
+            want[j] = ReferenceFma(type, rows[k], 32 + j, alpha[k], full[32 + j], want[j]);
+        }
+        fn(ptrs.data(), offset, alpha.data(), 9, got.data(), len);
+        for (int64_t j = 0; j < len; ++j)
+          ASSERT_EQ(std::bit_cast<uint32_t>(got[j]), std::bit_cast<uint32_t>(want[j])) << j;
+      }
+    }
+  }
+}
+
+TEST(SparseOpsTest, MatMulRowsEqualsTheRowsOfMatMul) {
   ThreadPool pool(3);
   for (TensorType type : WeightTypes()) {
     SCOPED_TRACE(std::string(TensorTypeName(type)));
@@ -100,16 +151,24 @@ TEST(SparseOpsTest, GatherRowDotsEqualsTheRowsOfMatMul) {
     const auto x = RandomRow(cols, 9);
     std::vector<float> full(rows);
     MatMul(m.w, x.data(), 1, cols, full.data(), rows, nullptr);
-    const TensorType at = VecDotType(type);
-    std::vector<uint8_t> act(RowBytes(at, cols));
-    QuantizeActivationRow(at, x.data(), act.data(), cols);
-    const std::vector<int32_t> pick = {69, 0,  3,  3,  40, 17, 68, 1, 2, 5,
-                                       8,  13, 21, 34, 55, 44, 12, 9, 60};
-    for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool}) {
-      std::vector<float> y(pick.size(), -1.0f);
-      GatherRowDots(m.w, pick.data(), static_cast<int64_t>(pick.size()), act.data(), y.data(), p);
-      for (size_t k = 0; k < pick.size(); ++k)
-        EXPECT_EQ(std::bit_cast<uint32_t>(y[k]), std::bit_cast<uint32_t>(full[pick[k]])) << k;
+    // Runs of consecutive rows (3, 4, 5 / 40, 41 / 67, 68, 69) and scattered ones.
+    const std::vector<int32_t> pick = {69, 0,  3,  4,  5,  40, 41, 17, 67, 68, 69, 1,
+                                       2,  8,  13, 21, 34, 55, 44, 12, 9,  60, 61, 62,
+                                       63, 64, 65, 66, 10, 11, 30, 31, 32, 33, 6};
+    for (KernelIsa isa : [] {
+           auto v = SimdIsas();
+           v.push_back(KernelIsa::kScalar);
+           return v;
+         }()) {
+      ScopedKernelIsa scoped(isa);
+      for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool}) {
+        std::vector<float> y(pick.size(), -1.0f);
+        MatMulRows(m.w, pick.data(), static_cast<int64_t>(pick.size()), x.data(), y.data(), p);
+        for (size_t k = 0; k < pick.size(); ++k) {
+          ASSERT_EQ(std::bit_cast<uint32_t>(y[k]), std::bit_cast<uint32_t>(full[pick[k]]))
+              << KernelIsaName(isa) << " k=" << k;
+        }
+      }
     }
   }
 }
@@ -124,14 +183,15 @@ std::vector<float> NaiveAccumulate(const RandomMatrix& m, const std::vector<int3
     for (int64_t t = 0; t < n_tokens; ++t) {
       const float a = alpha[t * lda + r];
       if (a == 0.0f) continue;
+      const std::vector<uint8_t> raw(m.Row(r), m.Row(r) + m.w.row_stride_bytes);
       for (int64_t j = 0; j < m.w.cols; ++j)
-        out[t * ldo + j] = std::fma(a, row[j], out[t * ldo + j]);
+        out[t * ldo + j] = ReferenceFma(m.w.type, raw, j, a, row[j], out[t * ldo + j]);
     }
   }
   return out;
 }
 
-TEST(SparseOpsTest, AccumulateRowsMatchesDequantizeAndFmaForEveryTypeAndThreadCount) {
+TEST(SparseOpsTest, AccumulateRowsMatchesTheReferenceForEveryTypeAndThreadCount) {
   ThreadPool pool2(2), pool3(3);
   const int64_t n_rows = 200;
   for (TensorType type : WeightTypes()) {

@@ -22,6 +22,14 @@ std::string KjvPath(const std::string& rel) {
   return testing::SharedDir() + "/kjv/" + rel;
 }
 
+SparsityOptions Opts(double sparsity, const std::string& profile, ThresholdMethod method) {
+  SparsityOptions o;
+  o.sparsity = sparsity;
+  o.profile_path = profile;
+  o.method = method;
+  return o;
+}
+
 // One profile for the whole suite: calibrating takes a few seconds.
 class ProfileTest : public ::testing::Test {
  protected:
@@ -103,7 +111,7 @@ TEST_F(ProfileTest, DecodedTokensComputeTheAskedShare) {
   for (auto [method, sparsity] :
        {std::pair{ThresholdMethod::kCats, 0.5}, std::pair{ThresholdMethod::kCats, 0.7},
         std::pair{ThresholdMethod::kTealDown, 0.5}}) {
-    SparsityOptions o{sparsity, *path_, method};
+    const SparsityOptions o = Opts(sparsity, *path_, method);
     auto plan = MakeSparsePlan(**model, o, &pool);
     ASSERT_TRUE(plan.ok()) << plan.status().ToString();
     ForwardPass fp(**model, &pool, MakeFeedForward(**model, *plan, &pool));
@@ -135,7 +143,7 @@ TEST_F(ProfileTest, MixedBatchesGiveEachTokenItsOwnResult) {
   const std::vector<uint8_t> decode = {1, 0, 1, 1, 0, 0, 1, 1, 0};
   kernels::ThreadPool pool(2);
   for (ThresholdMethod method : {ThresholdMethod::kCats, ThresholdMethod::kTealDown}) {
-    auto plan = MakeSparsePlan(**model, {0.6, *path_, method}, &pool);
+    auto plan = MakeSparsePlan(**model, Opts(0.6, *path_, method), &pool);
     ASSERT_TRUE(plan.ok()) << plan.status().ToString();
     auto batch = MakeFeedForward(**model, *plan, &pool);
     auto alone = MakeFeedForward(**model, *plan, nullptr);
@@ -157,18 +165,18 @@ TEST_F(ProfileTest, PlansRefuseWhatCannotWork) {
     ASSERT_FALSE(plan.ok()) << needle;
     EXPECT_NE(plan.status().message().find(needle), std::string::npos) << plan.status().ToString();
   };
-  expect_error(**model, {0.5, "", ThresholdMethod::kCats}, "sparrow profile");
-  expect_error(**model, {0.5, "/nonexistent.profile", ThresholdMethod::kCats}, "/nonexistent");
-  expect_error(**model, {0.99, *path_, ThresholdMethod::kCats}, "outside the profile");
-  expect_error(**model, {1.5, *path_, ThresholdMethod::kCats}, "--sparsity");
+  expect_error(**model, Opts(0.5, "", ThresholdMethod::kCats), "sparrow profile");
+  expect_error(**model, Opts(0.5, "/nonexistent.profile", ThresholdMethod::kCats), "/nonexistent");
+  expect_error(**model, Opts(0.99, *path_, ThresholdMethod::kCats), "outside the profile");
+  expect_error(**model, Opts(1.5, *path_, ThresholdMethod::kCats), "--sparsity");
   // A profile of another model.
   auto stories = Model::Load(testing::ModelPath("stories260K.gguf"));
-  if (stories.ok()) expect_error(**stories, {0.5, *path_, ThresholdMethod::kCats}, "layers of");
+  if (stories.ok()) expect_error(**stories, Opts(0.5, *path_, ThresholdMethod::kCats), "layers of");
   // PowerInfer files bring their own predictors.
   auto pwri = Model::Load(KjvPath("models/kjv-relu-5m-pwri-f16.gguf"));
-  if (pwri.ok()) expect_error(**pwri, {0.5, *path_, ThresholdMethod::kCats}, "predictors");
+  if (pwri.ok()) expect_error(**pwri, Opts(0.5, *path_, ThresholdMethod::kCats), "predictors");
   // Sparsity 0 is dense, with or without a profile.
-  auto dense = MakeSparsePlan(**model, {0, "", ThresholdMethod::kCats}, nullptr);
+  auto dense = MakeSparsePlan(**model, Opts(0, "", ThresholdMethod::kCats), nullptr);
   ASSERT_TRUE(dense.ok());
   EXPECT_EQ(*dense, nullptr);
 }

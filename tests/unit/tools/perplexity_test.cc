@@ -1,0 +1,68 @@
+// `sparrow perplexity`'s arithmetic against llama-perplexity's figures for the trained KJV model
+// (../shared/kjv/README.md: llama.cpp c392e509, -c 128, 4 significant digits on F32), and its
+// scoring and errors on hand-made cases.
+#include "engine/tools/perplexity.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+
+#include "engine/kernels/thread_pool.h"
+#include "engine/model/model.h"
+#include "engine/tokenizer/tokenizer.h"
+#include "tests/util/test_paths.h"
+
+namespace sparrow::tools {
+namespace {
+
+TEST(PerplexityTest, NegativeLogLikelihoodIsMinusLogSoftmax) {
+  const float logits[4] = {1.0f, 2.0f, 3.0f, -1.0f};
+  double sum = 0;
+  for (float l : logits) sum += std::exp(static_cast<double>(l));
+  for (int t = 0; t < 4; ++t)
+    EXPECT_NEAR(NegativeLogLikelihood(logits, 4, t), std::log(sum) - logits[t], 1e-6) << t;
+  // Large logits do not overflow: the maximum is taken out first.
+  const float big[2] = {1000.0f, 1000.0f};
+  EXPECT_NEAR(NegativeLogLikelihood(big, 2, 0), std::log(2.0), 1e-9);
+}
+
+// Significant digits of x: rounds to 4 of them.
+double Round4(double x) {
+  const double scale = std::pow(10.0, 3 - std::floor(std::log10(std::fabs(x))));
+  return std::round(x * scale) / scale;
+}
+
+TEST(PerplexityTest, MatchesLlamaPerplexityOnTheKjvModel) {
+  const std::string dir = testing::SharedDir() + "/kjv/";
+  if (!testing::FileExists(dir + "models/kjv-llama-5m-f32.gguf"))
+    GTEST_SKIP() << "the KJV models are not in " << testing::SharedDir();
+  auto model = Model::Load(dir + "models/kjv-llama-5m-f32.gguf");
+  ASSERT_TRUE(model.ok()) << model.status().ToString();
+  auto tok = LoadTokenizer((*model)->file());
+  ASSERT_TRUE(tok.ok());
+  const auto tokens = (*tok)->Tokenize(testing::ReadFileOrDie(dir + "text/kjv-eval.txt"), true);
+  kernels::ThreadPool pool(2);
+  ForwardPass fp(**model, &pool);
+  int64_t calls = 0;
+  auto r = Perplexity(fp, (*model)->config(), tokens, 128, tokens.front(),
+                      [&](int64_t, int64_t, double) { ++calls; });
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  std::printf("[perplexity] kjv-llama-5m-f32 -c 128: %.4f (llama.cpp 17.6212)\n", r->perplexity);
+  EXPECT_EQ(Round4(r->perplexity), Round4(17.6212));
+  EXPECT_EQ(r->chunks, static_cast<int64_t>(tokens.size()) / 128);
+  EXPECT_EQ(r->tokens_scored, r->chunks * 63);  // positions 64..126 of each chunk
+  EXPECT_EQ(calls, r->chunks);
+  EXPECT_GT(r->uncertainty, 0);
+  EXPECT_LT(r->uncertainty, 1);
+
+  // Too little text for two chunks.
+  const std::vector<int32_t> short_text(tokens.begin(), tokens.begin() + 255);
+  auto bad = Perplexity(fp, (*model)->config(), short_text, 128, 1, {});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("at least 2 * n_ctx = 256"), std::string::npos)
+      << bad.status().ToString();
+}
+
+}  // namespace
+}  // namespace sparrow::tools
