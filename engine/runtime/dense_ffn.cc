@@ -37,6 +37,12 @@ void DenseFfn::Compute(int64_t il, const FfnInput& in, float* out) {
   if (observer_) observer_->OnPreActivations(il, gate_.data(), up_.data(), n);
   GatedActivation(c.ffn_kind, gate_.data(), up_.data(), n * c.n_ff);
   kernels::MatMul(l.ffn_down, gate_.data(), n, c.n_ff, out, c.n_embd, pool_);
+  for (int64_t t = 0; in.decode != nullptr && t < n; ++t) {
+    if (in.decode[t] == 0) continue;
+    ++counters_.decode_tokens;
+    counters_.neurons_total += c.n_ff;
+    counters_.neurons_computed += c.n_ff;
+  }
 }
 
 }  // namespace sparrow

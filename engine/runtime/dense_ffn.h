@@ -18,6 +18,7 @@ class DenseFfn : public FeedForward {
 
   void Compute(int64_t il, const FfnInput& in, float* out) override;
   std::string_view mode() const override { return "dense"; }
+  FfnCounters counters() const override { return counters_; }
 
   // Called on every Compute from now on; null stops it. Must outlive its use.
   void set_observer(FfnObserver* observer) { observer_ = observer; }
@@ -26,6 +27,7 @@ class DenseFfn : public FeedForward {
   const Model& model_;
   kernels::ThreadPool* pool_;
   FfnObserver* observer_ = nullptr;
+  FfnCounters counters_;
   std::vector<float> gate_, up_;
 };
 

@@ -90,6 +90,7 @@ Scheduler::Scheduler(const Model& model, kernels::ThreadPool* pool, SchedulerOpt
   SPARROW_CHECK(opts_.is_eog != nullptr);
   SPARROW_CHECK(opts_.n_ctx > 1 && opts_.max_running > 0 && opts_.step_token_budget > 0);
   opts_.kv_blocks = kv_.n_blocks();
+  stats_.ffn_mode = fp_.ffn().mode();
   thread_ = std::thread([this] { Loop(); });
 }
 
@@ -408,6 +409,7 @@ bool Scheduler::Step() {
     stats_.generated_tokens += generated;
     stats_.prompt_tokens += prompt_computed;
     ++stats_.steps;
+    stats_.ffn = fp_.ffn().counters();
   }
   return true;
 }

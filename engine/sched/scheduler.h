@@ -55,6 +55,8 @@ struct SchedulerStats {
   int64_t generated_tokens = 0;
   int64_t preemptions = 0;
   int64_t steps = 0;
+  std::string_view ffn_mode;  // "dense", or the sparse policy (a static string)
+  FfnCounters ffn;            // decoded tokens' FFN neurons, total and computed
 };
 
 class Scheduler {

@@ -116,6 +116,15 @@ std::string Metrics::Render(const SchedulerStats& s) const {
   Sample("sparrow_preemptions_total", "", static_cast<double>(s.preemptions), &out);
   Header("sparrow_scheduler_steps_total", "counter", "Forward passes run.", &out);
   Sample("sparrow_scheduler_steps_total", "", static_cast<double>(s.steps), &out);
+  // The FFN's mode as a label; computed / total is the share of neurons decoded tokens use.
+  const std::string mode = "mode=\"" + std::string(s.ffn_mode) + "\"";
+  Header("sparrow_ffn_neurons_total", "counter",
+         "FFN neurons of decoded tokens (n_ff per layer per token).", &out);
+  Sample("sparrow_ffn_neurons_total", mode, static_cast<double>(s.ffn.neurons_total), &out);
+  Header("sparrow_ffn_neurons_computed_total", "counter",
+         "Of those, the ones computed (all when dense; the active ones when sparse).", &out);
+  Sample("sparrow_ffn_neurons_computed_total", mode, static_cast<double>(s.ffn.neurons_computed),
+         &out);
   return out;
 }
 

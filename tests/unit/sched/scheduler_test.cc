@@ -132,6 +132,9 @@ TEST_F(SchedulerTest, GreedyRequestMatchesLlamaCpp) {
   EXPECT_EQ(info.prompt_tokens, 5);
   EXPECT_EQ(info.completion_tokens, 48);
   EXPECT_EQ(s.Stats().kv.used_blocks, 0);
+  EXPECT_EQ(s.Stats().ffn_mode, "dense");
+  EXPECT_GT(s.Stats().ffn.neurons_total, 0);
+  EXPECT_EQ(s.Stats().ffn.neurons_computed, s.Stats().ffn.neurons_total);
 }
 
 TEST_F(SchedulerTest, SixteenConcurrentRequestsEqualEachAlone) {
@@ -185,7 +188,13 @@ TEST_F(SchedulerTest, SparseModelRequestsEqualEachAlone) {
     sinks[i]->Wait();
     EXPECT_EQ(sinks[i]->tokens(), Alone(prompts[i % prompts.size()], 12 + i)) << "request " << i;
   }
-  EXPECT_EQ(s.Stats().kv.used_blocks, 0);
+  const SchedulerStats st = s.Stats();
+  EXPECT_EQ(st.kv.used_blocks, 0);
+  // What /metrics reports: the predictor's share of neurons over the decoded tokens.
+  EXPECT_EQ(st.ffn_mode, "predictor");
+  EXPECT_GT(st.ffn.decode_tokens, 0);
+  EXPECT_GT(st.ffn.neurons_computed, st.ffn.neurons_total / 5);
+  EXPECT_LT(st.ffn.neurons_computed, st.ffn.neurons_total * 4 / 5);
 }
 
 TEST_F(SchedulerTest, SharedPrefixBlocksAreReused) {
