@@ -34,7 +34,7 @@ void DenseFfn::Compute(int64_t il, const FfnInput& in, float* out) {
   if (up_.size() < size) up_.resize(size);
   kernels::MatMul(l.ffn_gate, normed, n, c.n_embd, gate_.data(), c.n_ff, pool_);
   kernels::MatMul(l.ffn_up, normed, n, c.n_embd, up_.data(), c.n_ff, pool_);
-  if (observer_) observer_->OnPreActivations(il, gate_.data(), up_.data(), n);
+  if (observer_) observer_->OnPreActivations(il, in, gate_.data(), up_.data());
   GatedActivation(c.ffn_kind, gate_.data(), up_.data(), n * c.n_ff);
   kernels::MatMul(l.ffn_down, gate_.data(), n, c.n_ff, out, c.n_embd, pool_);
   for (int64_t t = 0; in.decode != nullptr && t < n; ++t) {

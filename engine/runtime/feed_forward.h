@@ -29,8 +29,9 @@ struct FfnCounters {
 class FfnObserver {
  public:
   virtual ~FfnObserver() = default;
-  // gate and up hold n tokens' pre-activations of layer il, n_ff values per token.
-  virtual void OnPreActivations(int64_t il, const float* gate, const float* up, int64_t n) = 0;
+  // gate and up hold in.n tokens' pre-activations of layer il, n_ff values per token.
+  virtual void OnPreActivations(int64_t il, const FfnInput& in, const float* gate,
+                                const float* up) = 0;
 };
 
 class FeedForward {

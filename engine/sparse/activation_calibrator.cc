@@ -68,9 +68,16 @@ ActivationCalibrator::ActivationCalibrator(const ModelConfig& config, std::vecto
   SPARROW_CHECK(!levels_.empty() && std::is_sorted(levels_.begin(), levels_.end()));
 }
 
-void ActivationCalibrator::OnPreActivations(int64_t il, const float* gate, const float* up,
-                                            int64_t n) {
-  const int64_t n_ff = c_.n_ff;
+void ActivationCalibrator::CollectSamples(size_t level, int64_t max_samples) {
+  SPARROW_CHECK(level < levels_.size());
+  sample_level_ = level;
+  max_samples_ = max_samples;
+  samples_.assign(c_.n_layer, Samples{});
+}
+
+void ActivationCalibrator::OnPreActivations(int64_t il, const FfnInput& in, const float* gate,
+                                            const float* up) {
+  const int64_t n_ff = c_.n_ff, n = in.n;
   if (act_.size() < static_cast<size_t>(n_ff)) act_.resize(n_ff);
   const auto n_levels = static_cast<int64_t>(levels_.size());
   for (int64_t t = 0; t < n; ++t) {
@@ -85,12 +92,20 @@ void ActivationCalibrator::OnPreActivations(int64_t il, const float* gate, const
     }
     ++counted_tokens_[il];
     const float* th = &cats_threshold_[0];
+    Samples* keep = nullptr;
+    if (max_samples_ > 0 && samples_[il].n < max_samples_) {
+      keep = &samples_[il];
+      keep->x.insert(keep->x.end(), in.normed + t * c_.n_embd, in.normed + (t + 1) * c_.n_embd);
+      keep->label.resize(static_cast<size_t>((keep->n + 1) * n_ff));
+    }
     for (int64_t i = 0; i < n_ff; ++i) {
       const float a = std::fabs(act_[i]);
       int64_t passed = 0;
       while (passed < n_levels && a >= th[passed * c_.n_layer + il]) ++passed;
       ++passed_[(il * n_ff + i) * (n_levels + 1) + passed];
+      if (keep) keep->label[keep->n * n_ff + i] = passed > static_cast<int64_t>(sample_level_);
     }
+    if (keep) ++keep->n;
   }
 }
 

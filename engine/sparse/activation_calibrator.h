@@ -33,7 +33,21 @@ class ActivationCalibrator : public FfnObserver {
   // `levels`: the shares of neurons to skip that the profile gets thresholds for (ascending).
   ActivationCalibrator(const ModelConfig& config, std::vector<float> levels);
 
-  void OnPreActivations(int64_t il, const float* gate, const float* up, int64_t n) override;
+  void OnPreActivations(int64_t il, const FfnInput& in, const float* gate,
+                        const float* up) override;
+
+  // In the second pass, also keep up to `max_samples` tokens per layer as predictor training
+  // data: the FFN-normed input (what the gate sees: a predictor on the un-normed residual, as
+  // PowerInfer's, has to learn each token's scale too and recalls far less on SwiGLU models)
+  // and which neurons pass level `level`'s CATS threshold.
+  void CollectSamples(size_t level, int64_t max_samples);
+  struct Samples {
+    int64_t n = 0;
+    std::vector<float> x;        // n rows of n_embd: the FFN-normed input
+    std::vector<uint8_t> label;  // n rows of n_ff
+  };
+  const Samples& samples(int64_t il) const { return samples_[il]; }
+  size_t sample_level() const { return sample_level_; }
 
   // Ends the first pass: places the thresholds. The next pass over the same text counts.
   void EndFirstPass();
@@ -55,6 +69,9 @@ class ActivationCalibrator : public FfnObserver {
   std::vector<int64_t> passed_;
   std::vector<int64_t> counted_tokens_;  // per layer, second pass
   std::vector<float> act_;
+  size_t sample_level_ = 0;
+  int64_t max_samples_ = 0;
+  std::vector<Samples> samples_;
 };
 
 }  // namespace sparrow

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstring>
 #include <memory>
+#include <tuple>
 
 #include "engine/model/gguf_file.h"
 
@@ -58,6 +59,48 @@ Status Validate(const ActivationProfile& p) {
   return Status::Ok();
 }
 
+Status ReadPredictors(const GgufFile& f, ActivationProfile* p) {
+  SPARROW_ASSIGN_OR_RETURN(double level, f.GetFloatOr(pf::kPredictorLevelKey, 0));
+  if (!(level > 0 && level < 1)) {
+    return Corrupt(std::string(pf::kPredictorLevelKey) + " is " + std::to_string(level));
+  }
+  p->predictor_level = static_cast<float>(level);
+  SPARROW_ASSIGN_OR_RETURN(
+      std::vector<float> quality,
+      ReadF32(f, pf::kPredictorQuality, {3, static_cast<uint64_t>(p->n_layer)}));
+  for (int64_t l = 0; l < p->n_layer; ++l) {
+    const std::string n = "pred." + std::to_string(l) + ".";
+    const GgufTensorInfo* fc1 = f.FindTensor(n + "fc1");
+    if (!fc1 || fc1->dims.size() != 2 || fc1->dims[1] == 0 || fc1->dims[1] > 65536) {
+      return Corrupt("tensor '" + n + "fc1' must be n_embd x rank");
+    }
+    if (l == 0) p->n_embd = static_cast<int64_t>(fc1->dims[0]);
+    ActivationProfile::LayerPredictor lp;
+    lp.rank = static_cast<int64_t>(fc1->dims[1]);
+    const auto e = static_cast<uint64_t>(p->n_embd), r = static_cast<uint64_t>(lp.rank),
+               ff = static_cast<uint64_t>(p->n_ff);
+    // Weights may be negative: read them without the non-negative check.
+    for (auto [name, dims, out] : {std::tuple{n + "fc1", std::vector<uint64_t>{e, r}, &lp.fc1},
+                                   std::tuple{n + "fc2", std::vector<uint64_t>{r, ff}, &lp.fc2},
+                                   std::tuple{n + "bias", std::vector<uint64_t>{ff}, &lp.bias}}) {
+      const GgufTensorInfo* t = f.FindTensor(name);
+      if (!t || t->type != TensorType::kF32 || t->dims != dims) {
+        return Corrupt("tensor '" + name + "' is missing or not f32 of the predictor's shape");
+      }
+      out->resize(t->n_elements);
+      std::memcpy(out->data(), t->data, t->n_bytes);
+      for (float x : *out) {
+        if (!std::isfinite(x)) return Corrupt("tensor '" + name + "' holds a non-finite value");
+      }
+    }
+    lp.recall = quality[l];
+    lp.precision = quality[p->n_layer + l];
+    lp.predicted = quality[2 * p->n_layer + l];
+    p->predictors.push_back(std::move(lp));
+  }
+  return Status::Ok();
+}
+
 Result<ActivationProfile> Read(const GgufFile& f, const ModelConfig* model) {
   ActivationProfile p;
   SPARROW_ASSIGN_OR_RETURN(uint64_t version, f.GetUInt(pf::kVersionKey));
@@ -88,7 +131,9 @@ Result<ActivationProfile> Read(const GgufFile& f, const ModelConfig* model) {
   SPARROW_ASSIGN_OR_RETURN(p.frequency,
                            ReadF32(f, pf::kFrequency, {freq->dims[0], freq->dims[1], n_levels}));
   SPARROW_RETURN_IF_ERROR(Validate(p));
-  if (model && (model->n_layer != p.n_layer || model->n_ff != p.n_ff)) {
+  if (f.Find(pf::kPredictorLevelKey)) SPARROW_RETURN_IF_ERROR(ReadPredictors(f, &p));
+  if (model && (model->n_layer != p.n_layer || model->n_ff != p.n_ff ||
+                (!p.predictors.empty() && model->n_embd != p.n_embd))) {
     return InvalidArgument("profile is of a model with " + std::to_string(p.n_layer) +
                            " layers of " + std::to_string(p.n_ff) + " FFN neurons, this one has " +
                            std::to_string(model->n_layer) + " of " + std::to_string(model->n_ff));

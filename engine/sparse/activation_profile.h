@@ -12,10 +12,11 @@
 
 namespace sparrow {
 
-// How a SwiGLU model's neurons are skipped by magnitude (PowerInfer files use their predictors).
+// How a SwiGLU model's neurons are skipped (PowerInfer files use their own predictors).
 enum class ThresholdMethod {
-  kCats,      // |silu(gate . x)| < t: up and down rows skipped (CATS, arXiv 2404.08763)
-  kTealDown,  // |silu(gate . x) * (up . x)| < t: down rows skipped (TEAL on down's input)
+  kCats,       // |silu(gate . x)| < t: up and down rows skipped (CATS, arXiv 2404.08763)
+  kTealDown,   // |silu(gate . x) * (up . x)| < t: down rows skipped (TEAL on down's input)
+  kPredictor,  // the profile's trained predictor chooses: gate, up and down rows skipped
 };
 
 struct ActivationProfile {
@@ -31,6 +32,18 @@ struct ActivationProfile {
   // Indexed [(level * n_layer + layer) * n_ff + neuron]: share of tokens on which the neuron is
   // active under that level's CATS threshold.
   std::vector<float> frequency;
+
+  // A trained activation predictor per layer (`sparrow profile --train-predictor`), or none.
+  struct LayerPredictor {
+    int64_t rank = 0;
+    std::vector<float> fc1;   // rank rows of n_embd; reads the FFN-normed input
+    std::vector<float> fc2;   // n_ff rows of rank
+    std::vector<float> bias;  // n_ff
+    float recall = 0, precision = 0, predicted = 0;  // on held-out calibration tokens
+  };
+  std::vector<LayerPredictor> predictors;  // empty, or one per layer
+  int64_t n_embd = 0;                      // with predictors
+  float predictor_level = 0;               // the CATS level its labels were taken at
 
   // Per-layer thresholds skipping `sparsity` of the neurons, interpolated between levels.
   // Fails outside [levels.front(), levels.back()], naming the range.
@@ -53,6 +66,10 @@ inline constexpr const char* kCatsThreshold = "cats.threshold";  // {n_layer, n_
 inline constexpr const char* kTealThreshold = "teal.threshold";  // {n_layer, n_levels}
 inline constexpr const char* kHot80 = "cats.hot80";              // {n_layer, n_levels}
 inline constexpr const char* kFrequency = "cats.frequency";      // {n_ff, n_layer, n_levels}
+// Optional predictor, per layer N: pred.N.fc1 {n_embd, rank}, pred.N.fc2 {rank, n_ff},
+// pred.N.bias {n_ff}; pred.quality {3, n_layer}: recall, precision, share predicted.
+inline constexpr const char* kPredictorLevelKey = "sparrow.profile.predictor_level";
+inline constexpr const char* kPredictorQuality = "pred.quality";
 }  // namespace profile_format
 
 }  // namespace sparrow

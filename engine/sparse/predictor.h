@@ -17,9 +17,10 @@ class ActivationPredictor {
  public:
   explicit ActivationPredictor(kernels::ThreadPool* pool) : pool_(pool) {}
 
-  // logits[t*n_ff + i] for tokens t < n of residual rows x (n_embd each), from layer l's
-  // pred_fc1/pred_fc2 (which must be present).
-  void Logits(const LayerWeights& l, const float* x, int64_t n, float* logits);
+  // logits[t*n_ff + i] for tokens t < n of residual rows x (n_embd each): fc2 . relu(fc1 . x),
+  // plus `bias` (n_ff values) when it is not null.
+  void Logits(const kernels::WeightMatrix& fc1, const kernels::WeightMatrix& fc2, const float* bias,
+              const float* x, int64_t n, float* logits);
 
  private:
   kernels::ThreadPool* pool_;

@@ -39,20 +39,33 @@ void SparseFfn::Compute(int64_t il, const FfnInput& given, float* out) {
   auto is_decode = [&](int64_t t) { return in.decode != nullptr && in.decode[t] != 0; };
   int64_t n_decode = 0;
   for (int64_t t = 0; t < n; ++t) n_decode += is_decode(t);
-  if (plan_->policy == SparsePolicy::kPredictor) {
-    float* logits = Grow(logits_, static_cast<size_t>(n * c.n_ff));
-    predictor_.Logits(model_.weights().layers[il], in.residual, n, logits);
-    if (n > kMaxGatherTokens) return PredictedBatch(il, logits, in, out);
-    for (int64_t t = 0; t < n; ++t)
-      PredictedOne(il, logits + t * c.n_ff, in.normed + t * c.n_embd, out + t * c.n_embd);
-    return;
+  const bool predicted = plan_->policy == SparsePolicy::kPredictor;
+  float* logits = nullptr;
+  if (predicted) {
+    logits = Grow(logits_, static_cast<size_t>(n * c.n_ff));
+    const std::vector<float>& bias = plan_->pred_bias[il];
+    predictor_.Logits(plan_->pred_fc1[il], plan_->pred_fc2[il],
+                      bias.empty() ? nullptr : bias.data(),
+                      plan_->predictor_reads_normed ? in.normed : in.residual, n, logits);
+    if (plan_->mask_prompts) {
+      if (n > kMaxGatherTokens) return PredictedBatch(il, logits, in, out);
+      for (int64_t t = 0; t < n; ++t)
+        PredictedOne(il, logits + t * c.n_ff, in.normed + t * c.n_embd, out + t * c.n_embd);
+      return;
+    }
   }
   if (n_decode == 0) return dense_.Compute(il, in, out);
   if (n_decode == n && n <= kMaxGatherTokens) {
-    for (int64_t t = 0; t < n; ++t) ThresholdOne(il, in.normed + t * c.n_embd, out + t * c.n_embd);
+    for (int64_t t = 0; t < n; ++t) {
+      if (predicted) {
+        PredictedOne(il, logits + t * c.n_ff, in.normed + t * c.n_embd, out + t * c.n_embd);
+      } else {
+        ThresholdOne(il, in.normed + t * c.n_embd, out + t * c.n_embd);
+      }
+    }
     return;
   }
-  ThresholdBatch(il, in, out);
+  MixedBatch(il, in, logits, out);
 }
 
 void SparseFfn::AccumulateDown(int64_t il, float* h, float* out) {
@@ -73,7 +86,7 @@ void SparseFfn::PredictedOne(int64_t il, const float* logits, const float* norme
   const LayerWeights& l = model_.weights().layers[il];
   active_.clear();
   for (int32_t i = 0; i < c.n_ff; ++i) {
-    if (logits[i] >= c.sparse_threshold) active_.push_back(i);
+    if (logits[i] >= plan_->predictor_threshold) active_.push_back(i);
   }
   const auto n_active = static_cast<int64_t>(active_.size());
   float* g = Grow(gate_, n_active);
@@ -101,7 +114,7 @@ void SparseFfn::PredictedBatch(int64_t il, const float* logits, const FfnInput& 
   for (int64_t t = 0; t < n; ++t) {
     int64_t kept = 0;
     for (int64_t i = t * c.n_ff; i < (t + 1) * c.n_ff; ++i) {
-      if (logits[i] < c.sparse_threshold) {
+      if (logits[i] < plan_->predictor_threshold) {
         g[i] = 0.0f;
       } else {
         ++kept;
@@ -159,7 +172,7 @@ void SparseFfn::ThresholdOne(int64_t il, const float* normed, float* out) {
   AccumulateDown(il, h, out);
 }
 
-void SparseFfn::ThresholdBatch(int64_t il, const FfnInput& in, float* out) {
+void SparseFfn::MixedBatch(int64_t il, const FfnInput& in, const float* logits, float* out) {
   const ModelConfig& c = model_.config();
   const LayerWeights& l = model_.weights().layers[il];
   const int64_t n = in.n, d = c.n_embd;
@@ -168,19 +181,34 @@ void SparseFfn::ThresholdBatch(int64_t il, const FfnInput& in, float* out) {
   float* u = Grow(up_, size);
   kernels::MatMul(l.ffn_gate, in.normed, n, d, g, c.n_ff, pool_);
   kernels::MatMul(l.ffn_up, in.normed, n, d, u, c.n_ff, pool_);
-  // Decoded tokens: masked, through the down rows; prompt tokens: dense, gathered for one GEMM.
+  // Decoded tokens: their own neurons, through the down rows; prompt tokens: dense, gathered for
+  // one GEMM. A decoded token's values are the ones it gets alone (PredictedOne/ThresholdOne).
   float* dense_in = Grow(dense_in_, size);
   int64_t n_dense = 0;
   for (int64_t t = 0; t < n; ++t) {
     float* gt = g + t * c.n_ff;
-    if (in.decode != nullptr && in.decode[t] != 0) {
-      kernels::Silu(gt, c.n_ff, gt);
-      SelectByThreshold(il, gt, u + t * c.n_ff);
-      AccumulateDown(il, gt, out + t * d);
-    } else {
-      GatedActivation(c.ffn_kind, gt, u + t * c.n_ff, c.n_ff);
+    const float* ut = u + t * c.n_ff;
+    if (in.decode == nullptr || in.decode[t] == 0) {
+      GatedActivation(c.ffn_kind, gt, ut, c.n_ff);
       std::copy_n(gt, c.n_ff, dense_in + n_dense++ * c.n_ff);
+      continue;
     }
+    if (logits != nullptr) {
+      GatedActivation(c.ffn_kind, gt, ut, c.n_ff);
+      active_.clear();
+      const float* lt = logits + t * c.n_ff;
+      for (int32_t i = 0; i < c.n_ff; ++i) {
+        if (lt[i] >= plan_->predictor_threshold) {
+          active_.push_back(i);
+        } else {
+          gt[i] = 0.0f;
+        }
+      }
+    } else {
+      kernels::Silu(gt, c.n_ff, gt);
+      SelectByThreshold(il, gt, ut);
+    }
+    AccumulateDown(il, gt, out + t * d);
   }
   if (n_dense == 0) return;
   float* dense_out = Grow(dense_out_, static_cast<size_t>(n_dense * d));

@@ -39,7 +39,10 @@ class SparseFfn : public FeedForward {
   void PredictedOne(int64_t il, const float* logits, const float* normed, float* out);
   void PredictedBatch(int64_t il, const float* logits, const FfnInput& in, float* out);
   void ThresholdOne(int64_t il, const float* normed, float* out);
-  void ThresholdBatch(int64_t il, const FfnInput& in, float* out);
+  // A batch with decoded tokens besides prompt tokens, or more than kMaxGatherTokens: whole
+  // matrices, each decoded token masked by its own choice (`logits` under the predictor policy,
+  // null under the threshold ones), prompt tokens dense.
+  void MixedBatch(int64_t il, const FfnInput& in, const float* logits, float* out);
   // Keeps in h (n_ff, silu(gate) on entry; u the up outputs) the active neurons' silu(gate)*up,
   // zero elsewhere, listing them in active_.
   void SelectByThreshold(int64_t il, float* h, const float* u);

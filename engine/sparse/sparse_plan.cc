@@ -79,7 +79,14 @@ Result<std::shared_ptr<const SparsePlan>> MakeSparsePlan(const Model& model,
           "--sparsity applies to SwiGLU models; this PowerInfer file chooses its neurons by its "
           "own predictors");
     }
-    for (const LayerWeights& l : model.weights().layers) plan->down_t.push_back(l.ffn_down_t);
+    for (const LayerWeights& l : model.weights().layers) {
+      plan->down_t.push_back(l.ffn_down_t);
+      plan->pred_fc1.push_back(l.pred_fc1);
+      plan->pred_fc2.push_back(l.pred_fc2);
+      plan->pred_bias.emplace_back();
+    }
+    plan->predictor_threshold = c.sparse_threshold;
+    plan->mask_prompts = true;
     return std::shared_ptr<const SparsePlan>(std::move(plan));
   }
   if (o.sparsity == 0) return std::shared_ptr<const SparsePlan>();
@@ -102,8 +109,30 @@ Result<std::shared_ptr<const SparsePlan>> MakeSparsePlan(const Model& model,
         "MODEL -f TEXT -o PROFILE` and pass --profile PROFILE");
   }
   SPARROW_ASSIGN_OR_RETURN(ActivationProfile profile, ReadActivationProfile(o.profile_path, &c));
-  SPARROW_ASSIGN_OR_RETURN(plan->thresholds, profile.Thresholds(o.method, o.sparsity));
-  plan->policy = o.method == ThresholdMethod::kCats ? SparsePolicy::kCats : SparsePolicy::kTealDown;
+  if (o.method == ThresholdMethod::kPredictor) {
+    if (profile.predictors.empty()) {
+      return InvalidArgument("--sparsity-method predictor needs a profile with a predictor: " +
+                             o.profile_path + " has none (sparrow profile --train-predictor)");
+    }
+    // The predictor was trained for one level; --sparsity only has to be given (not 0).
+    plan->policy = SparsePolicy::kPredictor;
+    plan->predictor_reads_normed = true;
+    for (auto& lp : profile.predictors) {
+      plan->owned_predictors.push_back(std::move(lp.fc1));
+      const auto& fc1 = plan->owned_predictors.back();
+      plan->pred_fc1.push_back({TensorType::kF32, fc1.data(), c.n_embd, lp.rank,
+                                static_cast<size_t>(c.n_embd) * sizeof(float)});
+      plan->owned_predictors.push_back(std::move(lp.fc2));
+      const auto& fc2 = plan->owned_predictors.back();
+      plan->pred_fc2.push_back({TensorType::kF32, fc2.data(), lp.rank, c.n_ff,
+                                static_cast<size_t>(lp.rank) * sizeof(float)});
+      plan->pred_bias.push_back(std::move(lp.bias));
+    }
+  } else {
+    SPARROW_ASSIGN_OR_RETURN(plan->thresholds, profile.Thresholds(o.method, o.sparsity));
+    plan->policy =
+        o.method == ThresholdMethod::kCats ? SparsePolicy::kCats : SparsePolicy::kTealDown;
+  }
   plan->target_sparsity = o.sparsity;
   plan->sparse_prompts = o.sparse_prompts;
 

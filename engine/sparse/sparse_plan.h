@@ -41,7 +41,17 @@ struct SparsePlan {
   bool sparse_prompts = false;    // every token runs sparse, not only decoded ones (perplexity)
   std::vector<float> thresholds;  // threshold policies: per layer
   std::vector<kernels::WeightMatrix> down_t;  // per layer: one row of n_embd per neuron
-  std::vector<std::vector<uint8_t>> owned;    // the transposed copies down_t points into
+  // Predictor policy: per layer fc1/fc2 (the file's, or the profile's in F32) and bias (empty
+  // for PowerInfer files); a neuron runs when its logit >= predictor_threshold.
+  std::vector<kernels::WeightMatrix> pred_fc1, pred_fc2;
+  std::vector<std::vector<float>> pred_bias;
+  float predictor_threshold = 0;
+  bool predictor_reads_normed = false;  // profile predictors read the FFN-normed input
+  // PowerInfer's semantics: prompt tokens are masked by the predictor too (its golden outputs
+  // are made so). Otherwise prompt tokens run dense.
+  bool mask_prompts = false;
+  std::vector<std::vector<uint8_t>> owned;           // the transposed copies down_t points into
+  std::vector<std::vector<float>> owned_predictors;  // profile predictors' fc1, fc2 per layer
   size_t owned_bytes() const;
 };
 

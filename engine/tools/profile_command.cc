@@ -14,6 +14,7 @@
 #include "engine/runtime/dense_ffn.h"
 #include "engine/runtime/forward_pass.h"
 #include "engine/sparse/activation_calibrator.h"
+#include "engine/sparse/predictor_trainer.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "engine/tools/mkmodel_gguf_writer.h"
 
@@ -58,6 +59,28 @@ void RegisterProfileCommand(CLI::App& app, ProfileOptions& o, int& exit_code) {
       ->capture_default_str();
   cmd->add_option("-t,--threads", o.threads, "Compute threads (0: all hardware threads)")
       ->check(CLI::Range(0, 256));
+  cmd->add_flag("--train-predictor", o.train_predictor,
+                "Also train a low-rank activation predictor per layer (--sparsity-method "
+                "predictor then skips gate rows too)");
+  cmd->add_option("--rank", o.predictor_rank, "Predictor rank")
+      ->check(CLI::Range(int64_t{1}, int64_t{4096}))
+      ->capture_default_str();
+  cmd->add_option("--predictor-sparsity", o.predictor_sparsity,
+                  "The CATS level whose active neurons the predictor learns")
+      ->check(CLI::Range(0.05, 0.95))
+      ->capture_default_str();
+  cmd->add_option("--predictor-samples", o.predictor_samples,
+                  "Calibration tokens per layer the predictor trains on")
+      ->check(CLI::Range(int64_t{64}, int64_t{1} << 24))
+      ->capture_default_str();
+  cmd->add_option("--predictor-recall", o.predictor_recall,
+                  "Shift each layer's predictor until it predicts this share of the held-out "
+                  "active neurons (0: no shift)")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
+  cmd->add_option("--epochs", o.predictor_epochs, "Predictor training epochs")
+      ->check(CLI::Range(1, 1000))
+      ->capture_default_str();
   cmd->callback([&o, &exit_code] { exit_code = RunProfile(o); });
 }
 
@@ -99,6 +122,12 @@ Result<ActivationProfile> CalibrateProfile(const ProfileOptions& o) {
   const auto windows = static_cast<int64_t>(tokens.size()) / n_ctx;
   const bool progress = isatty(STDERR_FILENO) != 0;
   // Two passes: where the thresholds go, then how often each neuron passes them.
+  size_t level = 0;
+  if (o.train_predictor) {
+    const auto levels = DefaultLevels();
+    while (level + 1 < levels.size() && levels[level] < o.predictor_sparsity - 1e-6) ++level;
+    calibrator.CollectSamples(level, o.predictor_samples);
+  }
   for (int pass = 0; pass < 2; ++pass) {
     for (int64_t w = 0; w < windows; ++w) {
       SPARROW_RETURN_IF_ERROR(fp.Run({tokens.data() + w * n_ctx, static_cast<size_t>(n_ctx)}, 0,
@@ -111,7 +140,33 @@ Result<ActivationProfile> CalibrateProfile(const ProfileOptions& o) {
     if (pass == 0) calibrator.EndFirstPass();
   }
   if (progress) std::fprintf(stderr, "\n");
-  return calibrator.Result();
+  ActivationProfile profile = calibrator.Result();
+  if (!o.train_predictor) return profile;
+  profile.n_embd = c.n_embd;
+  profile.predictor_level = profile.levels[level];
+  PredictorTrainingOptions t;
+  t.rank = o.predictor_rank;
+  t.epochs = o.predictor_epochs;
+  t.target_recall = o.predictor_recall;
+  for (int64_t l = 0; l < c.n_layer; ++l) {
+    const auto& s = calibrator.samples(l);
+    if (s.n < 16) return InvalidArgument("too few calibration tokens to train a predictor");
+    TrainedPredictor tp = TrainPredictor(s.x, s.label, s.n, c.n_embd, c.n_ff, t, &pool);
+    if (progress || o.verbose) {
+      std::fprintf(stderr, "predictor layer %lld: recall %.3f precision %.3f predicted %.3f\n",
+                   static_cast<long long>(l), tp.recall, tp.precision, tp.predicted);
+    }
+    ActivationProfile::LayerPredictor lp;
+    lp.rank = tp.rank;
+    lp.fc1 = std::move(tp.fc1);
+    lp.fc2 = std::move(tp.fc2);
+    lp.bias = std::move(tp.bias);
+    lp.recall = static_cast<float>(tp.recall);
+    lp.precision = static_cast<float>(tp.precision);
+    lp.predicted = static_cast<float>(tp.predicted);
+    profile.predictors.push_back(std::move(lp));
+  }
+  return profile;
 }
 
 Status WriteActivationProfile(const ActivationProfile& p, const std::string& path) {
@@ -133,10 +188,33 @@ Status WriteActivationProfile(const ActivationProfile& p, const std::string& pat
   w.DeclareTensor(pf::kTealThreshold, TensorType::kF32, {layers, levels});
   w.DeclareTensor(pf::kHot80, TensorType::kF32, {layers, levels});
   w.DeclareTensor(pf::kFrequency, TensorType::kF32, {n_ff, layers, levels});
+  std::vector<float> quality;
+  if (!p.predictors.empty()) {
+    w.AddF32(pf::kPredictorLevelKey, p.predictor_level);
+    quality.resize(3 * p.n_layer);
+    for (int64_t l = 0; l < p.n_layer; ++l) {
+      const auto& lp = p.predictors[l];
+      quality[l] = lp.recall;
+      quality[p.n_layer + l] = lp.precision;
+      quality[2 * p.n_layer + l] = lp.predicted;
+      const std::string n = "pred." + std::to_string(l) + ".";
+      const auto e = static_cast<uint64_t>(p.n_embd), r = static_cast<uint64_t>(lp.rank);
+      w.DeclareTensor(n + "fc1", TensorType::kF32, {e, r});
+      w.DeclareTensor(n + "fc2", TensorType::kF32, {r, n_ff});
+      w.DeclareTensor(n + "bias", TensorType::kF32, {n_ff});
+    }
+    w.DeclareTensor(pf::kPredictorQuality, TensorType::kF32, {3, layers});
+  }
   SPARROW_RETURN_IF_ERROR(w.Begin(path));
   for (const auto& [name, values] : tensors) {
     SPARROW_RETURN_IF_ERROR(w.Append(values->data(), values->size() * sizeof(float)));
   }
+  for (const auto& lp : p.predictors) {
+    for (const std::vector<float>* v : {&lp.fc1, &lp.fc2, &lp.bias})
+      SPARROW_RETURN_IF_ERROR(w.Append(v->data(), v->size() * sizeof(float)));
+  }
+  if (!quality.empty())
+    SPARROW_RETURN_IF_ERROR(w.Append(quality.data(), quality.size() * sizeof(float)));
   return w.Finish();
 }
 
@@ -160,6 +238,17 @@ std::string DescribeProfile(const ActivationProfile& p) {
     for (size_t k : shown) out += Fmt("  %9.3g", p.cats_threshold[k * p.n_layer + l]);
     for (size_t k : shown) out += Fmt("  %9.1f%%", 100 * p.hot80[k * p.n_layer + l]);
     out += "\n";
+  }
+  if (!p.predictors.empty()) {
+    out += Fmt("\npredictor (trained on the CATS level %.2f), on held-out tokens:\n",
+               p.predictor_level);
+    out += "layer  rank  recall  precision  predicted\n";
+    for (int64_t l = 0; l < p.n_layer; ++l) {
+      const auto& lp = p.predictors[l];
+      out += Fmt("%5.0f", static_cast<double>(l)) + Fmt("  %4.0f", static_cast<double>(lp.rank)) +
+             Fmt("  %6.3f", lp.recall) + Fmt("  %9.3f", lp.precision) +
+             Fmt("  %9.3f\n", lp.predicted);
+    }
   }
   // How often neurons are active at 50% sparsity: a text histogram per layer, 10 bins of
   // activation frequency, bar length = share of neurons in the bin.

@@ -22,6 +22,13 @@ struct ProfileOptions {
   int64_t n_ctx = 256;         // tokens per calibration window
   int64_t max_tokens = 50000;  // calibration tokens used at most (0: the whole text)
   int threads = 0;
+  bool train_predictor = false;
+  int64_t predictor_rank = 64;
+  double predictor_sparsity = 0.5;
+  int64_t predictor_samples = 20000;
+  int predictor_epochs = 4;
+  double predictor_recall = 0.9;
+  bool verbose = false;  // per-layer predictor quality on stderr even off a terminal
 };
 
 void RegisterProfileCommand(CLI::App& app, ProfileOptions& opts, int& exit_code);

@@ -12,8 +12,9 @@ void AddSparsityFlags(CLI::App* cmd, SparsityFlags& f) {
   cmd->add_option("--profile", f.profile,
                   "The model's activation profile (sparrow profile), for --sparsity");
   cmd->add_option("--sparsity-method", f.method,
-                  "cats: skip up/down rows by |silu(gate)|; teal-down: skip down rows by |h|")
-      ->check(CLI::IsMember({"cats", "teal-down"}))
+                  "cats: skip up/down rows by |silu(gate)|; teal-down: skip down rows by |h|; "
+                  "predictor: the profile's trained predictor (sparrow profile --train-predictor)")
+      ->check(CLI::IsMember({"cats", "teal-down", "predictor"}))
       ->capture_default_str();
   cmd->add_option("--sparse-down-type", f.down_type,
                   "Type of the transposed down projection built for --sparsity (auto: the "
@@ -30,7 +31,9 @@ Result<std::shared_ptr<const SparsePlan>> MakePlanFromFlags(const Model& model,
   o.sparse_prompts = sparse_prompts;
   o.sparsity = f.sparsity;
   o.profile_path = f.profile;
-  o.method = f.method == "teal-down" ? ThresholdMethod::kTealDown : ThresholdMethod::kCats;
+  o.method = f.method == "teal-down"   ? ThresholdMethod::kTealDown
+             : f.method == "predictor" ? ThresholdMethod::kPredictor
+                                       : ThresholdMethod::kCats;
   const std::pair<const char*, TensorType> types[] = {{"f32", TensorType::kF32},
                                                       {"f16", TensorType::kF16},
                                                       {"q8_0", TensorType::kQ8_0},

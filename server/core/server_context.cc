@@ -22,11 +22,16 @@ Result<std::shared_ptr<const SparsePlan>> MakeSparsePlanFromConfig(const ServerC
   if (s.empty() || end != s.c_str() + s.size() || !(o.sparsity >= 0 && o.sparsity < 1)) {
     return InvalidArgument("config: 'sparsity' must be a number in [0, 1), got '" + s + "'");
   }
-  if (config.sparsity_method != "cats" && config.sparsity_method != "teal-down") {
-    return InvalidArgument("config: 'sparsity_method' must be cats or teal-down, got '" +
+  if (config.sparsity_method == "cats") {
+    o.method = ThresholdMethod::kCats;
+  } else if (config.sparsity_method == "teal-down") {
+    o.method = ThresholdMethod::kTealDown;
+  } else if (config.sparsity_method == "predictor") {
+    o.method = ThresholdMethod::kPredictor;
+  } else {
+    return InvalidArgument("config: 'sparsity_method' must be cats, teal-down or predictor, got '" +
                            config.sparsity_method + "'");
   }
-  o.method = config.sparsity_method == "cats" ? ThresholdMethod::kCats : ThresholdMethod::kTealDown;
   o.profile_path = config.profile;
   auto plan = MakeSparsePlan(model, o, pool);
   if (!plan.ok()) return plan.status().WithContext("config: sparsity");

@@ -157,6 +157,58 @@ TEST_F(ProfileTest, MixedBatchesGiveEachTokenItsOwnResult) {
   }
 }
 
+// A profile with a trained predictor: written and read back, and run as --sparsity-method
+// predictor (gate rows skipped too), decoded tokens computing the share it predicts.
+TEST_F(ProfileTest, TrainedPredictorRoundTripsAndRuns) {
+  ProfileOptions o;
+  o.model = KjvPath("models/kjv-llama-5m-f32.gguf");
+  o.text_file = KjvPath("text/kjv-train.txt");
+  o.max_tokens = 4 * 256;
+  o.threads = 2;
+  o.train_predictor = true;
+  o.predictor_rank = 32;
+  o.predictor_samples = 1024;
+  o.predictor_epochs = 2;
+  auto p = CalibrateProfile(o);
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  ASSERT_EQ(p->predictors.size(), 6u);
+  EXPECT_FLOAT_EQ(p->predictor_level, 0.5f);
+  for (const auto& lp : p->predictors) {
+    EXPECT_EQ(lp.rank, 32);
+    EXPECT_NEAR(lp.recall, 0.9, 0.05);  // the bias is shifted to the asked recall
+  }
+  const std::string path = testing::TempPath("pred.profile");
+  ASSERT_TRUE(WriteActivationProfile(*p, path).ok());
+  auto read = ReadActivationProfile(path);
+  ASSERT_TRUE(read.ok()) << read.status().ToString();
+  ASSERT_EQ(read->predictors.size(), 6u);
+  EXPECT_EQ(read->predictors[3].fc2, p->predictors[3].fc2);
+  EXPECT_EQ(read->predictors[3].bias, p->predictors[3].bias);
+  EXPECT_FLOAT_EQ(read->predictors[3].recall, p->predictors[3].recall);
+  EXPECT_NE(DescribeProfile(*read).find("recall"), std::string::npos);
+
+  auto model = Model::Load(o.model);
+  ASSERT_TRUE(model.ok());
+  auto plan = MakeSparsePlan(**model, Opts(0.5, path, ThresholdMethod::kPredictor), nullptr);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ForwardPass fp(**model, nullptr, MakeFeedForward(**model, *plan, nullptr));
+  EXPECT_EQ(fp.ffn().mode(), "predictor");
+  ContiguousKvCache cache(6, 64, (*model)->config().kv_dim());
+  std::vector<float> logits;
+  for (int32_t t = 0; t < 16; ++t) {
+    const int32_t id = 5 + t * 11;
+    ASSERT_TRUE(fp.Run({&id, 1}, t, cache, false, &logits).ok());
+  }
+  const FfnCounters c = fp.ffn().counters();
+  EXPECT_GT(c.neurons_computed, 0);
+  EXPECT_LT(c.neurons_computed, c.neurons_total);
+  // A profile without a predictor cannot run the predictor policy.
+  auto none = MakeSparsePlan(**model, Opts(0.5, *path_, ThresholdMethod::kPredictor), nullptr);
+  ASSERT_FALSE(none.ok());
+  EXPECT_NE(none.status().message().find("--train-predictor"), std::string::npos);
+  std::remove(path.c_str());
+}
+
 TEST_F(ProfileTest, PlansRefuseWhatCannotWork) {
   auto model = Model::Load(KjvPath("models/kjv-llama-5m-f32.gguf"));
   ASSERT_TRUE(model.ok());
