@@ -49,8 +49,10 @@ void SparseFfn::Compute(int64_t il, const FfnInput& given, float* out) {
                       plan_->predictor_reads_normed ? in.normed : in.residual, n, logits);
     if (plan_->mask_prompts) {
       if (n > kMaxGatherTokens) return PredictedBatch(il, logits, in, out);
-      for (int64_t t = 0; t < n; ++t)
-        PredictedOne(il, logits + t * c.n_ff, in.normed + t * c.n_embd, out + t * c.n_embd);
+      for (int64_t t = 0; t < n; ++t) {
+        PredictedOne(il, logits + t * c.n_ff, in.normed + t * c.n_embd, out + t * c.n_embd,
+                     is_decode(t));
+      }
       return;
     }
   }
@@ -58,7 +60,7 @@ void SparseFfn::Compute(int64_t il, const FfnInput& given, float* out) {
   if (n_decode == n && n <= kMaxGatherTokens) {
     for (int64_t t = 0; t < n; ++t) {
       if (predicted) {
-        PredictedOne(il, logits + t * c.n_ff, in.normed + t * c.n_embd, out + t * c.n_embd);
+        PredictedOne(il, logits + t * c.n_ff, in.normed + t * c.n_embd, out + t * c.n_embd, true);
       } else {
         ThresholdOne(il, in.normed + t * c.n_embd, out + t * c.n_embd);
       }
@@ -68,20 +70,23 @@ void SparseFfn::Compute(int64_t il, const FfnInput& given, float* out) {
   MixedBatch(il, in, logits, out);
 }
 
-void SparseFfn::AccumulateDown(int64_t il, float* h, float* out) {
+void SparseFfn::AccumulateDown(int64_t il, float* h, float* out, bool decoded) {
   const ModelConfig& c = model_.config();
   const kernels::WeightMatrix& down_t = plan_->down_t[il];
   const auto n_active = static_cast<int64_t>(active_.size());
-  ++counters_.decode_tokens;
-  counters_.neurons_total += c.n_ff;
-  counters_.neurons_computed += n_active;
+  if (decoded) {
+    ++counters_.decode_tokens;
+    counters_.neurons_total += c.n_ff;
+    counters_.neurons_computed += n_active;
+  }
   // Down's input rounds as a dense product would round it (and as PowerInfer scales its rows).
   kernels::RoundToVecDotType(down_t.type, h, c.n_ff);
   std::fill_n(out, c.n_embd, 0.0f);
   kernels::AccumulateRows(down_t, active_.data(), n_active, h, c.n_ff, 1, out, c.n_embd, pool_);
 }
 
-void SparseFfn::PredictedOne(int64_t il, const float* logits, const float* normed, float* out) {
+void SparseFfn::PredictedOne(int64_t il, const float* logits, const float* normed, float* out,
+                             bool decoded) {
   const ModelConfig& c = model_.config();
   const LayerWeights& l = model_.weights().layers[il];
   active_.clear();
@@ -97,7 +102,7 @@ void SparseFfn::PredictedOne(int64_t il, const float* logits, const float* norme
   float* h = Grow(h_, static_cast<size_t>(c.n_ff));
   std::fill_n(h, c.n_ff, 0.0f);
   for (int64_t k = 0; k < n_active; ++k) h[active_[k]] = g[k];
-  AccumulateDown(il, h, out);
+  AccumulateDown(il, h, out, decoded);
 }
 
 void SparseFfn::PredictedBatch(int64_t il, const float* logits, const FfnInput& in, float* out) {
@@ -169,7 +174,7 @@ void SparseFfn::ThresholdOne(int64_t il, const float* normed, float* out) {
     kernels::MatMul(l.ffn_up, normed, 1, c.n_embd, u, c.n_ff, pool_);
   }
   SelectByThreshold(il, h, u);
-  AccumulateDown(il, h, out);
+  AccumulateDown(il, h, out, true);
 }
 
 void SparseFfn::MixedBatch(int64_t il, const FfnInput& in, const float* logits, float* out) {
@@ -208,7 +213,7 @@ void SparseFfn::MixedBatch(int64_t il, const FfnInput& in, const float* logits, 
       kernels::Silu(gt, c.n_ff, gt);
       SelectByThreshold(il, gt, ut);
     }
-    AccumulateDown(il, gt, out + t * d);
+    AccumulateDown(il, gt, out + t * d, true);
   }
   if (n_dense == 0) return;
   float* dense_out = Grow(dense_out_, static_cast<size_t>(n_dense * d));

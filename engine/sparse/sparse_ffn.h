@@ -36,7 +36,8 @@ class SparseFfn : public FeedForward {
   static constexpr int64_t kMaxGatherTokens = 4;
 
  private:
-  void PredictedOne(int64_t il, const float* logits, const float* normed, float* out);
+  // `decoded`: the token counts in counters() (prompt tokens of PowerInfer files do not).
+  void PredictedOne(int64_t il, const float* logits, const float* normed, float* out, bool decoded);
   void PredictedBatch(int64_t il, const float* logits, const FfnInput& in, float* out);
   void ThresholdOne(int64_t il, const float* normed, float* out);
   // A batch with decoded tokens besides prompt tokens, or more than kMaxGatherTokens: whole
@@ -47,7 +48,7 @@ class SparseFfn : public FeedForward {
   // zero elsewhere, listing them in active_.
   void SelectByThreshold(int64_t il, float* h, const float* u);
   // h (n_ff, zero outside active_) through the active neurons' down rows into out (n_embd).
-  void AccumulateDown(int64_t il, float* h, float* out);
+  void AccumulateDown(int64_t il, float* h, float* out, bool decoded);
 
   const Model& model_;
   std::shared_ptr<const SparsePlan> plan_;
