@@ -87,6 +87,7 @@ Result<std::shared_ptr<const SparsePlan>> MakeSparsePlan(const Model& model,
     }
     plan->predictor_threshold = c.sparse_threshold;
     plan->mask_prompts = true;
+    plan->sparse_prompts = o.sparse_prompts;  // counted as decoded (perplexity)
     return std::shared_ptr<const SparsePlan>(std::move(plan));
   }
   if (o.sparsity == 0) return std::shared_ptr<const SparsePlan>();
