@@ -48,7 +48,7 @@ void SparseFfn::Compute(int64_t il, const FfnInput& given, float* out) {
                       bias.empty() ? nullptr : bias.data(),
                       plan_->predictor_reads_normed ? in.normed : in.residual, n, logits);
     if (plan_->mask_prompts) {
-      if (n > kMaxGatherTokens) return PredictedBatch(il, logits, in, out);
+      if (n > plan_->gather_max_tokens) return PredictedBatch(il, logits, in, out);
       for (int64_t t = 0; t < n; ++t) {
         PredictedOne(il, logits + t * c.n_ff, in.normed + t * c.n_embd, out + t * c.n_embd,
                      is_decode(t));
@@ -57,7 +57,7 @@ void SparseFfn::Compute(int64_t il, const FfnInput& given, float* out) {
     }
   }
   if (n_decode == 0) return dense_.Compute(il, in, out);
-  if (n_decode == n && n <= kMaxGatherTokens) {
+  if (n_decode == n && n <= plan_->gather_max_tokens) {
     for (int64_t t = 0; t < n; ++t) {
       if (predicted) {
         PredictedOne(il, logits + t * c.n_ff, in.normed + t * c.n_embd, out + t * c.n_embd, true);

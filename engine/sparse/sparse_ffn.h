@@ -31,16 +31,13 @@ class SparseFfn : public FeedForward {
   std::string_view mode() const override { return SparsePolicyName(plan_->policy); }
   FfnCounters counters() const override { return counters_; }
 
-  // Batches up to this many tokens take each token's own neurons; larger ones go by whole
-  // matrices.
-  static constexpr int64_t kMaxGatherTokens = 4;
-
  private:
   // `decoded`: the token counts in counters() (prompt tokens of PowerInfer files do not).
   void PredictedOne(int64_t il, const float* logits, const float* normed, float* out, bool decoded);
   void PredictedBatch(int64_t il, const float* logits, const FfnInput& in, float* out);
   void ThresholdOne(int64_t il, const float* normed, float* out);
-  // A batch with decoded tokens besides prompt tokens, or more than kMaxGatherTokens: whole
+  // A batch with decoded tokens besides prompt tokens, or more than the plan's
+  // gather_max_tokens: whole
   // matrices, each decoded token masked by its own choice (`logits` under the predictor policy,
   // null under the threshold ones), prompt tokens dense.
   void MixedBatch(int64_t il, const FfnInput& in, const float* logits, float* out);

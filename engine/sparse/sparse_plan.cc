@@ -88,6 +88,7 @@ Result<std::shared_ptr<const SparsePlan>> MakeSparsePlan(const Model& model,
     plan->predictor_threshold = c.sparse_threshold;
     plan->mask_prompts = true;
     plan->sparse_prompts = o.sparse_prompts;  // counted as decoded (perplexity)
+    plan->gather_max_tokens = o.gather_max_tokens;
     return std::shared_ptr<const SparsePlan>(std::move(plan));
   }
   if (o.sparsity == 0) return std::shared_ptr<const SparsePlan>();
@@ -135,6 +136,7 @@ Result<std::shared_ptr<const SparsePlan>> MakeSparsePlan(const Model& model,
         o.method == ThresholdMethod::kCats ? SparsePolicy::kCats : SparsePolicy::kTealDown;
   }
   plan->target_sparsity = o.sparsity;
+  plan->gather_max_tokens = o.gather_max_tokens;
   plan->sparse_prompts = o.sparse_prompts;
 
   const auto& layers = model.weights().layers;

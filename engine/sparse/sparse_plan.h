@@ -30,6 +30,10 @@ struct SparsityOptions {
   std::optional<TensorType> down_type;
   // Prompt tokens run sparse too, as if each were decoded (perplexity under sparsity).
   bool sparse_prompts = false;
+  // Steps of up to this many decoded tokens (and no prompt tokens) gather each token's rows;
+  // larger ones go by whole matrices, masked. Measured (bench/RESULTS.md): at 50% sparsity the
+  // masked whole-matrix step is faster from two sequences on, so only a lone token gathers.
+  int64_t gather_max_tokens = 1;
 };
 
 enum class SparsePolicy { kPredictor, kCats, kTealDown };
@@ -39,6 +43,7 @@ struct SparsePlan {
   SparsePolicy policy = SparsePolicy::kPredictor;
   double target_sparsity = 0;     // threshold policies: what was asked for
   bool sparse_prompts = false;    // every token runs sparse, not only decoded ones (perplexity)
+  int64_t gather_max_tokens = 1;  // see SparsityOptions
   std::vector<float> thresholds;  // threshold policies: per layer
   std::vector<kernels::WeightMatrix> down_t;  // per layer: one row of n_embd per neuron
   // Predictor policy: per layer fc1/fc2 (the file's, or the profile's in F32) and bias (empty

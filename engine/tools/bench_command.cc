@@ -27,6 +27,9 @@ void RegisterBenchCommand(CLI::App& app, BenchOptions& o, bool& json, int& exit_
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
   cmd->add_flag("--json", json, "Print one JSON object instead of the table");
+  cmd->add_option("-b,--decode-batch", o.decode_batch,
+                  "Also decode this many sequences in lockstep (test tg<n>x<B>)")
+      ->check(CLI::Range(int64_t{1}, int64_t{256}));
   AddSparsityFlags(cmd, o.sparse);
   cmd->add_flag("!--no-bandwidth", o.bandwidth, "Skip the memory bandwidth probe");
   cmd->add_option("--bandwidth-mib", o.bandwidth_mib, "Size of the bandwidth probe's buffer, MiB")

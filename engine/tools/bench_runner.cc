@@ -155,6 +155,43 @@ Result<double> TimeGenerate(ForwardPass& fp, KvCache& cache, const std::vector<i
 }
 
 BenchResult MakeResult(std::string test, int threads, int64_t n_prompt, int64_t n_gen,
+                       const std::vector<double>& seconds, int64_t n_tokens);
+
+// B sequences decoding in lockstep: each step is one RunBatch of B one-token segments.
+Result<BenchResult> BenchDecodeBatch(const BenchOptions& o, const Model& model, ForwardPass& fp,
+                                     const std::vector<int32_t>& gen, int threads) {
+  const ModelConfig& c = model.config();
+  const int64_t b = o.decode_batch;
+  std::vector<ContiguousKvCache> caches;
+  for (int64_t i = 0; i < b; ++i) caches.emplace_back(c.n_layer, o.n_gen, c.kv_dim());
+  std::vector<float> logits;
+  std::vector<double> seconds;
+  const FfnCounters before = fp.ffn().counters();
+  for (int rep = 0; rep <= o.reps; ++rep) {
+    const auto t0 = Clock::now();
+    for (int64_t pos = 0; pos < o.n_gen; ++pos) {
+      std::vector<ForwardPass::Segment> segs;
+      for (int64_t i = 0; i < b; ++i) {
+        // Each sequence its own token (a shifted copy of the stream), so the choices differ.
+        const int32_t* tok = &gen[(pos + i) % o.n_gen];
+        segs.push_back({&caches[i], {tok, 1}, pos, false});
+      }
+      SPARROW_RETURN_IF_ERROR(fp.RunBatch(segs, &logits));
+    }
+    if (rep > 0) seconds.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+  }
+  BenchResult r = MakeResult("tg" + std::to_string(o.n_gen) + "x" + std::to_string(b), threads, 0,
+                             o.n_gen, seconds, o.n_gen * b);
+  const FfnCounters after = fp.ffn().counters();
+  r.ffn_mode = std::string(fp.ffn().mode());
+  if (after.neurons_total > before.neurons_total) {
+    r.active_fraction = static_cast<double>(after.neurons_computed - before.neurons_computed) /
+                        static_cast<double>(after.neurons_total - before.neurons_total);
+  }
+  return r;
+}
+
+BenchResult MakeResult(std::string test, int threads, int64_t n_prompt, int64_t n_gen,
                        const std::vector<double>& seconds, int64_t n_tokens) {
   BenchResult r;
   r.test = std::move(test);
@@ -232,6 +269,10 @@ Result<BenchReport> RunBench(const BenchOptions& o) {
       }
       r.weight_bytes_per_token = SparseBytesPerToken(*model, plan.get(), r.active_fraction,
                                                      report.model.weight_bytes_per_token);
+      report.results.push_back(std::move(r));
+    }
+    if (o.n_gen > 0 && o.decode_batch > 1) {
+      SPARROW_ASSIGN_OR_RETURN(BenchResult r, BenchDecodeBatch(o, *model, fp, gen, threads));
       report.results.push_back(std::move(r));
     }
   }

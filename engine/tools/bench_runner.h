@@ -26,6 +26,9 @@ struct BenchOptions {
   int bandwidth_reps = 5;
   uint64_t seed = 42;  // random prompt tokens
   SparsityFlags sparse;
+  // > 1: also a "tg<n>x<B>" test, B sequences decoding n tokens each in lockstep (one forward
+  // pass per step for all of them, as the scheduler batches them); tokens/s counts all B.
+  int64_t decode_batch = 1;
 };
 
 struct BenchModelInfo {

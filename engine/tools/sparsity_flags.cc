@@ -21,6 +21,11 @@ void AddSparsityFlags(CLI::App* cmd, SparsityFlags& f) {
                   "model's own for q4_0..q8_0, q8_0 for K-quants)")
       ->check(CLI::IsMember({"auto", "f32", "f16", "q8_0", "q5_0", "q4_0"}))
       ->capture_default_str();
+  cmd->add_option("--sparse-gather-max", f.gather_max_tokens,
+                  "Decode steps of up to this many sequences read each one's rows; larger ones "
+                  "read whole matrices, masked")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 20))
+      ->capture_default_str();
 }
 
 Result<std::shared_ptr<const SparsePlan>> MakePlanFromFlags(const Model& model,
@@ -29,6 +34,7 @@ Result<std::shared_ptr<const SparsePlan>> MakePlanFromFlags(const Model& model,
                                                             bool sparse_prompts) {
   SparsityOptions o;
   o.sparse_prompts = sparse_prompts;
+  o.gather_max_tokens = f.gather_max_tokens;
   o.sparsity = f.sparsity;
   o.profile_path = f.profile;
   o.method = f.method == "teal-down"   ? ThresholdMethod::kTealDown

@@ -22,6 +22,7 @@ struct SparsityFlags {
   std::string profile;
   std::string method = "cats";
   std::string down_type = "auto";
+  int64_t gather_max_tokens = 1;
 };
 
 void AddSparsityFlags(CLI::App* cmd, SparsityFlags& flags);
