@@ -3,7 +3,6 @@
 #include <cmath>
 #include <cstring>
 #include <memory>
-#include <tuple>
 
 #include "engine/model/gguf_file.h"
 
@@ -12,22 +11,23 @@ namespace {
 
 namespace pf = profile_format;
 
-// An F32 tensor of exactly `dims`, copied out.
-Result<std::vector<float>> ReadF32(const GgufFile& f, const char* name,
-                                   const std::vector<uint64_t>& dims) {
+// An F32 tensor of exactly `dims`, copied out; every value finite, and >= 0 unless `signed_ok`
+// (thresholds and frequencies cannot be negative, predictor weights can).
+Result<std::vector<float>> ReadF32(const GgufFile& f, const std::string& name,
+                                   const std::vector<uint64_t>& dims, bool signed_ok = false) {
   const GgufTensorInfo* t = f.FindTensor(name);
-  if (!t) return Corrupt(std::string("tensor '") + name + "' is missing");
+  if (!t) return Corrupt("tensor '" + name + "' is missing");
   if (t->type != TensorType::kF32 || t->dims != dims) {
     std::string want;
     for (uint64_t d : dims) want += (want.empty() ? "" : " x ") + std::to_string(d);
-    return Corrupt(std::string("tensor '") + name + "' must be f32 of shape " + want);
+    return Corrupt("tensor '" + name + "' must be f32 of shape " + want);
   }
   std::vector<float> v(t->n_elements);
   std::memcpy(v.data(), t->data, t->n_bytes);
   for (float x : v) {
-    if (!std::isfinite(x) || x < 0) {
-      return Corrupt(std::string("tensor '") + name + "' holds " + std::to_string(x) +
-                     ", expected finite values >= 0");
+    if (!std::isfinite(x) || (!signed_ok && x < 0)) {
+      return Corrupt("tensor '" + name + "' holds " + std::to_string(x) +
+                     ", expected finite values" + (signed_ok ? "" : " >= 0"));
     }
   }
   return v;
@@ -79,20 +79,9 @@ Status ReadPredictors(const GgufFile& f, ActivationProfile* p) {
     lp.rank = static_cast<int64_t>(fc1->dims[1]);
     const auto e = static_cast<uint64_t>(p->n_embd), r = static_cast<uint64_t>(lp.rank),
                ff = static_cast<uint64_t>(p->n_ff);
-    // Weights may be negative: read them without the non-negative check.
-    for (auto [name, dims, out] : {std::tuple{n + "fc1", std::vector<uint64_t>{e, r}, &lp.fc1},
-                                   std::tuple{n + "fc2", std::vector<uint64_t>{r, ff}, &lp.fc2},
-                                   std::tuple{n + "bias", std::vector<uint64_t>{ff}, &lp.bias}}) {
-      const GgufTensorInfo* t = f.FindTensor(name);
-      if (!t || t->type != TensorType::kF32 || t->dims != dims) {
-        return Corrupt("tensor '" + name + "' is missing or not f32 of the predictor's shape");
-      }
-      out->resize(t->n_elements);
-      std::memcpy(out->data(), t->data, t->n_bytes);
-      for (float x : *out) {
-        if (!std::isfinite(x)) return Corrupt("tensor '" + name + "' holds a non-finite value");
-      }
-    }
+    SPARROW_ASSIGN_OR_RETURN(lp.fc1, ReadF32(f, n + "fc1", {e, r}, /*signed_ok=*/true));
+    SPARROW_ASSIGN_OR_RETURN(lp.fc2, ReadF32(f, n + "fc2", {r, ff}, /*signed_ok=*/true));
+    SPARROW_ASSIGN_OR_RETURN(lp.bias, ReadF32(f, n + "bias", {ff}, /*signed_ok=*/true));
     lp.recall = quality[l];
     lp.precision = quality[p->n_layer + l];
     lp.predicted = quality[2 * p->n_layer + l];

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <numeric>
 
 #include "engine/kernels/dequantize.h"
 #include "engine/kernels/matmul.h"
@@ -23,22 +22,24 @@ T* Grow(std::vector<T>& v, size_t n) {
 
 SparseFfn::SparseFfn(const Model& model, std::shared_ptr<const SparsePlan> plan,
                      kernels::ThreadPool* pool)
-    : model_(model), plan_(std::move(plan)), pool_(pool), predictor_(pool), dense_(model, pool) {
-  all_rows_.resize(model.config().n_ff);
-  std::iota(all_rows_.begin(), all_rows_.end(), 0);
-}
+    : model_(model), plan_(std::move(plan)), pool_(pool), predictor_(pool), dense_(model, pool) {}
 
-void SparseFfn::Compute(int64_t il, const FfnInput& given, float* out) {
+void SparseFfn::Compute(int64_t il, const FfnInput& in, float* out) {
   const ModelConfig& c = model_.config();
-  FfnInput in = given;
-  if (plan_->sparse_prompts) {
-    if (all_decode_.size() < static_cast<size_t>(in.n)) all_decode_.resize(in.n, 1);
-    in.decode = all_decode_.data();
-  }
   const int64_t n = in.n;
-  auto is_decode = [&](int64_t t) { return in.decode != nullptr && in.decode[t] != 0; };
-  int64_t n_decode = 0;
-  for (int64_t t = 0; t < n; ++t) n_decode += is_decode(t);
+  // Which tokens run sparse, and which count as decoded in counters(): decoded tokens are both;
+  // PowerInfer files mask prompt tokens too (as PowerInfer does) without counting them;
+  // sparse_prompts (perplexity) runs and counts every token.
+  sparse_.resize(n);
+  counted_.resize(n);
+  int64_t n_sparse = 0;
+  for (int64_t t = 0; t < n; ++t) {
+    const bool decoded = plan_->sparse_prompts || (in.decode != nullptr && in.decode[t] != 0);
+    counted_[t] = decoded;
+    sparse_[t] = decoded || plan_->mask_prompts;
+    n_sparse += sparse_[t];
+  }
+  if (n_sparse == 0) return dense_.Compute(il, in, out);
   const bool predicted = plan_->policy == SparsePolicy::kPredictor;
   float* logits = nullptr;
   if (predicted) {
@@ -47,20 +48,12 @@ void SparseFfn::Compute(int64_t il, const FfnInput& given, float* out) {
     predictor_.Logits(plan_->pred_fc1[il], plan_->pred_fc2[il],
                       bias.empty() ? nullptr : bias.data(),
                       plan_->predictor_reads_normed ? in.normed : in.residual, n, logits);
-    if (plan_->mask_prompts) {
-      if (n > plan_->gather_max_tokens) return PredictedBatch(il, logits, in, out);
-      for (int64_t t = 0; t < n; ++t) {
-        PredictedOne(il, logits + t * c.n_ff, in.normed + t * c.n_embd, out + t * c.n_embd,
-                     is_decode(t));
-      }
-      return;
-    }
   }
-  if (n_decode == 0) return dense_.Compute(il, in, out);
-  if (n_decode == n && n <= plan_->gather_max_tokens) {
+  if (n_sparse == n && n <= plan_->gather_max_tokens) {
     for (int64_t t = 0; t < n; ++t) {
       if (predicted) {
-        PredictedOne(il, logits + t * c.n_ff, in.normed + t * c.n_embd, out + t * c.n_embd, true);
+        PredictedOne(il, logits + t * c.n_ff, in.normed + t * c.n_embd, out + t * c.n_embd,
+                     counted_[t]);
       } else {
         ThresholdOne(il, in.normed + t * c.n_embd, out + t * c.n_embd);
       }
@@ -103,37 +96,6 @@ void SparseFfn::PredictedOne(int64_t il, const float* logits, const float* norme
   std::fill_n(h, c.n_ff, 0.0f);
   for (int64_t k = 0; k < n_active; ++k) h[active_[k]] = g[k];
   AccumulateDown(il, h, out, decoded);
-}
-
-void SparseFfn::PredictedBatch(int64_t il, const float* logits, const FfnInput& in, float* out) {
-  const ModelConfig& c = model_.config();
-  const LayerWeights& l = model_.weights().layers[il];
-  const kernels::WeightMatrix& down_t = plan_->down_t[il];
-  const int64_t n = in.n;
-  const size_t size = static_cast<size_t>(n * c.n_ff);
-  float* g = Grow(gate_, size);
-  float* u = Grow(up_, size);
-  kernels::MatMul(l.ffn_gate, in.normed, n, c.n_embd, g, c.n_ff, pool_);
-  kernels::MatMul(l.ffn_up, in.normed, n, c.n_embd, u, c.n_ff, pool_);
-  GatedActivation(c.ffn_kind, g, u, n * c.n_ff);
-  for (int64_t t = 0; t < n; ++t) {
-    int64_t kept = 0;
-    for (int64_t i = t * c.n_ff; i < (t + 1) * c.n_ff; ++i) {
-      if (logits[i] < plan_->predictor_threshold) {
-        g[i] = 0.0f;
-      } else {
-        ++kept;
-      }
-    }
-    if (in.decode != nullptr && in.decode[t] != 0) {
-      ++counters_.decode_tokens;
-      counters_.neurons_total += c.n_ff;
-      counters_.neurons_computed += kept;
-    }
-    kernels::RoundToVecDotType(down_t.type, g + t * c.n_ff, c.n_ff);
-  }
-  std::fill_n(out, n * c.n_embd, 0.0f);
-  kernels::AccumulateRows(down_t, all_rows_.data(), c.n_ff, g, c.n_ff, n, out, c.n_embd, pool_);
 }
 
 void SparseFfn::SelectByThreshold(int64_t il, float* h, const float* u) {
@@ -193,7 +155,7 @@ void SparseFfn::MixedBatch(int64_t il, const FfnInput& in, const float* logits, 
   for (int64_t t = 0; t < n; ++t) {
     float* gt = g + t * c.n_ff;
     const float* ut = u + t * c.n_ff;
-    if (in.decode == nullptr || in.decode[t] == 0) {
+    if (!sparse_[t]) {
       GatedActivation(c.ffn_kind, gt, ut, c.n_ff);
       std::copy_n(gt, c.n_ff, dense_in + n_dense++ * c.n_ff);
       continue;
@@ -213,13 +175,13 @@ void SparseFfn::MixedBatch(int64_t il, const FfnInput& in, const float* logits, 
       kernels::Silu(gt, c.n_ff, gt);
       SelectByThreshold(il, gt, ut);
     }
-    AccumulateDown(il, gt, out + t * d, true);
+    AccumulateDown(il, gt, out + t * d, counted_[t]);
   }
   if (n_dense == 0) return;
   float* dense_out = Grow(dense_out_, static_cast<size_t>(n_dense * d));
   kernels::MatMul(l.ffn_down, dense_in, n_dense, c.n_ff, dense_out, d, pool_);
   for (int64_t t = 0, k = 0; t < n; ++t) {
-    if (in.decode == nullptr || in.decode[t] == 0) std::copy_n(dense_out + k++ * d, d, out + t * d);
+    if (!sparse_[t]) std::copy_n(dense_out + k++ * d, d, out + t * d);
   }
 }
 

@@ -34,12 +34,10 @@ class SparseFfn : public FeedForward {
  private:
   // `decoded`: the token counts in counters() (prompt tokens of PowerInfer files do not).
   void PredictedOne(int64_t il, const float* logits, const float* normed, float* out, bool decoded);
-  void PredictedBatch(int64_t il, const float* logits, const FfnInput& in, float* out);
   void ThresholdOne(int64_t il, const float* normed, float* out);
-  // A batch with decoded tokens besides prompt tokens, or more than the plan's
-  // gather_max_tokens: whole
-  // matrices, each decoded token masked by its own choice (`logits` under the predictor policy,
-  // null under the threshold ones), prompt tokens dense.
+  // A batch with dense tokens besides sparse ones (sparse_), or more sparse ones than the plan's
+  // gather_max_tokens: whole matrices, each sparse token masked by its own choice (`logits`
+  // under the predictor policy, null under the threshold ones), dense tokens dense.
   void MixedBatch(int64_t il, const FfnInput& in, const float* logits, float* out);
   // Keeps in h (n_ff, silu(gate) on entry; u the up outputs) the active neurons' silu(gate)*up,
   // zero elsewhere, listing them in active_.
@@ -54,8 +52,8 @@ class SparseFfn : public FeedForward {
   DenseFfn dense_;
   FfnCounters counters_;
   std::vector<float> logits_, gate_, up_, h_, dense_in_, dense_out_;
-  std::vector<int32_t> active_, all_rows_;
-  std::vector<uint8_t> all_decode_;  // plan_->sparse_prompts: every token counts as decoded
+  std::vector<int32_t> active_;
+  std::vector<uint8_t> sparse_, counted_;  // per token of the current call (see Compute)
 };
 
 }  // namespace sparrow

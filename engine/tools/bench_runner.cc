@@ -157,6 +157,16 @@ Result<double> TimeGenerate(ForwardPass& fp, KvCache& cache, const std::vector<i
 BenchResult MakeResult(std::string test, int threads, int64_t n_prompt, int64_t n_gen,
                        const std::vector<double>& seconds, int64_t n_tokens);
 
+// The FFN's mode and the share of neurons it computed since `before` (a tg test's tokens).
+void RecordFfn(const FeedForward& ffn, const FfnCounters& before, BenchResult* r) {
+  const FfnCounters after = ffn.counters();
+  r->ffn_mode = std::string(ffn.mode());
+  if (after.neurons_total > before.neurons_total) {
+    r->active_fraction = static_cast<double>(after.neurons_computed - before.neurons_computed) /
+                         static_cast<double>(after.neurons_total - before.neurons_total);
+  }
+}
+
 // B sequences decoding in lockstep: each step is one RunBatch of B one-token segments.
 Result<BenchResult> BenchDecodeBatch(const BenchOptions& o, const Model& model, ForwardPass& fp,
                                      const std::vector<int32_t>& gen, int threads) {
@@ -182,12 +192,7 @@ Result<BenchResult> BenchDecodeBatch(const BenchOptions& o, const Model& model, 
   }
   BenchResult r = MakeResult("tg" + std::to_string(o.n_gen) + "x" + std::to_string(b), threads, 0,
                              o.n_gen, seconds, o.n_gen * b);
-  const FfnCounters after = fp.ffn().counters();
-  r.ffn_mode = std::string(fp.ffn().mode());
-  if (after.neurons_total > before.neurons_total) {
-    r.active_fraction = static_cast<double>(after.neurons_computed - before.neurons_computed) /
-                        static_cast<double>(after.neurons_total - before.neurons_total);
-  }
+  RecordFfn(fp.ffn(), before, &r);
   return r;
 }
 
@@ -261,12 +266,7 @@ Result<BenchReport> RunBench(const BenchOptions& o) {
       }
       BenchResult r =
           MakeResult("tg" + std::to_string(o.n_gen), threads, 0, o.n_gen, seconds, o.n_gen);
-      const FfnCounters after = fp.ffn().counters();
-      r.ffn_mode = std::string(fp.ffn().mode());
-      if (after.neurons_total > before.neurons_total) {
-        r.active_fraction = static_cast<double>(after.neurons_computed - before.neurons_computed) /
-                            static_cast<double>(after.neurons_total - before.neurons_total);
-      }
+      RecordFfn(fp.ffn(), before, &r);
       r.weight_bytes_per_token = SparseBytesPerToken(*model, plan.get(), r.active_fraction,
                                                      report.model.weight_bytes_per_token);
       report.results.push_back(std::move(r));
