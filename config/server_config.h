@@ -13,7 +13,12 @@ struct ServerConfig {
   int64_t grpc_port = 50051;  // 0 picks a free port; -1 disables gRPC
   int64_t http_threads = 2;
   int64_t max_body_bytes = 1 << 20;
-  std::string api_key;  // required from clients when set; must be set off loopback
+  int64_t max_header_bytes = 16 << 10;   // request line plus headers; beyond: 431
+  int64_t max_connections = 256;         // open HTTP connections; beyond: 503 and close
+  int64_t request_timeout_ms = 60000;    // to receive a whole request, idle wait included
+  int64_t write_timeout_ms = 30000;      // a client that reads nothing this long is dropped
+  int64_t max_buffered_bytes = 4 << 20;  // undelivered stream output per connection
+  std::string api_key;                   // required from clients when set; must be set off loopback
   // Model.
   std::string model = "../shared/models/stories260K.gguf";
   std::string model_id;       // "" -> the model file name without .gguf

@@ -1,5 +1,6 @@
 // sparrowd: loads the configuration and the model, starts the scheduler and the HTTP (and,
 // when built in, gRPC) frontends, and shuts down gracefully on SIGTERM/SIGINT.
+#include <malloc.h>
 #include <signal.h>
 #include <spdlog/spdlog.h>
 
@@ -7,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "config/config_loader.h"
@@ -62,6 +64,10 @@ int main(int argc, char** argv) {
   sigaddset(&set, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
   signal(SIGPIPE, SIG_IGN);
+  // Large response bodies and buffers are mmapped and unmapped on free, so memory a slow or
+  // abandoned client held is given back to the system. Without a fixed threshold glibc raises
+  // it after the first large free and later ones stay in the heap.
+  mallopt(M_MMAP_THRESHOLD, 256 * 1024);
 
   std::vector<std::string> args(argv + 1, argv + argc);
   auto loaded = sparrow::LoadServerConfig(args, [](const char* n) { return std::getenv(n); });
@@ -97,20 +103,21 @@ int main(int argc, char** argv) {
                                     ? ctx.chat_template
                                     : std::string("auto"))));
   // The exact line scripts wait for.
-  std::printf("sparrowd: HTTP listening on http://%s:%u\n", config.host.c_str(),
-              static_cast<unsigned>((*http)->port()));
+  std::printf("sparrowd: HTTP listening on http://%s\n",
+              sparrow::server::JoinHostPort(config.host, (*http)->port()).c_str());
 
 #ifdef SPARROW_HAVE_GRPC
   std::unique_ptr<sparrow::server::GrpcServer> grpc;
   if (config.grpc_port >= 0) {
-    auto g =
-        sparrow::server::StartGrpcServer(ctx, config.host + ":" + std::to_string(config.grpc_port));
+    auto g = sparrow::server::StartGrpcServer(
+        ctx, sparrow::server::JoinHostPort(config.host, static_cast<int>(config.grpc_port)));
     if (!g.ok()) {
       std::fprintf(stderr, "sparrowd: %s\n", g.status().message().c_str());
       return kExitStartup;
     }
     grpc = std::move(*g);
-    std::printf("sparrowd: gRPC listening on %s:%d\n", config.host.c_str(), grpc->port());
+    std::printf("sparrowd: gRPC listening on %s\n",
+                sparrow::server::JoinHostPort(config.host, grpc->port()).c_str());
   }
 #endif
   std::fflush(stdout);
@@ -118,12 +125,24 @@ int main(int argc, char** argv) {
   const int sig = WaitForSignal();
   spdlog::info(Msg(config, std::string("received ") + (sig == SIGTERM ? "SIGTERM" : "SIGINT") +
                                ", shutting down"));
+  // Running requests get shutdown_timeout_ms; then the scheduler cancels what is left, which
+  // ends every stream with finish_reason "cancelled". The margin is for writing those last
+  // answers; gRPC's own deadline comes after ours so that its calls end through the scheduler,
+  // and it runs alongside: gRPC's Shutdown waits for its calls, which wait for the scheduler.
   const auto deadline = std::chrono::milliseconds(config.shutdown_timeout_ms);
-  (*http)->StopAccepting();
+  constexpr auto kFlushMargin = std::chrono::milliseconds(1500);
+  (*http)->BeginShutdown();
 #ifdef SPARROW_HAVE_GRPC
-  if (grpc) grpc->Shutdown(deadline);
+  std::thread grpc_stop;
+  if (grpc) grpc_stop = std::thread([&] { grpc->Shutdown(deadline + kFlushMargin); });
 #endif
   ctx.scheduler->Shutdown(deadline);
+  if (!(*http)->WaitForResponses(kFlushMargin)) {
+    spdlog::warn(Msg(config, "some HTTP responses were not completely written before exit"));
+  }
+#ifdef SPARROW_HAVE_GRPC
+  if (grpc_stop.joinable()) grpc_stop.join();
+#endif
   (*http)->Stop();
   spdlog::info(Msg(config, "stopped"));
   return 0;

@@ -117,16 +117,41 @@ Status MessageContent(const json& c, size_t i, std::string* out, std::string* pa
   if (c.is_null()) return Status::Ok();
   if (!c.is_array()) return Bad(param, field, "must be a string or a list of text parts");
   for (const auto& part : c) {
-    if (!part.is_object() || part.value("type", "") != "text" || !part.contains("text") ||
-        !part["text"].is_string()) {
+    // Every member is type-checked before it is read: json::value() and get() throw on a
+    // mismatch, and nothing may escape the parser.
+    const auto type = part.is_object() ? part.find("type") : part.end();
+    const auto text = part.is_object() ? part.find("text") : part.end();
+    if (!part.is_object() || type == part.end() || !type->is_string() || *type != "text" ||
+        text == part.end() || !text->is_string()) {
       return Bad(param, field, "parts must be {\"type\": \"text\", \"text\": \"...\"}");
     }
-    *out += part["text"].get<std::string>();
+    *out += text->get<std::string>();
   }
   return Status::Ok();
 }
 
 }  // namespace
+
+Result<json> ParseRequestBody(std::string_view body, std::string* param) {
+  // The parser's callback sees each key before its value, so an error in a value can name it.
+  std::string last_key;
+  auto track = [&last_key](int /*depth*/, json::parse_event_t event, json& parsed) {
+    if (event == json::parse_event_t::key && parsed.is_string()) {
+      last_key = parsed.get<std::string>();
+    }
+    return true;
+  };
+  try {
+    return json::parse(body.begin(), body.end(), track);
+  } catch (const json::exception& e) {
+    std::string what = e.what();
+    // "[json.exception.parse_error.101] parse error at ..." -> "parse error at ..."
+    if (const size_t cut = what.find("] "); cut != std::string::npos) what = what.substr(cut + 2);
+    if (param && !last_key.empty()) *param = last_key;
+    return InvalidArgument("the request body is not valid JSON: " + what +
+                           (last_key.empty() ? "" : " (after key '" + last_key + "')"));
+  }
+}
 
 Result<ChatCompletionRequest> ParseChatCompletionRequest(const json& b, std::string* param) {
   if (!b.is_object()) return Bad(param, "body", "must be a JSON object");

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "engine/common/result.h"
@@ -52,6 +53,11 @@ struct CompletionRequest {
 
 inline constexpr int32_t kMaxN = 16;
 inline constexpr int32_t kMaxTopLogprobs = 20;
+
+// Parses a request body. Never throws: malformed JSON and numbers a double cannot hold
+// ("1e400") give InvalidArgument naming the byte offset and the last key read, with `*param`
+// (if not null) set to that key.
+Result<nlohmann::json> ParseRequestBody(std::string_view body, std::string* param);
 
 // On error, `*param` (if not null) is set to the offending field's name.
 Result<ChatCompletionRequest> ParseChatCompletionRequest(const nlohmann::json& body,

@@ -54,7 +54,7 @@ const char* FinishReasonName(FinishReason r) {
     case FinishReason::kLength:
       return "length";
     case FinishReason::kContext:
-      return "length";  // OpenAI has no separate reason
+      return "context";  // the OpenAI API reports it as "length"; metrics and logs tell them apart
     case FinishReason::kCancelled:
       return "cancelled";
     case FinishReason::kError:
@@ -309,6 +309,22 @@ bool Scheduler::Step() {
     if (!s->done && s->req.sink->Cancelled()) Finish(*s, FinishReason::kCancelled);
   }
   std::erase_if(running_, [](const auto& s) { return s->done; });
+  // Waiting requests whose clients left must not hold queue slots until they would have been
+  // admitted (new requests would get "queue full" meanwhile).
+  std::vector<std::unique_ptr<Sequence>> abandoned;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto it = waiting_.begin(); it != waiting_.end();) {
+      if ((*it)->req.sink->Cancelled()) {
+        abandoned.push_back(std::move(*it));
+        it = waiting_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    if (!abandoned.empty()) CountWaitingLocked();
+  }
+  for (auto& s : abandoned) Finish(*s, FinishReason::kCancelled);  // members still wanted requeue
   Admit();
   if (running_.empty()) return false;
 
@@ -430,10 +446,12 @@ void Scheduler::EmitToken(Sequence& s, std::span<const float> row) {
   const bool keep = s.req.sink->OnToken(ev);
   if (opts_.is_eog(ev.token) || !keep) {
     Finish(s, FinishReason::kStop);
+  } else if (static_cast<int64_t>(s.tokens.size()) >= opts_.n_ctx) {
+    // Checked before max_tokens: a request whose max_tokens was defaulted to the room left
+    // ends at the context limit, and metrics should say so.
+    Finish(s, FinishReason::kContext);
   } else if (s.n_generated >= s.req.max_tokens) {
     Finish(s, FinishReason::kLength);
-  } else if (static_cast<int64_t>(s.tokens.size()) >= opts_.n_ctx) {
-    Finish(s, FinishReason::kContext);
   }
 }
 

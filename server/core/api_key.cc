@@ -1,6 +1,7 @@
 #include "server/core/api_key.h"
 
 #include <algorithm>
+#include <cctype>
 
 namespace sparrow::server {
 
@@ -16,11 +17,22 @@ bool ConstantTimeEquals(std::string_view a, std::string_view b) {
   return diff == 0;
 }
 
+std::string_view BearerToken(std::string_view authorization) {
+  constexpr std::string_view kScheme = "bearer";
+  if (authorization.size() <= kScheme.size() || authorization[kScheme.size()] != ' ') return {};
+  for (size_t i = 0; i < kScheme.size(); ++i) {
+    if (std::tolower(static_cast<unsigned char>(authorization[i])) != kScheme[i]) return {};
+  }
+  std::string_view token = authorization.substr(kScheme.size());
+  while (!token.empty() && token.front() == ' ') token.remove_prefix(1);
+  return token;
+}
+
 bool BearerKeyMatches(std::string_view authorization, std::string_view key) {
-  constexpr std::string_view kPrefix = "Bearer ";
-  // The prefix is no secret: checking it first leaks nothing about the key.
-  if (key.empty() || !authorization.starts_with(kPrefix)) return false;
-  return ConstantTimeEquals(authorization.substr(kPrefix.size()), key);
+  // The scheme is no secret: checking it first leaks nothing about the key.
+  const std::string_view token = BearerToken(authorization);
+  if (key.empty() || token.empty()) return false;
+  return ConstantTimeEquals(token, key);
 }
 
 }  // namespace sparrow::server

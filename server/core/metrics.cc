@@ -96,6 +96,17 @@ std::string Metrics::Render(const SchedulerStats& s) const {
   Header("sparrow_request_duration_seconds", "histogram", "Time from submit to finish.", &out);
   e2e_.Render("sparrow_request_duration_seconds", &out);
 
+  Header("sparrow_http_connections_open", "gauge", "Open HTTP connections.", &out);
+  Sample("sparrow_http_connections_open", "", static_cast<double>(connections_open_.load()), &out);
+  Header("sparrow_http_connections_refused_total", "counter",
+         "Connections closed at once because max_connections were open.", &out);
+  Sample("sparrow_http_connections_refused_total", "",
+         static_cast<double>(connections_refused_.load()), &out);
+  Header("sparrow_http_accept_fd_errors_total", "counter",
+         "accept() failures for want of file descriptors (EMFILE/ENFILE).", &out);
+  Sample("sparrow_http_accept_fd_errors_total", "", static_cast<double>(accept_fd_errors_.load()),
+         &out);
+
   Header("sparrow_queue_depth", "gauge", "Requests waiting for admission.", &out);
   Sample("sparrow_queue_depth", "", static_cast<double>(s.waiting), &out);
   Header("sparrow_running", "gauge", "Sequences being generated.", &out);

@@ -3,6 +3,7 @@
 // format together with a snapshot of the scheduler's gauges.
 // Thread-safe: every method may be called from any thread.
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <mutex>
@@ -39,6 +40,14 @@ class Metrics {
   // One answered HTTP or gRPC call, by status code ("200", "400", "OK", ...).
   void RecordResponse(std::string_view frontend, std::string_view code);
 
+  // HTTP connections: opened/closed (the open gauge), refused at the max_connections cap, and
+  // accept() failures for want of file descriptors (EMFILE/ENFILE).
+  void ConnectionOpened() { ++connections_open_; }
+  void ConnectionClosed() { --connections_open_; }
+  void ConnectionRefused() { ++connections_refused_; }
+  void AcceptFailedForFds() { ++accept_fd_errors_; }
+  int64_t connections_open() const { return connections_open_.load(); }
+
   // The whole exposition; `stats` supplies the gauges.
   std::string Render(const SchedulerStats& stats) const;
 
@@ -52,6 +61,9 @@ class Metrics {
   SecondsHistogram ttft_;
   SecondsHistogram tbt_;
   SecondsHistogram e2e_;
+  std::atomic<int64_t> connections_open_{0};
+  std::atomic<int64_t> connections_refused_{0};
+  std::atomic<int64_t> accept_fd_errors_{0};
 };
 
 }  // namespace sparrow::server

@@ -41,6 +41,9 @@ Result<std::shared_ptr<const SparsePlan>> MakeSparsePlanFromConfig(const ServerC
                                                                    const Model& model,
                                                                    kernels::ThreadPool* pool);
 
+// "host:port", with an IPv6 address in brackets ("[::1]:8080") as URLs and gRPC want it.
+std::string JoinHostPort(const std::string& host, int port);
+
 // The model id for a model path: its file name without ".gguf".
 std::string ModelIdFromPath(const std::string& path);
 

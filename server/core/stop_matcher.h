@@ -8,6 +8,11 @@
 
 namespace sparrow::server {
 
+// Limits both frontends keep: every held-back byte is rescanned per token, so a long stop
+// string costs each step of its stream.
+inline constexpr size_t kMaxStopStrings = 8;
+inline constexpr size_t kMaxStopBytes = 256;
+
 class StopMatcher {
  public:
   // Empty strings in `stops` are ignored.

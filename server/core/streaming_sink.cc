@@ -57,11 +57,16 @@ void StreamingSink::Push(StreamChunk chunk, bool finished) {
     std::lock_guard<std::mutex> lock(mu_);
     const bool empty = chunk.text.empty() && chunk.tokens.empty();
     if (!empty) {
-      if (!finished && pending_.size() >= opts_.max_pending_chunks) {
+      // What the frontend will hold for this chunk, near enough: text, pieces, alternatives.
+      size_t bytes = chunk.text.size();
+      for (const auto& t : chunk.tokens) bytes += t.piece.size() + 16 * (1 + t.top.size());
+      if (!finished && (pending_.size() >= opts_.max_pending_chunks ||
+                        pending_bytes_ + bytes > opts_.max_pending_bytes)) {
         // The reader is not keeping up: give up on the request rather than block the step.
         overflowed_.store(true, std::memory_order_relaxed);
         cancelled_.store(true, std::memory_order_relaxed);
       } else {
+        pending_bytes_ += bytes;
         pending_.push_back(std::move(chunk));
       }
     }
@@ -76,6 +81,7 @@ bool StreamingSink::Drain(std::vector<StreamChunk>* out) {
     out->push_back(std::move(pending_.front()));
     pending_.pop_front();
   }
+  pending_bytes_ = 0;
   return finished_;
 }
 

@@ -39,7 +39,8 @@ struct StreamChunk {
 
 struct StreamingSinkOptions {
   std::vector<std::string> stop;
-  size_t max_pending_chunks = 1024;  // undrained chunks beyond which the request is cancelled
+  size_t max_pending_chunks = 1024;    // undrained chunks beyond which the request is cancelled
+  size_t max_pending_bytes = 4 << 20;  // undrained bytes (text and logprob pieces), likewise
   bool logprobs = false;
 };
 
@@ -61,6 +62,11 @@ class StreamingSink final : public RequestSink {
   // every chunk has been drained (finish_info() and finish_reason() are then valid).
   bool Drain(std::vector<StreamChunk>* out);
   const FinishInfo& finish_info() const { return finish_; }
+  // True once the scheduler has ended the request (chunks may still be queued).
+  bool finished() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return finished_;
+  }
   // The OpenAI finish_reason: "stop" (end token or stop string), "length", "cancelled",
   // "error".
   std::string finish_reason() const;
@@ -85,6 +91,7 @@ class StreamingSink final : public RequestSink {
   std::atomic<bool> overflowed_{false};
   mutable std::mutex mu_;
   std::deque<StreamChunk> pending_;  // guarded by mu_
+  size_t pending_bytes_ = 0;         // guarded by mu_
   bool finished_ = false;            // guarded by mu_
   FinishInfo finish_;                // written under mu_ before finished_ is set
 };

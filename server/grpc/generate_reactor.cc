@@ -82,6 +82,21 @@ struct GenerateReactor::Shared {
 void GenerateReactor::Shared::Pump() {
   std::unique_lock<std::mutex> lock(mu);
   if (reactor == nullptr || writing || finishing) return;
+  if (client_gone && !sink->finished()) {
+    // Cancelled (by the client, or by gRPC at the end of a shutdown) before the scheduler has
+    // ended the request: finish the RPC now; the scheduler drops the request at its next step.
+    // A request still queued would otherwise keep the RPC, and a shutdown, waiting.
+    finishing = true;
+    GenerateReactor* r = reactor;
+    const grpc::Status status(grpc::StatusCode::CANCELLED, "cancelled");
+    r->ctx_.metrics.RecordResponse("grpc", GrpcCodeName(status.error_code()));
+    LogCall(r->ctx_, status, FinishInfo{},
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+                .count());
+    lock.unlock();
+    r->Finish(status);
+    return;
+  }
   std::vector<StreamChunk> chunks;
   const bool finished = sink->Drain(&chunks);
   if (chunks.empty() && !finished) return;
@@ -196,9 +211,9 @@ void GenerateReactor::OnCancel() {
     std::lock_guard<std::mutex> lock(shared_->mu);
     shared_->client_gone = true;
   }
-  // The scheduler sees this at its next step, frees the blocks and calls OnFinish, whose
-  // on_ready lets Pump finish the RPC.
+  // The scheduler sees this at its next step and frees the blocks; the RPC ends now.
   shared_->sink->Cancel();
+  shared_->Pump();
 }
 
 void GenerateReactor::OnDone() {

@@ -14,7 +14,7 @@ grpc::Status CheckBearerKey(const grpc::CallbackServerContext& context,
                         "missing metadata 'authorization: Bearer <key>'");
   }
   const std::string_view value(it->second.data(), it->second.size());
-  if (!value.starts_with("Bearer ")) {
+  if (BearerToken(value).empty()) {
     return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
                         "metadata 'authorization' must be 'Bearer <key>'");
   }

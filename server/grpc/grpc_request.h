@@ -10,12 +10,10 @@
 #include "engine/runtime/sampler.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "server/core/chat_template.h"
+#include "server/core/stop_matcher.h"
 #include "sparrow/v1/sparrow.pb.h"
 
 namespace sparrow::server {
-
-inline constexpr size_t kMaxStopStrings = 8;
-inline constexpr size_t kMaxStopBytes = 256;
 
 struct GenerateSettings {
   SamplingParams sampling;

@@ -110,7 +110,7 @@ grpc::ServerUnaryReactor* SparrowService::ListModels(grpc::CallbackServerContext
     n_params += static_cast<int64_t>(t.n_elements);
   }
   info->set_n_params(n_params);
-  info->set_path(ctx_.config.model);
+  info->set_path(ctx_.config.model.substr(ctx_.config.model.find_last_of('/') + 1));
   return Done(context, grpc::Status::OK);
 }
 

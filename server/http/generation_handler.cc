@@ -1,9 +1,13 @@
 #include "server/http/generation_handler.h"
 
+#include <sys/socket.h>
+
+#include <algorithm>
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/http/chunk_encode.hpp>
+#include <cerrno>
 
 #include "api/openai/openai_types.h"
 #include "server/http/generation_request.h"
@@ -16,6 +20,8 @@ namespace {
 namespace asio = boost::asio;
 using json = nlohmann::json;
 constexpr auto kPoll = std::chrono::milliseconds(250);
+// Logged for a request whose client left before the answer (nginx's convention).
+constexpr int kClientClosedRequest = 499;
 
 // The n generations of one HTTP request.
 struct Job {
@@ -40,6 +46,7 @@ bool SubmitAll(ServerContext& ctx, const HttpRequest& req, const GenerationLimit
     so.stop = job->prep.stop;
     so.logprobs = job->prep.logprobs;
     so.max_pending_chunks = limits.max_pending_chunks;
+    so.max_pending_bytes = std::max<size_t>(1, limits.max_buffered_bytes / job->prep.n);
     auto wakeup = job->wakeup;
     auto sink = std::make_shared<StreamingSink>(*ctx.tokenizer, so, &ctx.metrics,
                                                 [wakeup] { wakeup->Notify(); });
@@ -81,9 +88,19 @@ void NoteUsage(const Job& job, RequestLog* log) {
   }
 }
 
+// True when the client has closed its end of the connection: a non-blocking peek reads EOF
+// (or an error). Bytes waiting, such as a pipelined request, are left where they are.
+bool PeerClosed(asio::ip::tcp::socket& socket) {
+  char byte = 0;
+  const ssize_t n = ::recv(socket.native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+  return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+}
+
 asio::awaitable<bool> Collect(boost::beast::tcp_stream& stream, const HttpRequest& req,
-                              ServerContext& ctx, Job& job, RequestLog* log) {
+                              ServerContext& ctx, const GenerationLimits& limits, Job& job,
+                              RequestLog* log) {
   std::vector<ChoiceResult> results(job.sinks.size());
+  auto next_check = std::chrono::steady_clock::now() + kPoll;
   for (;;) {
     bool all_done = true;
     for (size_t i = 0; i < job.sinks.size(); ++i) {
@@ -95,6 +112,17 @@ asio::awaitable<bool> Collect(boost::beast::tcp_stream& stream, const HttpReques
       }
     }
     if (all_done) break;
+    if (std::chrono::steady_clock::now() >= next_check) {
+      // Nothing is written until the end, so a client that gave up is only seen by looking.
+      if (PeerClosed(stream.socket())) {
+        job.CancelAll();
+        NoteUsage(job, log);
+        log->status = kClientClosedRequest;
+        log->finish_reason = "cancelled";
+        co_return false;
+      }
+      next_check = std::chrono::steady_clock::now() + kPoll;
+    }
     co_await job.wakeup->Wait(kPoll);
   }
   NoteUsage(job, log);
@@ -102,44 +130,55 @@ asio::awaitable<bool> Collect(boost::beast::tcp_stream& stream, const HttpReques
     const FinishInfo& f = job.sinks[i]->finish_info();
     if (f.reason == FinishReason::kError) {
       co_return co_await WriteResponse(
-          stream, ErrorResponse(req, http::status::internal_server_error, f.status.message()), log);
+          stream, ErrorResponse(req, http::status::internal_server_error, f.status.message()), log,
+          limits.write_timeout);
     }
-    if (f.reason == FinishReason::kCancelled) {
-      co_return co_await WriteResponse(
-          stream,
-          ErrorResponse(req, http::status::service_unavailable,
-                        "the request was cancelled (server shutting down or too slow a reader)"),
-          log);
-    }
+    // Cancelled by a shutdown: what was generated goes out, finish_reason "cancelled".
     results[i].finish_reason = job.sinks[i]->finish_reason();
     if (!job.prep.echo_text.empty()) results[i].text = job.prep.echo_text + results[i].text;
   }
   json body =
       FullResponse(job.meta, results, job.prep.logprobs, job.prep.top_logprobs, *ctx.tokenizer,
                    log->prompt_tokens, log->completion_tokens, log->cached_tokens);
-  co_return co_await WriteResponse(stream, JsonResponse(req, http::status::ok, body), log);
+  co_return co_await WriteResponse(stream, JsonResponse(req, http::status::ok, body), log,
+                                   limits.write_timeout);
 }
 
-asio::awaitable<bool> WriteEvent(boost::beast::tcp_stream& stream, const std::string& payload) {
+// Writes one SSE event: a chunk on HTTP/1.1, plain bytes of a close-delimited body on HTTP/1.0
+// (which has no chunked encoding). False when the client is gone or read nothing for `timeout`.
+asio::awaitable<bool> WriteEvent(boost::beast::tcp_stream& stream, const std::string& payload,
+                                 bool chunked, std::chrono::milliseconds timeout) {
   const std::string event = "data: " + payload + "\n\n";
   boost::system::error_code ec;
-  co_await asio::async_write(stream, http::make_chunk(asio::buffer(event)),
-                             asio::redirect_error(asio::use_awaitable, ec));
+  stream.expires_after(timeout);
+  if (chunked) {
+    co_await asio::async_write(stream, http::make_chunk(asio::buffer(event)),
+                               asio::redirect_error(asio::use_awaitable, ec));
+  } else {
+    co_await asio::async_write(stream, asio::buffer(event),
+                               asio::redirect_error(asio::use_awaitable, ec));
+  }
+  stream.expires_never();
   co_return !ec;
 }
 
 asio::awaitable<bool> Stream(boost::beast::tcp_stream& stream, const HttpRequest& req,
-                             ServerContext& ctx, Job& job, RequestLog* log) {
+                             ServerContext& ctx, const GenerationLimits& limits, Job& job,
+                             RequestLog* log) {
+  const bool chunked = req.version() >= 11;
   http::response<http::empty_body> res(http::status::ok, req.version());
   res.set(http::field::content_type, "text/event-stream");
   res.set(http::field::cache_control, "no-cache");
   res.set(http::field::server, "sparrowd");
-  res.keep_alive(req.keep_alive());
-  res.chunked(true);
+  // HTTP/1.0: no Content-Length and no chunks, so the body ends when the connection closes.
+  res.keep_alive(chunked && req.keep_alive());
+  res.chunked(chunked);
   log->status = 200;
   http::response_serializer<http::empty_body> sr(res);
   boost::system::error_code ec;
+  stream.expires_after(limits.write_timeout);
   co_await http::async_write_header(stream, sr, asio::redirect_error(asio::use_awaitable, ec));
+  stream.expires_never();
   if (ec) {
     job.CancelAll();
     co_return false;
@@ -150,13 +189,15 @@ asio::awaitable<bool> Stream(boost::beast::tcp_stream& stream, const HttpRequest
         job.meta.chat
             ? openai::Dump(ChunkJson(job.meta, static_cast<int>(i), "", null_lp, "", true))
             : "";
-    if (!first.empty() && !co_await WriteEvent(stream, first)) {
+    if (!first.empty() && !co_await WriteEvent(stream, first, chunked, limits.write_timeout)) {
       job.CancelAll();
       co_return false;
     }
     if (!job.prep.echo_text.empty() &&
-        !co_await WriteEvent(stream, openai::Dump(ChunkJson(job.meta, static_cast<int>(i),
-                                                            job.prep.echo_text, null_lp, "")))) {
+        !co_await WriteEvent(
+            stream,
+            openai::Dump(ChunkJson(job.meta, static_cast<int>(i), job.prep.echo_text, null_lp, "")),
+            chunked, limits.write_timeout)) {
       job.CancelAll();
       co_return false;
     }
@@ -177,7 +218,8 @@ asio::awaitable<bool> Stream(boost::beast::tcp_stream& stream, const HttpRequest
                             : null_lp;
         offsets[i] += c.text.size();
         if (!co_await WriteEvent(
-                stream, openai::Dump(ChunkJson(job.meta, static_cast<int>(i), c.text, lp, "")))) {
+                stream, openai::Dump(ChunkJson(job.meta, static_cast<int>(i), c.text, lp, "")),
+                chunked, limits.write_timeout)) {
           job.CancelAll();  // the client went away: free its KV blocks
           co_return false;
         }
@@ -192,7 +234,7 @@ asio::awaitable<bool> Stream(boost::beast::tcp_stream& stream, const HttpRequest
                 ? openai::Dump(openai::ErrorBody(f.status.message(), "server_error"))
                 : openai::Dump(ChunkJson(job.meta, static_cast<int>(i), "", null_lp,
                                          job.sinks[i]->finish_reason()));
-        if (!co_await WriteEvent(stream, payload)) {
+        if (!co_await WriteEvent(stream, payload, chunked, limits.write_timeout)) {
           job.CancelAll();
           co_return false;
         }
@@ -206,11 +248,16 @@ asio::awaitable<bool> Stream(boost::beast::tcp_stream& stream, const HttpRequest
     json usage = ChunkJson(job.meta, 0, "", null_lp, "");
     usage["choices"] = json::array();
     usage["usage"] = UsageJson(log->prompt_tokens, log->completion_tokens, log->cached_tokens);
-    if (!co_await WriteEvent(stream, openai::Dump(usage))) co_return false;
+    if (!co_await WriteEvent(stream, openai::Dump(usage), chunked, limits.write_timeout)) {
+      co_return false;
+    }
   }
-  if (!co_await WriteEvent(stream, "[DONE]")) co_return false;
+  if (!co_await WriteEvent(stream, "[DONE]", chunked, limits.write_timeout)) co_return false;
+  if (!chunked) co_return false;  // closing the connection ends the body
+  stream.expires_after(limits.write_timeout);
   co_await asio::async_write(stream, http::make_chunk_last(),
                              asio::redirect_error(asio::use_awaitable, ec));
+  stream.expires_never();
   co_return !ec;
 }
 
@@ -225,7 +272,7 @@ asio::awaitable<bool> HandleGeneration(boost::beast::tcp_stream& stream, const H
     co_return co_await WriteResponse(stream,
                                      ErrorResponse(req, static_cast<http::status>(err.http_status),
                                                    err.message, err.param, err.code),
-                                     log);
+                                     log, limits.write_timeout);
   }
   log->stream = job.prep.stream;
   log->model = ctx.model_id;
@@ -233,9 +280,9 @@ asio::awaitable<bool> HandleGeneration(boost::beast::tcp_stream& stream, const H
   job.wakeup = std::make_shared<Wakeup>(co_await asio::this_coro::executor);
   HttpResponse error;
   if (!SubmitAll(ctx, req, limits, &job, &error))
-    co_return co_await WriteResponse(stream, std::move(error), log);
-  if (job.prep.stream) co_return co_await Stream(stream, req, ctx, job, log);
-  co_return co_await Collect(stream, req, ctx, job, log);
+    co_return co_await WriteResponse(stream, std::move(error), log, limits.write_timeout);
+  if (job.prep.stream) co_return co_await Stream(stream, req, ctx, limits, job, log);
+  co_return co_await Collect(stream, req, ctx, limits, job, log);
 }
 
 }  // namespace sparrow::server

@@ -1,12 +1,16 @@
 #pragma once
 // The /v1/chat/completions and /v1/completions routes: submit n generations to the scheduler
-// and answer with one JSON body or an SSE stream. A stream whose client goes away (a write
-// fails) cancels its generations so their KV blocks are freed at the next step.
+// and answer with one JSON body or an SSE stream (chunked on HTTP/1.1, close-delimited on
+// HTTP/1.0). A client that goes away cancels its generations so their KV blocks are freed at
+// the next step: a stream notices at its next write, a non-stream request by watching the
+// socket while it waits. Generations cancelled by a shutdown still get a complete answer, with
+// finish_reason "cancelled".
 // clang-format off
 #include <utility>  // Boost 1.74 asio/awaitable.hpp uses std::exchange without including it
 #include <boost/asio/awaitable.hpp>
 // clang-format on
 #include <boost/beast/core/tcp_stream.hpp>
+#include <chrono>
 
 #include "server/core/server_context.h"
 #include "server/http/http_util.h"
@@ -14,7 +18,9 @@
 namespace sparrow::server {
 
 struct GenerationLimits {
-  size_t max_pending_chunks = 1024;  // per choice, see StreamingSinkOptions
+  size_t max_pending_chunks = 1024;     // per choice, see StreamingSinkOptions
+  size_t max_buffered_bytes = 4 << 20;  // undelivered stream output, all choices together
+  std::chrono::milliseconds write_timeout{30000};
 };
 
 // Returns whether the connection may be kept alive.

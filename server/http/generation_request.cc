@@ -2,6 +2,7 @@
 
 #include "api/openai/openai_types.h"
 #include "server/core/chat_template.h"
+#include "server/core/stop_matcher.h"
 
 namespace sparrow::server {
 namespace {
@@ -38,13 +39,10 @@ void FillSampling(const openai::GenerationFields& g, PreparedGeneration* out) {
 
 bool PrepareGeneration(const ServerContext& ctx, bool chat, const std::string& body,
                        PreparedGeneration* out, GenerationError* error) {
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(body);
-  } catch (const nlohmann::json::parse_error& e) {
-    return Fail(error, 400, std::string("the request body is not valid JSON: ") + e.what());
-  }
   std::string param;
+  auto parsed = openai::ParseRequestBody(body, &param);
+  if (!parsed.ok()) return Fail(error, 400, parsed.status().message(), param);
+  const nlohmann::json& j = *parsed;
   openai::GenerationFields gen;
   std::optional<int64_t> default_max;
   out->chat = chat;
@@ -89,6 +87,15 @@ bool PrepareGeneration(const ServerContext& ctx, bool chat, const std::string& b
   if (out->prompt.empty())
     return Fail(error, 400, "the prompt is empty", chat ? "messages" : "prompt");
   FillSampling(gen, out);
+  for (size_t i = 0; i < out->stop.size(); ++i) {
+    if (out->stop[i].size() > kMaxStopBytes) {
+      return Fail(error, 400,
+                  "'stop' entry " + std::to_string(i) + " is " +
+                      std::to_string(out->stop[i].size()) + " bytes; at most " +
+                      std::to_string(kMaxStopBytes) + " are allowed",
+                  "stop");
+    }
+  }
 
   const int64_t n_prompt = static_cast<int64_t>(out->prompt.size());
   const int64_t room = ctx.n_ctx - n_prompt;

@@ -5,19 +5,42 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/redirect_error.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
 
 #include "server/http/http_session.h"
+#include "server/http/http_util.h"
 
 namespace sparrow::server {
 namespace {
 
 namespace asio = boost::asio;
+namespace beast = boost::beast;
 using tcp = asio::ip::tcp;
 
+// Over the connection cap: a short 503 (the client learns why), then close.
+asio::awaitable<void> Refuse(tcp::socket socket, size_t max_connections) {
+  beast::tcp_stream stream(std::move(socket));
+  HttpRequest head;
+  head.version(11);
+  head.keep_alive(false);
+  auto res = ErrorResponse(head, http::status::service_unavailable,
+                           "the server has " + std::to_string(max_connections) +
+                               " connections open (max_connections); retry later",
+                           "", "too_many_connections");
+  res.set(http::field::retry_after, "1");
+  co_await WriteResponse(stream, std::move(res), nullptr, std::chrono::seconds(1));
+  boost::system::error_code ec;
+  stream.socket().shutdown(tcp::socket::shutdown_both, ec);
+}
+
 asio::awaitable<void> AcceptLoop(tcp::acceptor& acceptor, ServerContext& ctx,
-                                 const HttpServerOptions& opts) {
+                                 const HttpServerOptions& opts, HttpServerState& state) {
+  asio::steady_timer backoff(acceptor.get_executor());
+  auto last_report = std::chrono::steady_clock::time_point{};
+  int64_t unreported = 0;
   for (;;) {
     boost::system::error_code ec;
     // Each connection gets its own strand so its coroutine and its wake-ups never race.
@@ -25,11 +48,30 @@ asio::awaitable<void> AcceptLoop(tcp::acceptor& acceptor, ServerContext& ctx,
     co_await acceptor.async_accept(socket, asio::redirect_error(asio::use_awaitable, ec));
     if (ec == asio::error::operation_aborted || !acceptor.is_open()) co_return;
     if (ec) {
-      spdlog::warn("http: accept failed: {}", ec.message());
+      // Out of descriptors the pending connection stays queued and accept fails again at once:
+      // wait before retrying and report once per interval, or the loop spins and floods the log.
+      const bool no_fds = ec == asio::error::no_descriptors ||
+                          ec == boost::system::errc::too_many_files_open_in_system;
+      if (no_fds) ctx.metrics.AcceptFailedForFds();
+      ++unreported;
+      const auto now = std::chrono::steady_clock::now();
+      if (now - last_report >= std::chrono::seconds(10)) {
+        spdlog::warn("http: accept failed: {} ({} times since the last report); retrying",
+                     ec.message(), unreported);
+        last_report = now;
+        unreported = 0;
+      }
+      backoff.expires_after(std::chrono::milliseconds(no_fds ? 100 : 10));
+      co_await backoff.async_wait(asio::redirect_error(asio::use_awaitable, ec));
       continue;
     }
     auto ex = socket.get_executor();
-    asio::co_spawn(ex, RunHttpSession(std::move(socket), ctx, opts), asio::detached);
+    if (static_cast<size_t>(ctx.metrics.connections_open()) >= opts.max_connections) {
+      ctx.metrics.ConnectionRefused();
+      asio::co_spawn(ex, Refuse(std::move(socket), opts.max_connections), asio::detached);
+      continue;
+    }
+    asio::co_spawn(ex, RunHttpSession(std::move(socket), ctx, opts, state), asio::detached);
   }
 }
 
@@ -41,6 +83,11 @@ HttpServerOptions HttpOptionsFromConfig(const ServerConfig& c) {
   o.port = static_cast<uint16_t>(c.port);
   o.threads = static_cast<int>(c.http_threads);
   o.max_body_bytes = static_cast<size_t>(c.max_body_bytes);
+  o.max_header_bytes = static_cast<size_t>(c.max_header_bytes);
+  o.max_connections = static_cast<size_t>(c.max_connections);
+  o.request_timeout = std::chrono::milliseconds(c.request_timeout_ms);
+  o.write_timeout = std::chrono::milliseconds(c.write_timeout_ms);
+  o.max_buffered_bytes = static_cast<size_t>(c.max_buffered_bytes);
   o.api_key = c.api_key;
   o.json_logs = c.log_format == "json";
   return o;
@@ -64,7 +111,7 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Start(ServerContext& ctx,
   if (!ec) s->acceptor_.listen(asio::socket_base::max_listen_connections, ec);
   if (ec) return IoError("http: cannot listen on " + where + ": " + ec.message());
   s->port_ = s->acceptor_.local_endpoint().port();
-  asio::co_spawn(s->ioc_, AcceptLoop(s->acceptor_, s->ctx_, s->opts_), asio::detached);
+  asio::co_spawn(s->ioc_, AcceptLoop(s->acceptor_, s->ctx_, s->opts_, s->state_), asio::detached);
   for (int i = 0; i < std::max(1, s->opts_.threads); ++i) {
     s->threads_.emplace_back([io = &s->ioc_] { io->run(); });
   }
@@ -80,6 +127,20 @@ void HttpServer::StopAccepting() {
     boost::system::error_code ec;
     acceptor_.close(ec);
   });
+}
+
+void HttpServer::BeginShutdown() {
+  state_.draining = true;
+  StopAccepting();
+}
+
+bool HttpServer::WaitForResponses(std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (state_.busy.load() > 0) {
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return true;
 }
 
 void HttpServer::Stop() {

@@ -2,11 +2,16 @@
 // HttpServer: the OpenAI-compatible REST API plus /health and /metrics over HTTP/1.1 with
 // keep-alive (Boost.Beast on Asio), served by a few io threads. Each connection is one
 // coroutine on its own strand; generation goes through the scheduler only.
-// Thread-safe: StopAccepting/Stop may be called from any thread. Shut the scheduler down
+// Limits (server/README.md, "Limits"): request size and time, open connections, a write
+// timeout and a cap on undelivered stream output per connection.
+// Shutdown: BeginShutdown() (no new connections; requests on open ones get 503), then the
+// scheduler's drain, then WaitForResponses() so every answer is flushed, then Stop().
+// Thread-safe: every public method may be called from any thread. Shut the scheduler down
 // (or let it go idle) before Stop(), since sinks wake connection coroutines.
 #include <atomic>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -23,9 +28,20 @@ struct HttpServerOptions {
   uint16_t port = 8080;  // 0: a free port, see HttpServer::port()
   int threads = 2;
   size_t max_body_bytes = 1 << 20;
-  std::string api_key;  // "" -> no authentication
+  size_t max_header_bytes = 16 << 10;
+  size_t max_connections = 256;
+  std::chrono::milliseconds request_timeout{60000};  // whole request, keep-alive wait included
+  std::chrono::milliseconds write_timeout{30000};
+  size_t max_buffered_bytes = 4 << 20;  // undelivered stream output per connection
+  std::string api_key;                  // "" -> no authentication
   size_t max_pending_chunks = 1024;
   bool json_logs = false;
+};
+
+// What the server and its connections share while it runs.
+struct HttpServerState {
+  std::atomic<bool> draining{false};  // shutting down: answer 503, keep no connection alive
+  std::atomic<int64_t> busy{0};       // requests read and not yet completely answered
 };
 
 HttpServerOptions HttpOptionsFromConfig(const ServerConfig& config);
@@ -39,6 +55,12 @@ class HttpServer {
   uint16_t port() const { return port_; }
   // Closes the listening socket; open connections carry on.
   void StopAccepting();
+  // Stops accepting; requests that arrive on open connections from now on get 503 and every
+  // connection closes after its current response.
+  void BeginShutdown();
+  // Waits until no request is being answered (every response written), at most `timeout`.
+  // True when all were.
+  bool WaitForResponses(std::chrono::milliseconds timeout);
   // Stops accepting, stops the io threads and drops every connection.
   void Stop();
 
@@ -51,6 +73,7 @@ class HttpServer {
   boost::asio::ip::tcp::acceptor acceptor_;
   uint16_t port_ = 0;
   std::vector<std::thread> threads_;
+  HttpServerState state_;
   std::atomic<bool> stopped_{false};
 };
 

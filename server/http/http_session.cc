@@ -1,5 +1,7 @@
 #include "server/http/http_session.h"
 
+#include <spdlog/spdlog.h>
+
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
@@ -83,20 +85,22 @@ asio::awaitable<bool> Dispatch(beast::tcp_stream& stream, const HttpRequest& req
                                "Missing or incorrect API key: send 'Authorization: Bearer <key>'",
                                "", "invalid_api_key");
       res.set(http::field::www_authenticate, "Bearer");
-      co_return co_await WriteResponse(stream, std::move(res), log);
+      co_return co_await WriteResponse(stream, std::move(res), log, opts.write_timeout);
     }
   }
   if (auto res = SimpleRoute(req, path, ctx)) {
-    co_return co_await WriteResponse(stream, std::move(*res), log);
+    co_return co_await WriteResponse(stream, std::move(*res), log, opts.write_timeout);
   }
   GenerationLimits limits;
   limits.max_pending_chunks = opts.max_pending_chunks;
+  limits.max_buffered_bytes = opts.max_buffered_bytes;
+  limits.write_timeout = opts.write_timeout;
   co_return co_await HandleGeneration(stream, req, path == "/v1/chat/completions", ctx, limits,
                                       log);
 }
 
-// After refusing a body we did not read, drain a little so the client sees our answer
-// instead of a connection reset.
+// After refusing a request we did not read whole, drain a little so the client sees our
+// answer instead of a connection reset.
 asio::awaitable<void> DrainAndClose(beast::tcp_stream& stream) {
   boost::system::error_code ec;
   stream.socket().shutdown(asio::ip::tcp::socket::shutdown_send, ec);
@@ -109,10 +113,63 @@ asio::awaitable<void> DrainAndClose(beast::tcp_stream& stream) {
   }
 }
 
+// The answer to a request that could not be read, or nothing (status 0) when there is no one
+// to answer: the client closed, or the connection sat idle until the deadline.
+struct ReadFailure {
+  http::status status = http::status::unknown;
+  std::string message, code;
+};
+
+ReadFailure ClassifyReadError(const boost::system::error_code& ec, bool got_some,
+                              const HttpServerOptions& opts) {
+  if (ec == http::error::body_limit) {
+    return {http::status::payload_too_large,
+            "The request body is larger than the limit of " + std::to_string(opts.max_body_bytes) +
+                " bytes",
+            "request_too_large"};
+  }
+  if (ec == http::error::header_limit) {
+    return {http::status::request_header_fields_too_large,
+            "The request line and headers are larger than the limit of " +
+                std::to_string(opts.max_header_bytes) + " bytes",
+            "headers_too_large"};
+  }
+  if (ec == beast::error::timeout) {
+    if (!got_some) return {};  // an idle keep-alive connection: close quietly
+    return {
+        http::status::request_timeout,
+        "The request did not arrive within " + std::to_string(opts.request_timeout.count()) + " ms",
+        "request_timeout"};
+  }
+  // The client went away (before or in the middle of a request): nobody to answer.
+  if (ec == http::error::end_of_stream || ec == http::error::partial_message ||
+      ec == asio::error::eof || ec == asio::error::connection_reset ||
+      ec == asio::error::operation_aborted ||
+      &ec.category() != &make_error_code(http::error::bad_method).category()) {
+    return {};
+  }
+  // The bytes are not HTTP/1.x: a bad request line, header, Content-Length or chunk.
+  return {http::status::bad_request, "Malformed HTTP request: " + ec.message(), "bad_http"};
+}
+
+// Counts a request as being answered until it goes out of scope.
+struct BusyRequest {
+  explicit BusyRequest(HttpServerState& s) : state(s) { ++state.busy; }
+  ~BusyRequest() { --state.busy; }
+  HttpServerState& state;
+};
+
+struct OpenConnection {
+  explicit OpenConnection(Metrics& m) : metrics(m) { metrics.ConnectionOpened(); }
+  ~OpenConnection() { metrics.ConnectionClosed(); }
+  Metrics& metrics;
+};
+
 }  // namespace
 
 asio::awaitable<void> RunHttpSession(asio::ip::tcp::socket socket, ServerContext& ctx,
-                                     const HttpServerOptions& opts) {
+                                     const HttpServerOptions& opts, HttpServerState& state) {
+  OpenConnection open(ctx.metrics);
   beast::tcp_stream stream(std::move(socket));
   beast::flat_buffer buffer;
   std::string remote;
@@ -124,39 +181,75 @@ asio::awaitable<void> RunHttpSession(asio::ip::tcp::socket socket, ServerContext
   for (;;) {
     http::request_parser<http::string_body> parser;
     parser.body_limit(opts.max_body_bytes);
-    stream.expires_after(kIdleTimeout);
+    parser.header_limit(static_cast<std::uint32_t>(opts.max_header_bytes));
+    // One deadline for the whole request, the keep-alive wait included: bytes trickled in
+    // slowly cannot extend it.
+    stream.expires_after(opts.request_timeout);
     boost::system::error_code ec;
     co_await http::async_read(stream, buffer, parser,
                               asio::redirect_error(asio::use_awaitable, ec));
-    if (ec == http::error::body_limit) {
+    stream.expires_never();
+    if (ec) {
+      const ReadFailure failure =
+          ClassifyReadError(ec, parser.got_some() || buffer.size() > 0, opts);
+      if (failure.status == http::status::unknown) break;
+      BusyRequest busy(state);
       RequestLog log;
-      log.method = std::string(parser.get().method_string());
-      log.target = std::string(parser.get().target());
       log.remote = remote;
-      HttpRequest head = parser.release();
+      HttpRequest head;
+      if (parser.is_header_done()) {
+        head = parser.release();
+        log.method = std::string(head.method_string());
+        log.target = std::string(head.target());
+      }
+      head.version(head.version() == 10 ? 10 : 11);
       head.keep_alive(false);
       co_await WriteResponse(stream,
-                             ErrorResponse(head, http::status::payload_too_large,
-                                           "The request body is larger than the limit of " +
-                                               std::to_string(opts.max_body_bytes) + " bytes",
-                                           "", "request_too_large"),
-                             &log);
+                             ErrorResponse(head, failure.status, failure.message, "", failure.code),
+                             &log, opts.write_timeout);
       ctx.metrics.RecordResponse("http", std::to_string(log.status));
       LogRequest(log, opts.json_logs);
       co_await DrainAndClose(stream);
       co_return;
     }
-    if (ec) break;  // closed, timed out or malformed: nothing useful to answer
-    stream.expires_never();
+    BusyRequest busy(state);
     HttpRequest req = parser.release();
     RequestLog log;
     log.method = std::string(req.method_string());
     log.target = std::string(req.target());
     log.remote = remote;
-    const bool ok = co_await Dispatch(stream, req, ctx, opts, &log);
+    bool ok = false;
+    std::string failure;
+    if (state.draining) {
+      // Shutting down: running requests finish, new ones are not queued.
+      req.keep_alive(false);
+      auto res = ErrorResponse(req, http::status::service_unavailable,
+                               "the server is shutting down; retry on another instance or later",
+                               "", "shutting_down");
+      res.set(http::field::retry_after, "1");
+      co_await WriteResponse(stream, std::move(res), &log, opts.write_timeout);
+    } else {
+      try {
+        ok = co_await Dispatch(stream, req, ctx, opts, &log);
+      } catch (const std::exception& e) {
+        failure = e.what();
+      }
+    }
+    if (!failure.empty()) {
+      // A bug, not the client's fault: answer if nothing was sent yet, log it, close.
+      spdlog::error("http: {} {} failed: {}", log.method, log.target, failure);
+      if (log.status == 0) {
+        req.keep_alive(false);
+        co_await WriteResponse(stream,
+                               ErrorResponse(req, http::status::internal_server_error,
+                                             "internal error while handling the request"),
+                               &log, opts.write_timeout);
+      }
+      ok = false;
+    }
     ctx.metrics.RecordResponse("http", std::to_string(log.status));
     LogRequest(log, opts.json_logs);
-    if (!ok || !req.keep_alive()) break;
+    if (!ok || !req.keep_alive() || state.draining) break;
   }
   boost::system::error_code ec;
   stream.socket().shutdown(asio::ip::tcp::socket::shutdown_send, ec);

@@ -13,6 +13,6 @@
 namespace sparrow::server {
 
 boost::asio::awaitable<void> RunHttpSession(boost::asio::ip::tcp::socket socket, ServerContext& ctx,
-                                            const HttpServerOptions& opts);
+                                            const HttpServerOptions& opts, HttpServerState& state);
 
 }  // namespace sparrow::server

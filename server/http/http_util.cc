@@ -58,11 +58,13 @@ HttpResponse ErrorResponse(const HttpRequest& req, http::status status, const st
 }
 
 boost::asio::awaitable<bool> WriteResponse(boost::beast::tcp_stream& stream, HttpResponse res,
-                                           RequestLog* log) {
+                                           RequestLog* log, std::chrono::milliseconds timeout) {
   if (log) log->status = static_cast<int>(res.result_int());
   boost::system::error_code ec;
+  stream.expires_after(timeout);
   co_await http::async_write(stream, res,
                              boost::asio::redirect_error(boost::asio::use_awaitable, ec));
+  stream.expires_never();
   co_return !ec;
 }
 

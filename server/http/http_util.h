@@ -35,8 +35,9 @@ HttpResponse JsonResponse(const HttpRequest& req, http::status status, const nlo
 HttpResponse ErrorResponse(const HttpRequest& req, http::status status, const std::string& message,
                            const std::string& param = "", const std::string& code = "");
 
-// Writes `res` and records its status in `log`; false if the connection broke.
+// Writes `res` and records its status in `log`; false if the connection broke or the client
+// read nothing for `timeout` (a reader that stalls must not hold the body in memory for ever).
 boost::asio::awaitable<bool> WriteResponse(boost::beast::tcp_stream& stream, HttpResponse res,
-                                           RequestLog* log);
+                                           RequestLog* log, std::chrono::milliseconds timeout);
 
 }  // namespace sparrow::server

@@ -162,6 +162,7 @@ TEST_F(SparrowServiceTest, ListModelsDescribesTheServedModel) {
   EXPECT_EQ(m.n_vocab(), 512);
   EXPECT_EQ(m.n_ctx(), server_->ctx().n_ctx);
   EXPECT_GT(m.n_params(), 200000);
+  EXPECT_EQ(m.path(), "stories260K.gguf");  // the file name only, never the server's directories
 }
 
 // Each malformed request is answered with INVALID_ARGUMENT naming the field.

@@ -22,7 +22,11 @@ TEST(BearerKeyMatchesTest, NeedsTheSchemeAndTheExactKey) {
   EXPECT_FALSE(BearerKeyMatches("Bearer abd", "abc"));
   EXPECT_FALSE(BearerKeyMatches("Bearer abcd", "abc"));
   EXPECT_FALSE(BearerKeyMatches("Bearer ab", "abc"));
-  EXPECT_FALSE(BearerKeyMatches("bearer abc", "abc"));
+  // RFC 7235: the scheme is case-insensitive and one or more spaces follow it.
+  EXPECT_TRUE(BearerKeyMatches("bearer abc", "abc"));
+  EXPECT_TRUE(BearerKeyMatches("BEARER   abc", "abc"));
+  EXPECT_FALSE(BearerKeyMatches("Bearerabc", "abc"));
+  EXPECT_FALSE(BearerKeyMatches("Basic abc", "abc"));
   EXPECT_FALSE(BearerKeyMatches("abc", "abc"));
   EXPECT_FALSE(BearerKeyMatches("", "abc"));
   EXPECT_FALSE(BearerKeyMatches("Bearer ", ""));  // an empty key never matches

@@ -6,6 +6,7 @@
 
 #include <thread>
 
+#include "server/core/stop_matcher.h"
 #include "server/http/http_session.h"
 #include "tests/server/http_test_client.h"
 #include "tests/util/golden.h"
@@ -254,6 +255,13 @@ TEST_F(HttpServerTest, ErrorsHaveStatusAndNameTheField) {
   json big = Greedy();
   big["prompt"] = std::string(100 * 1024, 'a');
   ExpectError(PostJson(port(), "/v1/completions", big), 413, "larger than the limit of 65536");
+  // Values that escaped the parser as exceptions used to drop the connection without a reply.
+  ExpectError(
+      HttpCall(port(), "POST", "/v1/completions", R"({"prompt": "Once", "temperature": 1e400})"),
+      400, "1e400", "temperature");
+  ExpectError(HttpCall(port(), "POST", "/v1/chat/completions",
+                       R"({"messages": [{"role": "user", "content": [{"type": 5}]}]})"),
+              400, "parts must be", "messages[0].content");
   json tokens = Greedy();
   tokens["prompt"] = json::array({1, 99999});
   ExpectError(PostJson(port(), "/v1/completions", tokens), 400, "outside the vocabulary", "prompt");
@@ -344,8 +352,40 @@ TEST(HttpServerAuthTest, ApiKeyIsRequiredWhenSet) {
   EXPECT_EQ(
       PostJson(server.port, "/v1/completions", body, {{"Authorization", "Bearer s3cret"}}).status,
       200);
+  // RFC 7235: the scheme is case-insensitive.
+  EXPECT_EQ(
+      PostJson(server.port, "/v1/completions", body, {{"Authorization", "bearer s3cret"}}).status,
+      200);
   EXPECT_EQ(HttpCall(server.port, "GET", "/health").status, 200);  // probes need no key
   EXPECT_EQ(HttpCall(server.port, "GET", "/metrics").status, 401);
+}
+
+TEST(HttpServerLimitsTest, StopStringsHaveTheSameByteLimitAsGrpc) {
+  TestServer server;
+  ASSERT_NE(server.port, 0);
+  json body = {{"prompt", "Once"}, {"max_tokens", 2}, {"stop", std::string(kMaxStopBytes, 'x')}};
+  EXPECT_EQ(PostJson(server.port, "/v1/completions", body).status, 200);
+  body["stop"] = std::string(kMaxStopBytes + 1, 'x');
+  auto r = PostJson(server.port, "/v1/completions", body);
+  EXPECT_EQ(r.status, 400) << r.body;
+  EXPECT_EQ(r.Json()["error"]["param"], "stop");
+}
+
+TEST(HttpServerLimitsTest, GenerationsEndingAtTheContextAreCountedAsSuch) {
+  TestServer server([](ServerConfig& c, HttpServerOptions&) { c.n_ctx = 32; });
+  ASSERT_NE(server.port, 0);
+  // max_tokens is exactly the room left (as chat requests default to): the context limit is
+  // what ends it. The greedy story does not stop early.
+  auto r = PostJson(server.port, "/v1/completions",
+                    {{"prompt", "Once upon a time"}, {"temperature", 0}, {"max_tokens", 32 - 5}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.Json()["choices"][0]["finish_reason"], "length");
+  EXPECT_EQ(r.Json()["usage"]["prompt_tokens"].get<int>() +
+                r.Json()["usage"]["completion_tokens"].get<int>(),
+            32);
+  const std::string metrics = HttpCall(server.port, "GET", "/metrics").body;
+  EXPECT_NE(metrics.find("sparrow_requests_total{status=\"context\"} 1"), std::string::npos)
+      << metrics;
 }
 
 TEST(HttpServerQueueTest, FullQueueAnswers429WithRetryAfter) {

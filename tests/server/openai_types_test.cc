@@ -113,6 +113,32 @@ TEST(OpenAiTypesTest, ChatErrorsNameTheField) {
   EXPECT_EQ(param, "top_logprobs");
 }
 
+TEST(OpenAiTypesTest, WrongTypesInsideContentPartsAreErrorsNotExceptions) {
+  for (const json& part :
+       {json{{"type", 5}}, json{{"type", "text"}, {"text", 7}}, json(3), json{{"text", "x"}}}) {
+    std::string param;
+    auto r = ParseChatCompletionRequest(
+        json{{"messages", {{{"role", "user"}, {"content", json::array({part})}}}}}, &param);
+    ASSERT_FALSE(r.ok()) << part;
+    EXPECT_EQ(param, "messages[0].content") << part;
+  }
+}
+
+TEST(OpenAiTypesTest, BodiesThatDoNotParseNameTheLastKey) {
+  std::string param;
+  auto overflow = ParseRequestBody(R"({"prompt": "x", "temperature": 1e400})", &param);
+  ASSERT_FALSE(overflow.ok());
+  EXPECT_EQ(param, "temperature");
+  EXPECT_NE(overflow.status().message().find("1e400"), std::string::npos)
+      << overflow.status().message();
+  param.clear();
+  auto broken = ParseRequestBody("{not json", &param);
+  ASSERT_FALSE(broken.ok());
+  EXPECT_EQ(param, "");
+  EXPECT_NE(broken.status().message().find("not valid JSON"), std::string::npos);
+  EXPECT_TRUE(ParseRequestBody(R"({"a": [1, 2.5, null]})", &param).ok());
+}
+
 TEST(OpenAiTypesTest, ErrorBodyShape) {
   json e = ErrorBody("bad", "invalid_request_error", "temperature");
   EXPECT_EQ(e["error"]["message"], "bad");

@@ -89,6 +89,20 @@ TEST_F(StreamingSinkTest, OverflowCancelsInsteadOfWaiting) {
   EXPECT_LE(chunks.size(), 4u);
 }
 
+TEST_F(StreamingSinkTest, ByteCapCancelsBeforeTheChunkCap) {
+  StreamingSinkOptions o;
+  o.max_pending_bytes = 64;  // a few logprob tokens' worth; the chunk cap stays at 1024
+  o.logprobs = true;
+  StreamingSink sink(*tokenizer_, o, nullptr, nullptr);
+  TokenEvent ev{golden_.generated_tokens[0], -0.5f, {{1, -1.0f}, {2, -2.0f}, {3, -3.0f}}};
+  for (int i = 0; i < 10; ++i) sink.OnToken(ev);
+  EXPECT_TRUE(sink.Cancelled());
+  EXPECT_TRUE(sink.overflowed());
+  std::vector<StreamChunk> chunks;
+  sink.Drain(&chunks);
+  EXPECT_LT(chunks.size(), 10u);
+}
+
 TEST_F(StreamingSinkTest, CancelIsSeenByTheScheduler) {
   StreamingSink sink(*tokenizer_, {}, nullptr, nullptr);
   EXPECT_FALSE(sink.Cancelled());

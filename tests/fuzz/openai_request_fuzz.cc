@@ -1,0 +1,47 @@
+// libFuzzer target for the OpenAI request parser: any byte string, as the body of either
+// endpoint, must give a parsed request or an InvalidArgument naming what is wrong. An exception
+// escaping the parser (the class of bug that once dropped connections silently) aborts.
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <string_view>
+
+#include "api/openai/openai_types.h"
+
+namespace {
+
+[[noreturn]] void Fail(const char* what, const std::string& detail) {
+  std::fprintf(stderr, "openai_request_fuzz: %s: %s\n", what, detail.c_str());
+  std::abort();
+}
+
+template <typename R>
+void CheckParsed(const R& r, const std::string& param, const char* endpoint) {
+  if (r.ok()) return;
+  if (r.status().code() != sparrow::StatusCode::kInvalidArgument) {
+    Fail(endpoint, "unexpected status " + r.status().ToString());
+  }
+  if (param.empty()) Fail(endpoint, "error names no field: " + r.status().message());
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const std::string_view body(reinterpret_cast<const char*>(data), size);
+  std::string param;
+  auto j = sparrow::openai::ParseRequestBody(body, &param);
+  if (!j.ok()) {
+    if (j.status().code() != sparrow::StatusCode::kInvalidArgument) {
+      Fail("body", "unexpected status " + j.status().ToString());
+    }
+    return 0;
+  }
+  // Whatever was accepted must serialize back (error bodies echo values).
+  (void)sparrow::openai::Dump(*j);
+  param.clear();
+  CheckParsed(sparrow::openai::ParseChatCompletionRequest(*j, &param), param, "chat");
+  param.clear();
+  CheckParsed(sparrow::openai::ParseCompletionRequest(*j, &param), param, "completions");
+  return 0;
+}

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Fuzzes the OpenAI request parser (api/openai) for <seconds> (default 60): configures
+# build-fuzz with clang, libFuzzer and ASan/UBSan, builds openai_request_fuzz and fuzzes it from
+# the request bodies in tests/fuzz/openai_seeds. Exits non-zero when the fuzzer finds a crash
+# (an exception escaping the parser counts); the input is left in build-fuzz/fuzz-openai/artifacts/.
+# Environment: SPARROW_FUZZ_BUILD (build folder).
+set -euo pipefail
+
+seconds="${1:-60}"
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+build="${SPARROW_FUZZ_BUILD:-$root/build-fuzz}"
+
+cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DSPARROW_FUZZ=ON >/dev/null
+cmake --build "$build" --target openai_request_fuzz
+
+work="$build/fuzz-openai"
+corpus="$work/corpus"  # grows across runs
+artifacts="$work/artifacts"
+mkdir -p "$corpus" "$artifacts"
+echo "run_openai_fuzz: fuzzing for ${seconds}s"
+"$build/bin/openai_request_fuzz" "$corpus" "$root/tests/fuzz/openai_seeds" \
+  -dict="$root/tests/fuzz/openai.dict" \
+  -max_len=4096 -max_total_time="$seconds" -timeout=20 -rss_limit_mb=2048 \
+  -artifact_prefix="$artifacts/" -print_final_stats=1
