@@ -8,9 +8,17 @@ bool IsCSpace(char c) {
   return c == ' ' || (c >= '\t' && c <= '\r');
 }
 
-// Replaces every occurrence of `id` inside the text fragments of `in` by a token fragment.
+bool Overlaps(std::span<const TextRange> ranges, size_t begin, size_t end) {
+  for (const TextRange& r : ranges) {
+    if (begin < r.offset + r.length && r.offset < end) return true;
+  }
+  return false;
+}
+
+// Replaces every occurrence of `id` inside the text fragments of `in` by a token fragment,
+// except occurrences that overlap `literal`.
 void SplitOn(const Vocab& vocab, TokenId id, std::string_view text, const std::vector<Fragment>& in,
-             std::vector<Fragment>* out) {
+             std::span<const TextRange> literal, std::vector<Fragment>* out) {
   const std::string& needle = vocab.text(id);
   const uint32_t attr = vocab.attr(id);
   for (const Fragment& frag : in) {
@@ -20,9 +28,15 @@ void SplitOn(const Vocab& vocab, TokenId id, std::string_view text, const std::v
     }
     size_t base = frag.offset;
     size_t len = frag.length;
+    size_t from = 0;  // relative to base: where to look for the next occurrence
     while (len > 0) {
-      const size_t match = text.substr(base, len).find(needle);
+      const size_t match = text.substr(base, len).find(needle, from);
       if (match == std::string_view::npos) break;
+      if (Overlaps(literal, base + match, base + match + needle.size())) {
+        from = match + 1;
+        continue;
+      }
+      from = 0;
       size_t left = match;  // relative to base
       if (attr & kAttrLStrip) {
         while (left > 0 && IsCSpace(text[base + left - 1])) --left;
@@ -47,16 +61,19 @@ void SplitOn(const Vocab& vocab, TokenId id, std::string_view text, const std::v
 }  // namespace
 
 std::vector<Fragment> PartitionSpecialTokens(const Vocab& vocab, std::string_view text,
-                                             bool parse_special) {
+                                             bool parse_special,
+                                             std::span<const TextRange> literal) {
   std::vector<Fragment> frags;
   if (text.empty()) return frags;
   frags.push_back({kNoToken, 0, text.size()});
   std::vector<Fragment> next;
   for (TokenId id : vocab.special_tokens()) {
-    if (!parse_special && (vocab.attr(id) & (kAttrControl | kAttrUnknown))) continue;
+    const bool control = vocab.attr(id) & (kAttrControl | kAttrUnknown);
+    if (!parse_special && control) continue;
     if (text.find(vocab.text(id)) == std::string_view::npos) continue;  // the common case
     next.clear();
-    SplitOn(vocab, id, text, frags, &next);
+    // User-defined tokens match in literal text too, as they do without parse_special.
+    SplitOn(vocab, id, text, frags, control ? literal : std::span<const TextRange>(), &next);
     frags.swap(next);
   }
   return frags;

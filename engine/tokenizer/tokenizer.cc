@@ -20,32 +20,13 @@ class VocabTokenizer final : public Tokenizer {
 
   std::vector<TokenId> Tokenize(std::string_view text, bool add_special,
                                 bool parse_special) const override {
-    std::vector<TokenId> out;
-    const bool spm = vocab_.type() == VocabType::kSpm;
-    if (add_special && vocab_.add_bos()) out.push_back(vocab_.special(SpecialToken::kBos));
-    // SPM puts a space in front of the text and after every special token.
-    bool after_special = true;
-    std::string buf;
-    for (const tokenizer::Fragment& f :
-         tokenizer::PartitionSpecialTokens(vocab_, text, parse_special)) {
-      if (f.token != kNoToken) {
-        out.push_back(f.token);
-        after_special = true;
-        continue;
-      }
-      const std::string_view part = text.substr(f.offset, f.length);
-      if (!spm) {
-        tokenizer::BpeEncode(vocab_, part, &out);
-        continue;
-      }
-      buf.clear();
-      if (vocab_.add_space_prefix() && after_special) buf.push_back(' ');
-      buf.append(part);
-      tokenizer::SpmEncode(vocab_, tokenizer::EscapeSpmSpaces(buf), &out);
-      after_special = false;
-    }
-    if (add_special && vocab_.add_eos()) out.push_back(vocab_.special(SpecialToken::kEos));
-    return out;
+    return Encode(text, add_special, parse_special, {});
+  }
+
+  std::vector<TokenId> TokenizeTemplated(
+      std::string_view text, bool add_special,
+      std::span<const tokenizer::TextRange> literal) const override {
+    return Encode(text, add_special, true, literal);
   }
 
   std::string_view piece(TokenId id, bool special) const override {
@@ -77,6 +58,36 @@ class VocabTokenizer final : public Tokenizer {
   const std::vector<std::string>& warnings() const override { return vocab_.warnings(); }
 
  private:
+  std::vector<TokenId> Encode(std::string_view text, bool add_special, bool parse_special,
+                              std::span<const tokenizer::TextRange> literal) const {
+    std::vector<TokenId> out;
+    const bool spm = vocab_.type() == VocabType::kSpm;
+    if (add_special && vocab_.add_bos()) out.push_back(vocab_.special(SpecialToken::kBos));
+    // SPM puts a space in front of the text and after every special token.
+    bool after_special = true;
+    std::string buf;
+    for (const tokenizer::Fragment& f :
+         tokenizer::PartitionSpecialTokens(vocab_, text, parse_special, literal)) {
+      if (f.token != kNoToken) {
+        out.push_back(f.token);
+        after_special = true;
+        continue;
+      }
+      const std::string_view part = text.substr(f.offset, f.length);
+      if (!spm) {
+        tokenizer::BpeEncode(vocab_, part, &out);
+        continue;
+      }
+      buf.clear();
+      if (vocab_.add_space_prefix() && after_special) buf.push_back(' ');
+      buf.append(part);
+      tokenizer::SpmEncode(vocab_, tokenizer::EscapeSpmSpaces(buf), &out);
+      after_special = false;
+    }
+    if (add_special && vocab_.add_eos()) out.push_back(vocab_.special(SpecialToken::kEos));
+    return out;
+  }
+
   Vocab vocab_;
 };
 

@@ -12,6 +12,7 @@
 
 #include "engine/common/result.h"
 #include "engine/model/gguf_file.h"
+#include "engine/tokenizer/special_partition.h"
 #include "engine/tokenizer/vocab.h"
 
 namespace sparrow {
@@ -25,6 +26,13 @@ class Tokenizer {
   // tokens are matched in the text either way, as in llama.cpp.
   virtual std::vector<TokenId> Tokenize(std::string_view text, bool add_special,
                                         bool parse_special = false) const = 0;
+  // Tokenize with parse_special, except that control tokens written inside the `literal`
+  // ranges (sorted, disjoint) stay text: for a rendered chat template, whose markers are
+  // control tokens and whose messages are user text. Without such text in the ranges the
+  // result equals Tokenize(text, add_special, true).
+  virtual std::vector<TokenId> TokenizeTemplated(
+      std::string_view text, bool add_special,
+      std::span<const tokenizer::TextRange> literal) const = 0;
 
   // llama_token_to_piece(id, lstrip 0, special): the bytes of one token, possibly a partial
   // UTF-8 character. With special false, control and unknown tokens give "". SPM pieces have

@@ -192,4 +192,36 @@ Result<std::string> ApplyChatTemplate(const std::vector<ChatMessage>& messages,
   return ApplyChatTemplate(messages, t, add_generation_prompt);
 }
 
+Result<RenderedChat> RenderChatTemplate(const std::vector<ChatMessage>& messages,
+                                        std::string_view template_name_or_jinja,
+                                        bool add_generation_prompt) {
+  // Render with a placeholder per non-empty content (templates test contents for emptiness),
+  // then put the contents in, noting where each lands. Placeholders use bytes no template
+  // writes, and contents are never scanned, so a client cannot fake one.
+  std::vector<ChatMessage> marked = messages;
+  for (size_t i = 0; i < marked.size(); ++i) {
+    if (marked[i].content.empty()) continue;
+    std::string& mark = marked[i].content;
+    mark.assign(1, '\x01');
+    mark += std::to_string(i);
+    mark += '\x02';
+  }
+  SPARROW_ASSIGN_OR_RETURN(std::string skeleton, ApplyChatTemplate(marked, template_name_or_jinja,
+                                                                   add_generation_prompt));
+  RenderedChat out;
+  size_t pos = 0;
+  for (;;) {
+    const size_t open = skeleton.find('\x01', pos);
+    out.text.append(skeleton, pos, open == std::string::npos ? std::string::npos : open - pos);
+    if (open == std::string::npos) break;
+    const size_t close = skeleton.find('\x02', open);
+    const std::string& content =
+        messages[std::stoul(skeleton.substr(open + 1, close - open - 1))].content;
+    out.content.push_back({out.text.size(), content.size()});
+    out.text += content;
+    pos = close + 1;
+  }
+  return out;
+}
+
 }  // namespace sparrow::server

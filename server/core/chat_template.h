@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "engine/common/result.h"
+#include "engine/tokenizer/special_partition.h"
 
 namespace sparrow::server {
 
@@ -32,5 +33,16 @@ Result<std::string> ApplyChatTemplate(const std::vector<ChatMessage>& messages,
                                       bool add_generation_prompt);
 Result<std::string> ApplyChatTemplate(const std::vector<ChatMessage>& messages, ChatTemplate t,
                                       bool add_generation_prompt);
+
+// A rendered prompt and where the messages' contents sit in it. Tokenize it with
+// Tokenizer::TokenizeTemplated(text, true, content): the template's markers become control
+// tokens, while "</s>" or "<|im_end|>" typed by a client stays text and cannot forge a turn.
+struct RenderedChat {
+  std::string text;
+  std::vector<tokenizer::TextRange> content;  // sorted, disjoint
+};
+Result<RenderedChat> RenderChatTemplate(const std::vector<ChatMessage>& messages,
+                                        std::string_view template_name_or_jinja,
+                                        bool add_generation_prompt);
 
 }  // namespace sparrow::server

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "engine/model/architecture.h"
+#include "engine/tokenizer/incremental_detokenizer.h"
 #include "server/core/chat_template.h"
 #include "server/grpc/generate_reactor.h"
 #include "server/grpc/grpc_auth.h"
@@ -51,11 +52,12 @@ grpc::ServerWriteReactor<v1::GenerateResponse>* SparrowService::Chat(
   if (!settings.ok()) return GenerateReactor::Fail(ctx_, ToGrpcStatus(settings.status()));
   auto messages = ChatMessages(*request);
   if (!messages.ok()) return GenerateReactor::Fail(ctx_, ToGrpcStatus(messages.status()));
-  auto text = ApplyChatTemplate(*messages, ctx_.chat_template, /*add_generation_prompt=*/true);
-  if (!text.ok()) return GenerateReactor::Fail(ctx_, ToGrpcStatus(text.status()));
-  // Templates write their control tokens as text; BOS comes from the vocabulary's add_bos.
+  auto rendered = RenderChatTemplate(*messages, ctx_.chat_template, /*add_generation_prompt=*/true);
+  if (!rendered.ok()) return GenerateReactor::Fail(ctx_, ToGrpcStatus(rendered.status()));
+  // Templates write their control tokens as text; message contents stay text (no forged
+  // turns); BOS comes from the vocabulary's add_bos.
   std::vector<int32_t> prompt =
-      ctx_.tokenizer->Tokenize(*text, /*add_special=*/true, /*parse_special=*/true);
+      ctx_.tokenizer->TokenizeTemplated(rendered->text, /*add_special=*/true, rendered->content);
   if (prompt.empty()) {
     return GenerateReactor::Fail(
         ctx_, grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "messages give an empty prompt"));
@@ -90,7 +92,11 @@ grpc::ServerUnaryReactor* SparrowService::Detokenize(grpc::CallbackServerContext
   st = CheckTokenIds(request->tokens(), tok.n_vocab(), "tokens");
   if (!st.ok()) return Done(context, ToGrpcStatus(st));
   const std::vector<int32_t> ids(request->tokens().begin(), request->tokens().end());
-  response->set_text(tok.Detokenize(ids, request->remove_special(), request->render_special()));
+  std::string raw = tok.Detokenize(ids, request->remove_special(), request->render_special());
+  std::string text;
+  AppendSanitizedUtf8(raw, /*at_end=*/true, &text);
+  response->set_text(std::move(text));
+  response->set_raw(std::move(raw));
   return Done(context, grpc::Status::OK);
 }
 

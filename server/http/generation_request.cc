@@ -52,9 +52,11 @@ bool PrepareGeneration(const ServerContext& ctx, bool chat, const std::string& b
     gen = r->gen;
     std::vector<ChatMessage> messages;
     for (const auto& m : r->messages) messages.push_back({m.role, m.content});
-    auto text = ApplyChatTemplate(messages, ctx.chat_template, true);
-    if (!text.ok()) return Fail(error, 400, text.status().message(), "messages");
-    out->prompt = ctx.tokenizer->Tokenize(*text, /*add_special=*/true, /*parse_special=*/true);
+    auto rendered = RenderChatTemplate(messages, ctx.chat_template, true);
+    if (!rendered.ok()) return Fail(error, 400, rendered.status().message(), "messages");
+    // The template's markers are control tokens; what clients wrote is text (no forged turns).
+    out->prompt =
+        ctx.tokenizer->TokenizeTemplated(rendered->text, /*add_special=*/true, rendered->content);
   } else {
     auto r = openai::ParseCompletionRequest(j, &param);
     if (!r.ok()) return Fail(error, 400, r.status().message(), param);
@@ -71,7 +73,10 @@ bool PrepareGeneration(const ServerContext& ctx, bool chat, const std::string& b
         }
       }
     } else {
-      out->prompt = ctx.tokenizer->Tokenize(r->prompt, true, true);
+      // Client text: "</s>" stays text, as in llama.cpp's server; token ids are the way to
+      // send control tokens.
+      out->prompt = ctx.tokenizer->Tokenize(r->prompt, /*add_special=*/true,
+                                            /*parse_special=*/false);
     }
     if (r->echo) {
       out->echo_text =

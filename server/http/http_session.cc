@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <boost/asio/redirect_error.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
@@ -183,13 +184,25 @@ asio::awaitable<void> RunHttpSession(asio::ip::tcp::socket socket, ServerContext
     parser.body_limit(opts.max_body_bytes);
     parser.header_limit(static_cast<std::uint32_t>(opts.max_header_bytes));
     // One deadline for the whole request, the keep-alive wait included: bytes trickled in
-    // slowly cannot extend it.
-    stream.expires_after(opts.request_timeout);
+    // slowly cannot extend it. Our own timer rather than the stream's, which would close the
+    // socket and leave no way to answer 408. All of this runs on the connection's strand, so
+    // `armed` tells a late timer handler that the read (and maybe the session) is over.
+    auto armed = std::make_shared<bool>(true);
+    auto timed_out = std::make_shared<bool>(false);
+    asio::steady_timer deadline(stream.get_executor(), opts.request_timeout);
+    deadline.async_wait([armed, timed_out, &stream](const boost::system::error_code& e) {
+      if (e || !*armed) return;
+      *timed_out = true;
+      boost::system::error_code ignored;
+      stream.socket().cancel(ignored);
+    });
     boost::system::error_code ec;
     co_await http::async_read(stream, buffer, parser,
                               asio::redirect_error(asio::use_awaitable, ec));
-    stream.expires_never();
+    *armed = false;
+    deadline.cancel();
     if (ec) {
+      if (*timed_out) ec = beast::error::timeout;
       const ReadFailure failure =
           ClassifyReadError(ec, parser.got_some() || buffer.size() > 0, opts);
       if (failure.status == http::status::unknown) break;

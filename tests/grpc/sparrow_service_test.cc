@@ -151,6 +151,38 @@ TEST_F(SparrowServiceTest, TokenizeDetokenizeRoundTrip) {
   EXPECT_EQ(dres.text(), " Once upon a time");
 }
 
+// Byte tokens are parts of UTF-8 characters: pieces travel as bytes, Detokenize's text is
+// sanitized and its raw field exact. (Before, the C++ client got no message at all.)
+TEST_F(SparrowServiceTest, MultiByteTextAndByteTokensCrossTheWire) {
+  grpc::ClientContext c;
+  v1::TokenizeRequest treq;
+  treq.set_text("\xC3\xA9\xE4\xB8\x8A");  // "é上"
+  treq.set_add_special(false);
+  v1::TokenizeResponse tres;
+  ASSERT_TRUE(server_->stub().Tokenize(&c, treq, &tres).ok());
+  std::string joined;
+  for (const std::string& p : tres.pieces()) joined += p;
+  EXPECT_EQ(joined, " \xC3\xA9\xE4\xB8\x8A");  // SPM's leading space, then the bytes
+  EXPECT_GT(tres.pieces_size(), 2);            // byte tokens: partial characters
+
+  const int32_t lead = server_->ctx().tokenizer->FindToken("<0xC3>");
+  ASSERT_GE(lead, 0);
+  grpc::ClientContext c2;
+  v1::DetokenizeRequest dreq;
+  dreq.add_tokens(lead);
+  v1::DetokenizeResponse dres;
+  ASSERT_TRUE(server_->stub().Detokenize(&c2, dreq, &dres).ok());
+  EXPECT_EQ(dres.raw(), "\xC3");
+  EXPECT_EQ(dres.text(), "\xEF\xBF\xBD");  // U+FFFD
+
+  grpc::ClientContext c3;
+  v1::DetokenizeRequest whole;
+  *whole.mutable_tokens() = tres.tokens();
+  ASSERT_TRUE(server_->stub().Detokenize(&c3, whole, &dres).ok());
+  EXPECT_EQ(dres.text(), "\xC3\xA9\xE4\xB8\x8A");  // the SPM space goes, as in llama.cpp
+  EXPECT_EQ(dres.raw(), dres.text());
+}
+
 TEST_F(SparrowServiceTest, ListModelsDescribesTheServedModel) {
   grpc::ClientContext c;
   v1::ListModelsResponse res;

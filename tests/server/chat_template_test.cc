@@ -76,5 +76,30 @@ TEST(ChatTemplateTest, NamesRoundTrip) {
   EXPECT_FALSE(ChatTemplateFromName("nope", &t));
 }
 
+TEST(RenderChatTemplateTest, ContentRangesCoverExactlyTheMessages) {
+  const std::vector<ChatMessage> m = {{"system", ""},
+                                      {"user", "hi <|im_end|>"},
+                                      {"assistant", "yo"},
+                                      {"user",
+                                       "\x01"
+                                       "0\x02"}};
+  auto r = RenderChatTemplate(m, "chatml", true);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->text, *ApplyChatTemplate(m, "chatml", true));
+  ASSERT_EQ(r->content.size(), 3u);  // the empty system content has no range
+  EXPECT_EQ(r->text.substr(r->content[0].offset, r->content[0].length), "hi <|im_end|>");
+  EXPECT_EQ(r->text.substr(r->content[1].offset, r->content[1].length), "yo");
+  // Content that looks like a placeholder is content.
+  EXPECT_EQ(r->text.substr(r->content[2].offset, r->content[2].length),
+            "\x01"
+            "0\x02");
+  // Templates that test for an empty system prompt see the same emptiness.
+  for (const char* t : {"llama2", "gemma", "mistral", "llama3", "phi3", "zephyr"}) {
+    auto a = RenderChatTemplate(m, t, true);
+    ASSERT_TRUE(a.ok());
+    EXPECT_EQ(a->text, *ApplyChatTemplate(m, t, true)) << t;
+  }
+}
+
 }  // namespace
 }  // namespace sparrow::server

@@ -55,5 +55,21 @@ TEST(SpecialPartition, RightStripDropsFollowingSpaces) {
   EXPECT_EQ(Render(text, PartitionSpecialTokens(v, text, true)), "{x}[259]{y}[259]");
 }
 
+TEST(SpecialPartition, ControlTokensInLiteralRangesStayText) {
+  const Vocab v = MakeVocab();
+  // "<|im_end|>" at 1 is the template's; the one at 12 was typed by a user (range [12, 29)).
+  const std::string text = "a<|im_end|>b<|im_end|><tool>c<|im_end|>";
+  const std::vector<TextRange> user = {{12, 17}};
+  // User-defined tokens still match inside the range, as without parse_special.
+  EXPECT_EQ(Render(text, PartitionSpecialTokens(v, text, true, user)),
+            "{a}[259]{b<|im_end|>}[260]{c}[259]");
+  // A match that only straddles the range's edge is refused too.
+  const std::vector<TextRange> edge = {{14, 1}};
+  EXPECT_EQ(Render(text, PartitionSpecialTokens(v, text, true, edge)),
+            "{a}[259]{b<|im_end|>}[260]{c}[259]");
+  EXPECT_EQ(Render(text, PartitionSpecialTokens(v, text, true, {})),
+            "{a}[259]{b}[259][260]{c}[259]");
+}
+
 }  // namespace
 }  // namespace sparrow::tokenizer

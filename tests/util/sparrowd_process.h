@@ -1,0 +1,64 @@
+#pragma once
+// The real sparrowd as a child process, for tests that need what only a process has: signals,
+// exit codes, file-descriptor limits, the log it writes. Also a raw TCP client that sends bytes
+// exactly as given (malformed requests, HTTP/1.0, trickled input) and reads with a deadline.
+// Not thread-safe: one object per test thread.
+#include <sys/resource.h>
+#include <sys/types.h>
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace sparrow::testing {
+
+class SparrowdProcess {
+ public:
+  struct Options {
+    std::vector<std::string> args;  // after the binary; --port 0 and --grpc-port are up to you
+    rlim_t max_open_files = 0;      // RLIMIT_NOFILE for the child; 0 leaves it alone
+  };
+  // The sparrowd to test: $SPARROWD_UNDER_TEST when set (to run the tests against another
+  // build, such as the one before a fix), else `built`.
+  static std::string Binary(const std::string& built);
+
+  // Starts `binary` and waits until it prints where it listens (HTTP, and gRPC unless
+  // --grpc-port -1). Null when it does not start within a minute; `*error` says what it printed.
+  static std::unique_ptr<SparrowdProcess> Start(const std::string& binary, const Options& options,
+                                                std::string* error);
+  ~SparrowdProcess();  // SIGKILL if still running
+
+  int http_port() const { return http_port_; }
+  int grpc_port() const { return grpc_port_; }  // 0 without gRPC
+  pid_t pid() const { return pid_; }
+
+  void Signal(int sig);
+  // Waits for the child to exit, at most `timeout`; its exit code, or nullopt if it is still
+  // running (or was killed by a signal).
+  std::optional<int> Wait(std::chrono::milliseconds timeout);
+  std::string Stdout() const;  // the log: spdlog writes to stdout
+  std::string Stderr() const;
+
+ private:
+  SparrowdProcess() = default;
+  pid_t pid_ = -1;
+  bool exited_ = false;
+  int http_port_ = 0, grpc_port_ = 0;
+  std::string out_path_, err_path_;
+};
+
+// A TCP connection to host:port (IPv4 or IPv6 literal); -1 on failure. Reads time out after
+// `read_timeout` so a test never hangs on a server that does not answer.
+int ConnectTcp(const std::string& host, int port,
+               std::chrono::milliseconds read_timeout = std::chrono::seconds(30));
+bool SendAll(int fd, const std::string& bytes);
+// Reads until the peer closes, an error, the read timeout, or `max_bytes`.
+std::string ReadUntilClose(int fd, size_t max_bytes = size_t{64} << 20);
+// The status code of a raw HTTP response ("HTTP/1.1 431 ..."), 0 if there is none.
+int StatusOf(const std::string& raw_response);
+// Sends `request` on a fresh connection and returns everything read until the server closes.
+std::string RawExchange(const std::string& host, int port, const std::string& request);
+
+}  // namespace sparrow::testing
