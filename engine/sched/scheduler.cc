@@ -301,6 +301,11 @@ void Scheduler::Admit() {
     }
     running_.push_back(std::move(seq));
   }
+  // A request leaves `waiting` here; without this it would show in neither gauge until the
+  // step ends, and an observer could take the server for idle.
+  std::lock_guard<std::mutex> lock(mu_);
+  stats_.running = static_cast<int64_t>(running_.size());
+  stats_.kv = kv_.Stats();
 }
 
 bool Scheduler::Step() {

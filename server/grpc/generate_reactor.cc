@@ -155,15 +155,14 @@ void GenerateReactor::Shared::Pump() {
 GenerateReactor::GenerateReactor(ServerContext& ctx, std::shared_ptr<Shared> shared)
     : ctx_(ctx), shared_(std::move(shared)) {}
 
-GenerateReactor* GenerateReactor::Start(ServerContext& ctx, std::vector<int32_t> prompt,
-                                        const GenerateSettings& settings) {
+GenerateReactor* GenerateReactor::Start(ServerContext& ctx, const ResolvedGeneration& generation) {
   auto shared = std::make_shared<Shared>();
   auto* reactor = new GenerateReactor(ctx, shared);
   shared->reactor = reactor;
-  shared->logprobs = settings.logprobs;
+  shared->logprobs = generation.logprobs;
 
   StreamingSinkOptions sink_opts;
-  sink_opts.stop = settings.stop;
+  sink_opts.stop = generation.stop;
   sink_opts.logprobs = true;  // the per-token records carry the ids each message reports
   std::weak_ptr<Shared> weak = shared;
   shared->sink =
@@ -171,13 +170,7 @@ GenerateReactor* GenerateReactor::Start(ServerContext& ctx, std::vector<int32_t>
         if (auto s = weak.lock()) s->Pump();
       });
 
-  GenerationRequest req;
-  req.prompt = std::move(prompt);
-  req.sampling = settings.sampling;
-  req.max_tokens = settings.max_tokens;
-  req.logprobs = settings.logprobs;
-  req.sink = shared->sink;
-  Status st = ctx.scheduler->Submit(std::move(req));
+  Status st = SubmitGeneration(ctx, generation, {shared->sink});
   if (!st.ok()) {
     const grpc::Status status = ToGrpcStatus(st);
     ctx.metrics.RecordResponse("grpc", GrpcCodeName(status.error_code()));

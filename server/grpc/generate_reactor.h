@@ -10,6 +10,7 @@
 #include <memory>
 #include <vector>
 
+#include "server/core/generation_spec.h"
 #include "server/core/server_context.h"
 #include "server/grpc/grpc_request.h"
 #include "sparrow/v1/sparrow.pb.h"
@@ -20,8 +21,7 @@ class GenerateReactor final : public grpc::ServerWriteReactor<v1::GenerateRespon
  public:
   // Submits the request; when the scheduler refuses it (queue full, too long) the RPC finishes
   // at once with that status. Owned by gRPC until OnDone.
-  static GenerateReactor* Start(ServerContext& ctx, std::vector<int32_t> prompt,
-                                const GenerateSettings& settings);
+  static GenerateReactor* Start(ServerContext& ctx, const ResolvedGeneration& generation);
   // An RPC that fails before anything was submitted (validation, auth).
   static grpc::ServerWriteReactor<v1::GenerateResponse>* Fail(ServerContext& ctx,
                                                               const grpc::Status& status);

@@ -12,8 +12,7 @@ Status BadField(const std::string& field, const std::string& what) {
 }  // namespace
 
 Result<GenerateSettings> ParseGenerateOptions(const v1::GenerateOptions& options,
-                                              const SamplingParams& default_sampling,
-                                              int64_t default_max_tokens) {
+                                              const SamplingParams& default_sampling) {
   GenerateSettings out;
   out.sampling = default_sampling;
   const v1::SamplingParams& s = options.sampling();
@@ -37,7 +36,6 @@ Result<GenerateSettings> ParseGenerateOptions(const v1::GenerateOptions& options
   Status st = p.Validate();
   if (!st.ok()) return InvalidArgument("options.sampling." + st.message());
 
-  out.max_tokens = default_max_tokens;
   if (options.has_max_tokens()) {
     if (options.max_tokens() <= 0) {
       return BadField("options.max_tokens",
@@ -45,28 +43,34 @@ Result<GenerateSettings> ParseGenerateOptions(const v1::GenerateOptions& options
     }
     out.max_tokens = options.max_tokens();
   }
-
-  if (static_cast<size_t>(options.stop_size()) > kMaxStopStrings) {
-    return BadField("options.stop", "has " + std::to_string(options.stop_size()) +
-                                        " entries; at most " + std::to_string(kMaxStopStrings) +
-                                        " are allowed");
-  }
-  for (int i = 0; i < options.stop_size(); ++i) {
-    const std::string& stop = options.stop(i);
-    const std::string field = "options.stop[" + std::to_string(i) + "]";
-    if (stop.empty()) return BadField(field, "is empty");
-    if (stop.size() > kMaxStopBytes) {
-      return BadField(field, "is " + std::to_string(stop.size()) + " bytes; at most " +
-                                 std::to_string(kMaxStopBytes) + " are allowed");
-    }
-    out.stop.push_back(stop);
-  }
+  out.stop.assign(options.stop().begin(), options.stop().end());
   out.logprobs = options.logprobs();
   return out;
 }
 
-Result<std::vector<int32_t>> PromptTokens(const v1::GenerateRequest& request,
-                                          const Tokenizer& tokenizer) {
+namespace {
+
+GenerationSpec SpecFromSettings(const std::string& model, const GenerateSettings& settings) {
+  GenerationSpec spec;
+  spec.model = model;
+  spec.max_tokens = settings.max_tokens;
+  spec.default_max_tokens = kDefaultGrpcMaxTokens;
+  spec.sampling = settings.sampling;
+  spec.stop = settings.stop;
+  spec.logprobs = settings.logprobs;
+  spec.fields.prompt = "prompt";
+  spec.fields.max_tokens = "options.max_tokens";
+  spec.fields.stop = "options.stop";
+  spec.fields.sampling = "options.sampling";
+  return spec;
+}
+
+}  // namespace
+
+Result<GenerationSpec> GenerateSpec(const v1::GenerateRequest& request) {
+  SPARROW_ASSIGN_OR_RETURN(GenerateSettings settings,
+                           ParseGenerateOptions(request.options(), SamplingParams{}));
+  GenerationSpec spec = SpecFromSettings(request.model(), settings);
   const bool has_text = !request.prompt().empty();
   const bool has_ids = request.prompt_tokens_size() > 0;
   if (has_text && has_ids) {
@@ -76,15 +80,25 @@ Result<std::vector<int32_t>> PromptTokens(const v1::GenerateRequest& request,
     return InvalidArgument("prompt is empty (and no prompt_tokens); send exactly one of them");
   }
   if (has_ids) {
-    SPARROW_RETURN_IF_ERROR(
-        CheckTokenIds(request.prompt_tokens(), tokenizer.n_vocab(), "prompt_tokens"));
-    return std::vector<int32_t>(request.prompt_tokens().begin(), request.prompt_tokens().end());
+    spec.kind = PromptKind::kTokens;
+    spec.tokens.assign(request.prompt_tokens().begin(), request.prompt_tokens().end());
+    spec.fields.prompt = "prompt_tokens";
+  } else {
+    spec.kind = PromptKind::kText;
+    spec.text = request.prompt();
+    spec.add_special = request.has_add_special() ? request.add_special() : true;
+    spec.parse_special = request.parse_special();
   }
-  const bool add_special = request.has_add_special() ? request.add_special() : true;
-  std::vector<int32_t> ids =
-      tokenizer.Tokenize(request.prompt(), add_special, request.parse_special());
-  if (ids.empty()) return InvalidArgument("prompt tokenizes to no tokens");
-  return ids;
+  return spec;
+}
+
+Result<GenerationSpec> ChatSpec(const v1::ChatRequest& request) {
+  SPARROW_ASSIGN_OR_RETURN(GenerateSettings settings,
+                           ParseGenerateOptions(request.options(), SamplingParams{}));
+  GenerationSpec spec = SpecFromSettings(request.model(), settings);
+  spec.kind = PromptKind::kChat;
+  SPARROW_ASSIGN_OR_RETURN(spec.messages, ChatMessages(request));
+  return spec;
 }
 
 Result<std::vector<ChatMessage>> ChatMessages(const v1::ChatRequest& request) {

@@ -3,6 +3,7 @@
 // InvalidArgument and name the offending field as the client wrote it ("options.max_tokens").
 // Pure functions, thread-safe.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -10,27 +11,31 @@
 #include "engine/runtime/sampler.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "server/core/chat_template.h"
+#include "server/core/generation_spec.h"
 #include "server/core/stop_matcher.h"
 #include "sparrow/v1/sparrow.pb.h"
 
 namespace sparrow::server {
 
+// Output length when options.max_tokens is unset (or the room left in the context, if less).
+inline constexpr int64_t kDefaultGrpcMaxTokens = 128;
+
 struct GenerateSettings {
   SamplingParams sampling;
-  int64_t max_tokens = 0;
-  std::vector<std::string> stop;
+  std::optional<int64_t> max_tokens;  // unset: the default above
+  std::vector<std::string> stop;      // checked by ResolveGeneration (generation_spec.h)
   bool logprobs = false;
 };
 
-// Fills unset fields from the server's defaults, then checks every value.
+// Fills unset sampling fields from `default_sampling`, then checks the values this message
+// alone can judge.
 Result<GenerateSettings> ParseGenerateOptions(const v1::GenerateOptions& options,
-                                              const SamplingParams& default_sampling,
-                                              int64_t default_max_tokens);
+                                              const SamplingParams& default_sampling);
 
-// The prompt of a Generate call as token ids: exactly one of prompt / prompt_tokens, ids in
-// the vocabulary, not empty.
-Result<std::vector<int32_t>> PromptTokens(const v1::GenerateRequest& request,
-                                          const Tokenizer& tokenizer);
+// What a Generate / Chat call asks for, for ResolveGeneration (the model, the prompt as text
+// or ids (exactly one) or the messages, the options), with gRPC's field names.
+Result<GenerationSpec> GenerateSpec(const v1::GenerateRequest& request);
+Result<GenerationSpec> ChatSpec(const v1::ChatRequest& request);
 
 // The messages of a Chat call; at least one, each with a role.
 Result<std::vector<ChatMessage>> ChatMessages(const v1::ChatRequest& request);

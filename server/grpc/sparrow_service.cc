@@ -12,15 +12,6 @@
 #include "server/grpc/grpc_status.h"
 
 namespace sparrow::server {
-namespace {
-
-// The default output length when a request leaves options.max_tokens unset.
-int64_t DefaultMaxTokens() {
-  return GenerationRequest{}.max_tokens;
-}
-
-}  // namespace
-
 grpc::ServerUnaryReactor* SparrowService::Done(grpc::CallbackServerContext* context,
                                                const grpc::Status& status) {
   ctx_.metrics.RecordResponse("grpc", GrpcCodeName(status.error_code()));
@@ -33,36 +24,28 @@ grpc::ServerWriteReactor<v1::GenerateResponse>* SparrowService::Generate(
     grpc::CallbackServerContext* context, const v1::GenerateRequest* request) {
   grpc::Status auth = CheckBearerKey(*context, ctx_.config.api_key);
   if (!auth.ok()) return GenerateReactor::Fail(ctx_, auth);
-  Status st = CheckModel(request->model(), ctx_.model_id);
-  if (!st.ok()) return GenerateReactor::Fail(ctx_, ToGrpcStatus(st));
-  auto settings = ParseGenerateOptions(request->options(), SamplingParams{}, DefaultMaxTokens());
-  if (!settings.ok()) return GenerateReactor::Fail(ctx_, ToGrpcStatus(settings.status()));
-  auto prompt = PromptTokens(*request, *ctx_.tokenizer);
-  if (!prompt.ok()) return GenerateReactor::Fail(ctx_, ToGrpcStatus(prompt.status()));
-  return GenerateReactor::Start(ctx_, std::move(*prompt), *settings);
+  auto spec = GenerateSpec(*request);
+  if (!spec.ok()) return GenerateReactor::Fail(ctx_, ToGrpcStatus(spec.status()));
+  return Resolve(*spec);
 }
 
 grpc::ServerWriteReactor<v1::GenerateResponse>* SparrowService::Chat(
     grpc::CallbackServerContext* context, const v1::ChatRequest* request) {
   grpc::Status auth = CheckBearerKey(*context, ctx_.config.api_key);
   if (!auth.ok()) return GenerateReactor::Fail(ctx_, auth);
-  Status st = CheckModel(request->model(), ctx_.model_id);
-  if (!st.ok()) return GenerateReactor::Fail(ctx_, ToGrpcStatus(st));
-  auto settings = ParseGenerateOptions(request->options(), SamplingParams{}, DefaultMaxTokens());
-  if (!settings.ok()) return GenerateReactor::Fail(ctx_, ToGrpcStatus(settings.status()));
-  auto messages = ChatMessages(*request);
-  if (!messages.ok()) return GenerateReactor::Fail(ctx_, ToGrpcStatus(messages.status()));
-  auto rendered = RenderChatTemplate(*messages, ctx_.chat_template, /*add_generation_prompt=*/true);
-  if (!rendered.ok()) return GenerateReactor::Fail(ctx_, ToGrpcStatus(rendered.status()));
-  // Templates write their control tokens as text; message contents stay text (no forged
-  // turns); BOS comes from the vocabulary's add_bos.
-  std::vector<int32_t> prompt =
-      ctx_.tokenizer->TokenizeTemplated(rendered->text, /*add_special=*/true, rendered->content);
-  if (prompt.empty()) {
-    return GenerateReactor::Fail(
-        ctx_, grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "messages give an empty prompt"));
+  auto spec = ChatSpec(*request);
+  if (!spec.ok()) return GenerateReactor::Fail(ctx_, ToGrpcStatus(spec.status()));
+  return Resolve(*spec);
+}
+
+grpc::ServerWriteReactor<v1::GenerateResponse>* SparrowService::Resolve(
+    const GenerationSpec& spec) {
+  ResolvedGeneration g;
+  GenerationError error;
+  if (!ResolveGeneration(ctx_, spec, &g, &error)) {
+    return GenerateReactor::Fail(ctx_, ToGrpcStatus(error.status));
   }
-  return GenerateReactor::Start(ctx_, std::move(prompt), *settings);
+  return GenerateReactor::Start(ctx_, g);
 }
 
 grpc::ServerUnaryReactor* SparrowService::Tokenize(grpc::CallbackServerContext* context,

@@ -4,6 +4,7 @@
 // the context's tokenizer and scheduler. Thread-safe: gRPC calls it from many threads.
 #include <grpcpp/grpcpp.h>
 
+#include "server/core/generation_spec.h"
 #include "server/core/server_context.h"
 #include "sparrow/v1/sparrow.grpc.pb.h"
 
@@ -29,6 +30,8 @@ class SparrowService final : public v1::Sparrow::CallbackService {
                                        v1::ListModelsResponse* response) override;
 
  private:
+  // The shared preparation (generation_spec.h), then the stream; or the refusal.
+  grpc::ServerWriteReactor<v1::GenerateResponse>* Resolve(const GenerationSpec& spec);
   // Finishes a unary call with `status`, counting it in the metrics.
   grpc::ServerUnaryReactor* Done(grpc::CallbackServerContext* context, const grpc::Status& status);
 

@@ -11,6 +11,7 @@
 
 #include "api/openai/openai_types.h"
 #include "server/http/generation_request.h"
+#include "server/http/http_status.h"
 #include "server/http/openai_response.h"
 #include "server/http/wakeup.h"
 
@@ -35,42 +36,26 @@ struct Job {
   }
 };
 
-// Submits every choice; on failure cancels those already queued and fills the error response.
+// Submits every choice as one group; on refusal fills the error response.
 bool SubmitAll(ServerContext& ctx, const HttpRequest& req, const GenerationLimits& limits, Job* job,
                HttpResponse* error) {
-  // The n choices go in as one group: the prompt is computed once and its KV blocks shared.
-  std::vector<GenerationRequest> group;
+  const ResolvedGeneration& g = job->prep.gen;
   std::vector<std::shared_ptr<StreamingSink>> sinks;
-  for (int32_t i = 0; i < job->prep.n; ++i) {
+  for (int32_t i = 0; i < g.n; ++i) {
     StreamingSinkOptions so;
-    so.stop = job->prep.stop;
-    so.logprobs = job->prep.logprobs;
+    so.stop = g.stop;
+    so.logprobs = g.logprobs;
     so.max_pending_chunks = limits.max_pending_chunks;
-    so.max_pending_bytes = std::max<size_t>(1, limits.max_buffered_bytes / job->prep.n);
+    so.max_pending_bytes = std::max<size_t>(1, limits.max_buffered_bytes / g.n);
     auto wakeup = job->wakeup;
-    auto sink = std::make_shared<StreamingSink>(*ctx.tokenizer, so, &ctx.metrics,
-                                                [wakeup] { wakeup->Notify(); });
-    GenerationRequest g;
-    g.prompt = job->prep.prompt;
-    g.sampling = job->prep.sampling;
-    if (g.sampling.seed != SamplingParams::kRandomSeed) g.sampling.seed += i;  // distinct choices
-    g.max_tokens = job->prep.max_tokens;
-    g.logprobs = job->prep.logprobs;
-    g.top_logprobs = job->prep.top_logprobs;
-    g.sink = sink;
-    group.push_back(std::move(g));
-    sinks.push_back(std::move(sink));
+    sinks.push_back(std::make_shared<StreamingSink>(*ctx.tokenizer, so, &ctx.metrics,
+                                                    [wakeup] { wakeup->Notify(); }));
   }
-  Status s = ctx.scheduler->SubmitGroup(std::move(group));
+  Status s = SubmitGeneration(ctx, g, {sinks.begin(), sinks.end()});
   if (!s.ok()) {
-    if (s.code() == StatusCode::kResourceExhausted) {
-      *error = ErrorResponse(req, http::status::too_many_requests, s.message(), "", "queue_full");
-      error->set(http::field::retry_after, "1");
-    } else if (s.code() == StatusCode::kInvalidArgument) {
-      *error = ErrorResponse(req, http::status::bad_request, s.message());
-    } else {
-      *error = ErrorResponse(req, http::status::internal_server_error, s.message());
-    }
+    const bool full = s.code() == StatusCode::kResourceExhausted;
+    *error = ErrorResponse(req, HttpStatusFor(s.code()), s.message(), "", full ? "queue_full" : "");
+    if (full) error->set(http::field::retry_after, "1");
     return false;
   }
   job->sinks = std::move(sinks);
@@ -78,7 +63,7 @@ bool SubmitAll(ServerContext& ctx, const HttpRequest& req, const GenerationLimit
 }
 
 void NoteUsage(const Job& job, RequestLog* log) {
-  log->prompt_tokens = static_cast<int64_t>(job.prep.prompt.size());
+  log->prompt_tokens = static_cast<int64_t>(job.prep.gen.prompt.size());
   log->completion_tokens = 0;
   for (const auto& s : job.sinks) log->completion_tokens += s->finish_info().completion_tokens;
   if (!job.sinks.empty()) {
@@ -138,8 +123,8 @@ asio::awaitable<bool> Collect(boost::beast::tcp_stream& stream, const HttpReques
     if (!job.prep.echo_text.empty()) results[i].text = job.prep.echo_text + results[i].text;
   }
   json body =
-      FullResponse(job.meta, results, job.prep.logprobs, job.prep.top_logprobs, *ctx.tokenizer,
-                   log->prompt_tokens, log->completion_tokens, log->cached_tokens);
+      FullResponse(job.meta, results, job.prep.gen.logprobs, job.prep.gen.top_logprobs,
+                   *ctx.tokenizer, log->prompt_tokens, log->completion_tokens, log->cached_tokens);
   co_return co_await WriteResponse(stream, JsonResponse(req, http::status::ok, body), log,
                                    limits.write_timeout);
 }
@@ -212,8 +197,8 @@ asio::awaitable<bool> Stream(boost::beast::tcp_stream& stream, const HttpRequest
       std::vector<StreamChunk> chunks;
       const bool finished = job.sinks[i]->Drain(&chunks);
       for (const auto& c : chunks) {
-        const json lp = job.prep.logprobs
-                            ? LogprobsJson(job.meta.chat, c.tokens, job.prep.top_logprobs,
+        const json lp = job.prep.gen.logprobs
+                            ? LogprobsJson(job.meta.chat, c.tokens, job.prep.gen.top_logprobs,
                                            *ctx.tokenizer, offsets[i])
                             : null_lp;
         offsets[i] += c.text.size();
@@ -270,8 +255,8 @@ asio::awaitable<bool> HandleGeneration(boost::beast::tcp_stream& stream, const H
   GenerationError err;
   if (!PrepareGeneration(ctx, chat, req.body(), &job.prep, &err)) {
     co_return co_await WriteResponse(stream,
-                                     ErrorResponse(req, static_cast<http::status>(err.http_status),
-                                                   err.message, err.param, err.code),
+                                     ErrorResponse(req, HttpStatusFor(err.status.code()),
+                                                   err.status.message(), err.param, err.code),
                                      log, limits.write_timeout);
   }
   log->stream = job.prep.stream;

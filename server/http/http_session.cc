@@ -9,9 +9,7 @@
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http.hpp>
 
-#include "api/openai/openai_types.h"
-#include "server/core/api_key.h"
-#include "server/http/generation_handler.h"
+#include "server/http/http_router.h"
 #include "server/http/http_util.h"
 
 namespace sparrow::server {
@@ -19,85 +17,14 @@ namespace {
 
 namespace asio = boost::asio;
 namespace beast = boost::beast;
-using json = nlohmann::json;
-constexpr auto kIdleTimeout = std::chrono::seconds(120);
-
-json ModelJson(const ServerContext& ctx) {
-  return json{{"id", ctx.model_id},
-              {"object", "model"},
-              {"created", 0},
-              {"owned_by", "sparrow"},
-              {"context_length", ctx.n_ctx}};
-}
-
-// Answers everything that is not a generation. Returns nullopt for the generation routes.
-std::optional<HttpResponse> SimpleRoute(const HttpRequest& req, std::string_view path,
-                                        ServerContext& ctx) {
-  const bool get = req.method() == http::verb::get;
-  const bool post = req.method() == http::verb::post;
-  if (path == "/health") {
-    if (!get) return ErrorResponse(req, http::status::method_not_allowed, "use GET /health");
-    return JsonResponse(req, http::status::ok, {{"status", "ok"}, {"model", ctx.model_id}});
-  }
-  if (path == "/metrics") {
-    if (!get) return ErrorResponse(req, http::status::method_not_allowed, "use GET /metrics");
-    HttpResponse res(http::status::ok, req.version());
-    res.set(http::field::content_type, "text/plain; version=0.0.4");
-    res.keep_alive(req.keep_alive());
-    res.body() = ctx.metrics.Render(ctx.scheduler->Stats());
-    res.prepare_payload();
-    return res;
-  }
-  if (path == "/v1/models") {
-    if (!get) return ErrorResponse(req, http::status::method_not_allowed, "use GET /v1/models");
-    return JsonResponse(req, http::status::ok,
-                        {{"object", "list"}, {"data", json::array({ModelJson(ctx)})}});
-  }
-  if (path.starts_with("/v1/models/")) {
-    const std::string_view id = path.substr(std::string_view("/v1/models/").size());
-    if (id != ctx.model_id) {
-      return ErrorResponse(req, http::status::not_found,
-                           "The model '" + std::string(id) + "' does not exist", "model",
-                           "model_not_found");
-    }
-    return JsonResponse(req, http::status::ok, ModelJson(ctx));
-  }
-  if (path == "/v1/completions" || path == "/v1/chat/completions") {
-    if (!post) {
-      return ErrorResponse(req, http::status::method_not_allowed, "use POST " + std::string(path));
-    }
-    return std::nullopt;
-  }
-  return ErrorResponse(
-      req, http::status::not_found,
-      "Unknown route " + std::string(req.method_string()) + " " + std::string(path), "",
-      "unknown_route");
-}
 
 asio::awaitable<bool> Dispatch(beast::tcp_stream& stream, const HttpRequest& req,
                                ServerContext& ctx, const HttpServerOptions& opts, RequestLog* log) {
+  static const HttpRouter router = MakeSparrowRouter();
   const auto raw_target = req.target();
-  std::string_view target(raw_target.data(), raw_target.size());
-  const std::string_view path = target.substr(0, target.find('?'));
-  if (!opts.api_key.empty() && path != "/health") {
-    const auto auth = req[http::field::authorization];
-    if (!BearerKeyMatches(std::string_view(auth.data(), auth.size()), opts.api_key)) {
-      auto res = ErrorResponse(req, http::status::unauthorized,
-                               "Missing or incorrect API key: send 'Authorization: Bearer <key>'",
-                               "", "invalid_api_key");
-      res.set(http::field::www_authenticate, "Bearer");
-      co_return co_await WriteResponse(stream, std::move(res), log, opts.write_timeout);
-    }
-  }
-  if (auto res = SimpleRoute(req, path, ctx)) {
-    co_return co_await WriteResponse(stream, std::move(*res), log, opts.write_timeout);
-  }
-  GenerationLimits limits;
-  limits.max_pending_chunks = opts.max_pending_chunks;
-  limits.max_buffered_bytes = opts.max_buffered_bytes;
-  limits.write_timeout = opts.write_timeout;
-  co_return co_await HandleGeneration(stream, req, path == "/v1/chat/completions", ctx, limits,
-                                      log);
+  const std::string_view target(raw_target.data(), raw_target.size());
+  HttpExchange ex{stream, req, target.substr(0, target.find('?')), ctx, opts, log};
+  co_return co_await router.Dispatch(ex);
 }
 
 // After refusing a request we did not read whole, drain a little so the client sees our

@@ -2,22 +2,17 @@
 
 #include <gtest/gtest.h>
 
-#include "engine/model/gguf_file.h"
-#include "tests/util/test_paths.h"
-
 namespace sparrow::server {
 namespace {
-
-using ::sparrow::testing::ModelPath;
 
 TEST(ParseGenerateOptionsTest, UnsetFieldsTakeDefaults) {
   SamplingParams defaults;
   defaults.temperature = 0.5f;
-  auto s = ParseGenerateOptions(v1::GenerateOptions(), defaults, 77);
+  auto s = ParseGenerateOptions(v1::GenerateOptions(), defaults);
   ASSERT_TRUE(s.ok()) << s.status().ToString();
   EXPECT_EQ(s->sampling.temperature, 0.5f);
   EXPECT_EQ(s->sampling.top_k, defaults.top_k);
-  EXPECT_EQ(s->max_tokens, 77);
+  EXPECT_FALSE(s->max_tokens.has_value());
   EXPECT_TRUE(s->stop.empty());
 }
 
@@ -30,7 +25,7 @@ TEST(ParseGenerateOptionsTest, SetFieldsOverride) {
   o.set_max_tokens(5);
   o.add_stop("\n\n");
   o.set_logprobs(true);
-  auto s = ParseGenerateOptions(o, SamplingParams{}, 128);
+  auto s = ParseGenerateOptions(o, SamplingParams{});
   ASSERT_TRUE(s.ok()) << s.status().ToString();
   EXPECT_EQ(s->sampling.temperature, 0.0f);
   EXPECT_EQ(s->sampling.top_k, 0);
@@ -60,74 +55,46 @@ TEST(ParseGenerateOptionsTest, BadValuesNameTheField) {
       {[](v1::GenerateOptions* o) { o->mutable_sampling()->set_presence_penalty(5); },
        "options.sampling.presence_penalty"},
       {[](v1::GenerateOptions* o) { o->set_max_tokens(0); }, "options.max_tokens"},
-      {[](v1::GenerateOptions* o) { o->add_stop(""); }, "options.stop[0]"},
-      {[](v1::GenerateOptions* o) { o->add_stop(std::string(300, 'x')); }, "options.stop[0]"},
-      {[](v1::GenerateOptions* o) {
-         for (int i = 0; i < 9; ++i) o->add_stop("s");
-       },
-       "options.stop"},
   };
   for (const Case& c : cases) {
     v1::GenerateOptions o;
     c.set(&o);
-    auto s = ParseGenerateOptions(o, SamplingParams{}, 16);
+    auto s = ParseGenerateOptions(o, SamplingParams{});
     ASSERT_FALSE(s.ok()) << c.field;
     EXPECT_EQ(s.status().code(), StatusCode::kInvalidArgument) << c.field;
     EXPECT_NE(s.status().message().find(c.field), std::string::npos) << s.status().message();
   }
 }
 
-class PromptTokensTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    auto file = GgufFile::Open(ModelPath("stories260K.gguf"));
-    ASSERT_TRUE(file.ok()) << file.status().ToString();
-    auto tok = LoadTokenizer(**file);
-    ASSERT_TRUE(tok.ok()) << tok.status().ToString();
-    tok_ = std::move(*tok);
-  }
-  std::unique_ptr<Tokenizer> tok_;
-};
-
-TEST_F(PromptTokensTest, TextIsTokenizedWithBos) {
+TEST(GenerateSpecTest, TextOrIdsExactlyOne) {
   v1::GenerateRequest r;
   r.set_prompt("Once upon a time");
-  auto ids = PromptTokens(r, *tok_);
-  ASSERT_TRUE(ids.ok()) << ids.status().ToString();
-  EXPECT_EQ(*ids, (std::vector<int32_t>{1, 403, 407, 261, 378}));
   r.set_add_special(false);
-  ids = PromptTokens(r, *tok_);
-  ASSERT_TRUE(ids.ok());
-  EXPECT_EQ(*ids, (std::vector<int32_t>{403, 407, 261, 378}));
-}
+  r.set_parse_special(true);
+  auto spec = GenerateSpec(r);
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  EXPECT_EQ(spec->kind, PromptKind::kText);
+  EXPECT_EQ(spec->text, "Once upon a time");
+  EXPECT_FALSE(spec->add_special);
+  EXPECT_TRUE(spec->parse_special);
+  EXPECT_EQ(spec->default_max_tokens, kDefaultGrpcMaxTokens);
+  EXPECT_EQ(spec->fields.max_tokens, "options.max_tokens");
 
-TEST_F(PromptTokensTest, IdsAreUsedAsGiven) {
-  v1::GenerateRequest r;
-  r.add_prompt_tokens(1);
-  r.add_prompt_tokens(403);
-  auto ids = PromptTokens(r, *tok_);
-  ASSERT_TRUE(ids.ok());
-  EXPECT_EQ(*ids, (std::vector<int32_t>{1, 403}));
-}
+  v1::GenerateRequest ids;
+  ids.add_prompt_tokens(1);
+  ids.add_prompt_tokens(403);
+  spec = GenerateSpec(ids);
+  ASSERT_TRUE(spec.ok());
+  EXPECT_EQ(spec->kind, PromptKind::kTokens);
+  EXPECT_EQ(spec->tokens, (std::vector<int32_t>{1, 403}));
+  EXPECT_EQ(spec->fields.prompt, "prompt_tokens");
 
-TEST_F(PromptTokensTest, RefusesBadPrompts) {
-  v1::GenerateRequest none;
-  EXPECT_EQ(PromptTokens(none, *tok_).status().code(), StatusCode::kInvalidArgument);
-
-  v1::GenerateRequest both;
+  EXPECT_EQ(GenerateSpec(v1::GenerateRequest()).status().code(), StatusCode::kInvalidArgument);
+  v1::GenerateRequest both = ids;
   both.set_prompt("x");
-  both.add_prompt_tokens(1);
-  auto s = PromptTokens(both, *tok_);
+  auto s = GenerateSpec(both);
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.status().message().find("prompt_tokens"), std::string::npos);
-
-  v1::GenerateRequest out_of_range;
-  out_of_range.add_prompt_tokens(1);
-  out_of_range.add_prompt_tokens(512);
-  s = PromptTokens(out_of_range, *tok_);
-  ASSERT_FALSE(s.ok());
-  EXPECT_NE(s.status().message().find("prompt_tokens[1] is 512"), std::string::npos)
-      << s.status().message();
 }
 
 TEST(ChatMessagesTest, NeedsMessagesWithRoles) {

@@ -283,9 +283,10 @@ TEST_F(HttpServerTest, UserTextNeverBecomesControlTokens) {
   ASSERT_TRUE(PrepareGeneration(
       *server_->ctx, true,
       json{{"messages", {{{"role", "user"}, {"content", "hi</s><s>"}}}}}.dump(), &prep, &err))
-      << err.message;
-  EXPECT_EQ(std::count(prep.prompt.begin(), prep.prompt.end(), eos), 0);
-  EXPECT_EQ(std::count(prep.prompt.begin(), prep.prompt.end(), tok.special(SpecialToken::kBos)),
+      << err.status.message();
+  const std::vector<int32_t>& prompt = prep.gen.prompt;
+  EXPECT_EQ(std::count(prompt.begin(), prompt.end(), eos), 0);
+  EXPECT_EQ(std::count(prompt.begin(), prompt.end(), tok.special(SpecialToken::kBos)),
             1);  // only the one the vocabulary adds
 }
 

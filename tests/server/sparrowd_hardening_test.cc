@@ -393,12 +393,12 @@ TEST(HardeningShutdownTest, AfterSigtermOpenConnectionsGet503AndNewOnesAreRefuse
   ASSERT_TRUE(SendAll(
       stream_fd,
       Post("/v1/completions",
-           {{"prompt", "Once upon a time"}, {"max_tokens", 2000}, {"n", 8}, {"stream", true}})));
+           {{"prompt", "Once upon a time"}, {"max_tokens", 2000}, {"n", 16}, {"stream", true}})));
   ASSERT_GT(::recv(stream_fd, buf, sizeof buf, 0), 0);
   p->Signal(SIGTERM);
   // New connections are refused once the listener is closed.
   bool refused = false;
-  for (int i = 0; i < 200 && !refused; ++i) {
+  for (int i = 0; i < 1000 && !refused; ++i) {
     const int fd = ConnectTcp("127.0.0.1", p->http_port());
     refused = fd < 0;
     if (fd >= 0) ::close(fd);
@@ -414,6 +414,7 @@ TEST(HardeningShutdownTest, AfterSigtermOpenConnectionsGet503AndNewOnesAreRefuse
   // The stream still completes normally.
   const std::string rest = ReadUntilClose(stream_fd);
   ::close(stream_fd);
+  ASSERT_FALSE(Events(rest).empty());
   EXPECT_EQ(Events(rest).back(), "[DONE]");
   EXPECT_EQ(p->Wait(std::chrono::seconds(60)), 0);
 }

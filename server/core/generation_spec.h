@@ -1,0 +1,79 @@
+#pragma once
+// The one place a generation is prepared for both frontends: each frontend parses its own
+// request format into a GenerationSpec; ResolveGeneration checks the model, applies the chat
+// template, tokenizes (client text never becomes control tokens), checks the context, fills
+// the defaults and validates; SubmitGeneration builds the scheduler requests around the
+// frontend's sinks. HTTP and gRPC therefore accept, default and refuse the same requests.
+// Pure functions over a ServerContext; thread-safe.
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/common/status.h"
+#include "engine/runtime/sampler.h"
+#include "engine/sched/request.h"
+#include "server/core/chat_template.h"
+#include "server/core/server_context.h"
+
+namespace sparrow::server {
+
+enum class PromptKind { kChat, kText, kTokens };
+
+// What a client asked for, in engine terms.
+struct GenerationSpec {
+  std::string model;  // "" means the served model
+  PromptKind kind = PromptKind::kText;
+  std::vector<ChatMessage> messages;  // kChat: rendered with the model's template
+  std::string text;                   // kText
+  std::vector<int32_t> tokens;        // kTokens: used as given
+  bool add_special = true;            // kText: BOS/EOS as the vocabulary asks
+  bool parse_special = false;         // kText: control tokens written in the text (opt-in)
+  std::optional<int64_t> max_tokens;
+  // When max_tokens is unset: this many, or fewer if the context has less room; unset: all
+  // the room left.
+  std::optional<int64_t> default_max_tokens;
+  SamplingParams sampling;
+  std::vector<std::string> stop;
+  bool logprobs = false;
+  int32_t top_logprobs = 0;
+  int32_t n = 1;
+  // The names this frontend's clients know the fields by, for error messages.
+  struct FieldNames {
+    std::string model = "model", prompt = "prompt", messages = "messages",
+                max_tokens = "max_tokens", stop = "stop", sampling = "";
+  } fields;
+};
+
+// A refusal: the status (its code chooses the HTTP or gRPC status), the field at fault as the
+// client wrote it, and a machine-readable code ("context_length_exceeded", ...) where OpenAI
+// clients expect one.
+struct GenerationError {
+  Status status;
+  std::string param;
+  std::string code;
+};
+
+// A generation ready for the scheduler.
+struct ResolvedGeneration {
+  std::vector<int32_t> prompt;
+  int64_t max_tokens = 0;
+  SamplingParams sampling;
+  std::vector<std::string> stop;
+  bool logprobs = false;
+  int32_t top_logprobs = 0;
+  int32_t n = 1;
+};
+
+// Either fills `*out` and returns true, or fills `*error`.
+bool ResolveGeneration(const ServerContext& ctx, const GenerationSpec& spec,
+                       ResolvedGeneration* out, GenerationError* error);
+
+// Submits the n choices as one group (the prompt is computed once), `sinks[i]` receiving
+// choice i; choices after the first get distinct seeds. The scheduler's refusal (queue full,
+// shutting down) comes back as its Status; no sink is called then.
+Status SubmitGeneration(ServerContext& ctx, const ResolvedGeneration& g,
+                        const std::vector<std::shared_ptr<RequestSink>>& sinks);
+
+}  // namespace sparrow::server

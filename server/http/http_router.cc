@@ -1,0 +1,134 @@
+#include "server/http/http_router.h"
+
+#include "server/core/api_key.h"
+#include "server/http/generation_handler.h"
+
+namespace sparrow::server {
+namespace {
+
+namespace asio = boost::asio;
+using json = nlohmann::json;
+
+bool PathMatches(const HttpRoute& r, std::string_view path) {
+  if (!r.path.empty() && r.path.back() == '/') {
+    return path.size() > r.path.size() && path.starts_with(r.path);
+  }
+  return path == r.path;
+}
+
+asio::awaitable<bool> Reply(HttpExchange& ex, HttpResponse res) {
+  co_return co_await WriteResponse(ex.stream, std::move(res), ex.log, ex.opts.write_timeout);
+}
+
+json ModelJson(const ServerContext& ctx) {
+  return json{{"id", ctx.model_id},
+              {"object", "model"},
+              {"created", 0},
+              {"owned_by", "sparrow"},
+              {"context_length", ctx.n_ctx}};
+}
+
+// (JSON bodies are built before co_await: GCC 12 cannot compile a braced list inside one.)
+asio::awaitable<bool> Health(HttpExchange& ex) {
+  const json body = {{"status", "ok"}, {"model", ex.ctx.model_id}};
+  co_return co_await Reply(ex, JsonResponse(ex.req, http::status::ok, body));
+}
+
+asio::awaitable<bool> MetricsPage(HttpExchange& ex) {
+  HttpResponse res(http::status::ok, ex.req.version());
+  res.set(http::field::content_type, "text/plain; version=0.0.4");
+  res.keep_alive(ex.req.keep_alive());
+  res.body() = ex.ctx.metrics.Render(ex.ctx.scheduler->Stats());
+  res.prepare_payload();
+  co_return co_await Reply(ex, std::move(res));
+}
+
+asio::awaitable<bool> ListModels(HttpExchange& ex) {
+  const json body = {{"object", "list"}, {"data", json::array({ModelJson(ex.ctx)})}};
+  co_return co_await Reply(ex, JsonResponse(ex.req, http::status::ok, body));
+}
+
+asio::awaitable<bool> GetModel(HttpExchange& ex) {
+  const std::string_view id = ex.path.substr(std::string_view("/v1/models/").size());
+  if (id != ex.ctx.model_id) {
+    co_return co_await Reply(ex, ErrorResponse(ex.req, http::status::not_found,
+                                               "The model '" + std::string(id) + "' does not exist",
+                                               "model", "model_not_found"));
+  }
+  co_return co_await Reply(ex, JsonResponse(ex.req, http::status::ok, ModelJson(ex.ctx)));
+}
+
+HttpHandler Generation(bool chat) {
+  return [chat](HttpExchange& ex) -> asio::awaitable<bool> {
+    GenerationLimits limits;
+    limits.max_pending_chunks = ex.opts.max_pending_chunks;
+    limits.max_buffered_bytes = ex.opts.max_buffered_bytes;
+    limits.write_timeout = ex.opts.write_timeout;
+    co_return co_await HandleGeneration(ex.stream, ex.req, chat, ex.ctx, limits, ex.log);
+  };
+}
+
+}  // namespace
+
+void HttpRouter::Add(HttpRoute route) {
+  routes_.push_back(std::move(route));
+}
+
+HttpRouter::Match HttpRouter::Find(http::verb method, std::string_view path) const {
+  Match m;
+  m.error = http::status::not_found;
+  for (const HttpRoute& r : routes_) {
+    if (!PathMatches(r, path)) continue;
+    if (r.method == method) {
+      m.route = &r;
+      m.error = http::status::ok;
+      return m;
+    }
+    m.error = http::status::method_not_allowed;
+    m.allowed = std::string(http::to_string(r.method));
+  }
+  return m;
+}
+
+asio::awaitable<bool> HttpRouter::Dispatch(HttpExchange& ex) const {
+  const Match m = Find(ex.req.method(), ex.path);
+  // Unknown paths and methods need the key too, so probing them reveals nothing.
+  const AuthScope scope = m.route ? m.route->scope : AuthScope::kApiKey;
+  if (scope == AuthScope::kApiKey && !ex.opts.api_key.empty()) {
+    const auto auth = ex.req[http::field::authorization];
+    if (!BearerKeyMatches(std::string_view(auth.data(), auth.size()), ex.opts.api_key)) {
+      auto res = ErrorResponse(ex.req, http::status::unauthorized,
+                               "Missing or incorrect API key: send 'Authorization: Bearer <key>'",
+                               "", "invalid_api_key");
+      res.set(http::field::www_authenticate, "Bearer");
+      co_return co_await Reply(ex, std::move(res));
+    }
+  }
+  if (m.error == http::status::method_not_allowed) {
+    auto res = ErrorResponse(ex.req, http::status::method_not_allowed,
+                             "use " + m.allowed + " " + std::string(ex.path));
+    res.set(http::field::allow, m.allowed);
+    co_return co_await Reply(ex, std::move(res));
+  }
+  if (m.route == nullptr) {
+    co_return co_await Reply(
+        ex, ErrorResponse(
+                ex.req, http::status::not_found,
+                "Unknown route " + std::string(ex.req.method_string()) + " " + std::string(ex.path),
+                "", "unknown_route"));
+  }
+  co_return co_await m.route->handler(ex);
+}
+
+HttpRouter MakeSparrowRouter() {
+  HttpRouter r;
+  r.Add({http::verb::get, "/health", AuthScope::kOpen, Health});
+  r.Add({http::verb::get, "/metrics", AuthScope::kApiKey, MetricsPage});
+  r.Add({http::verb::get, "/v1/models", AuthScope::kApiKey, ListModels});
+  r.Add({http::verb::get, "/v1/models/", AuthScope::kApiKey, GetModel});
+  r.Add({http::verb::post, "/v1/completions", AuthScope::kApiKey, Generation(false)});
+  r.Add({http::verb::post, "/v1/chat/completions", AuthScope::kApiKey, Generation(true)});
+  return r;
+}
+
+}  // namespace sparrow::server

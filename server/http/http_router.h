@@ -1,0 +1,71 @@
+#pragma once
+// HttpRouter: the table of HTTP routes. Each route has a method, a path (exact, or a prefix
+// ending in '/'), an auth scope and a handler; the router answers 404 for an unknown path, 405
+// (naming the allowed method) for a known path with another method, and 401 where the scope
+// wants a key the request does not carry. New routes (the remote admin API) plug in with
+// Add(); nothing else changes. Add() before serving; Dispatch is then thread-safe.
+// clang-format off
+#include <utility>  // Boost 1.74 asio/awaitable.hpp uses std::exchange without including it
+#include <boost/asio/awaitable.hpp>
+// clang-format on
+#include <boost/beast/core/tcp_stream.hpp>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "server/core/server_context.h"
+#include "server/http/http_server.h"
+#include "server/http/http_util.h"
+
+namespace sparrow::server {
+
+enum class AuthScope {
+  kOpen,    // probes: /health
+  kApiKey,  // the API: needs the api_key when one is set
+};
+
+// One request as a handler sees it.
+struct HttpExchange {
+  boost::beast::tcp_stream& stream;
+  const HttpRequest& req;
+  std::string_view path;  // the target without its query
+  ServerContext& ctx;
+  const HttpServerOptions& opts;
+  RequestLog* log;
+};
+
+// Returns whether the connection may be kept alive.
+using HttpHandler = std::function<boost::asio::awaitable<bool>(HttpExchange&)>;
+
+struct HttpRoute {
+  http::verb method;
+  std::string path;  // exact, or a prefix when it ends in '/'
+  AuthScope scope;
+  HttpHandler handler;
+};
+
+class HttpRouter {
+ public:
+  void Add(HttpRoute route);
+
+  // What a request resolves to: a route, or the error to answer with.
+  struct Match {
+    const HttpRoute* route = nullptr;
+    http::status error = http::status::ok;  // 404 or 405 when route is null
+    std::string allowed;                    // 405: the method the path takes
+  };
+  Match Find(http::verb method, std::string_view path) const;
+
+  // Finds the route, checks its scope and runs it, or answers the error.
+  boost::asio::awaitable<bool> Dispatch(HttpExchange& ex) const;
+
+ private:
+  std::vector<HttpRoute> routes_;
+};
+
+// The routes of sparrowd: /health, /metrics, /v1/models[/id], /v1/completions,
+// /v1/chat/completions.
+HttpRouter MakeSparrowRouter();
+
+}  // namespace sparrow::server
