@@ -31,6 +31,7 @@ struct ServerConfig {
   int64_t max_running = 16;
   int64_t max_queue = 64;
   int64_t step_token_budget = 128;
+  int64_t step_time_target_ms = 0;  // 0: off; else prompt chunks sized to keep steps near it
   // Sparse FFN: a share of neurons skipped per decoded token (needs `profile`, from `sparrow
   // profile`); PowerInfer files are sparse by their own predictors.
   std::string sparsity = "0";

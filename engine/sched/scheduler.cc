@@ -86,7 +86,8 @@ Scheduler::Scheduler(const Model& model, kernels::ThreadPool* pool, SchedulerOpt
       opts_(std::move(options)),
       fp_(model, pool, opts_.make_ffn ? opts_.make_ffn(model, pool) : nullptr),
       kv_(model.config().n_layer, model.config().kv_dim(), opts_.kv_block_size,
-          opts_.kv_blocks > 0 ? opts_.kv_blocks : DefaultKvBlocks(model.config(), opts_)) {
+          opts_.kv_blocks > 0 ? opts_.kv_blocks : DefaultKvBlocks(model.config(), opts_)),
+      step_time_(opts_.step_time_target_ms) {
   SPARROW_CHECK(opts_.is_eog != nullptr);
   SPARROW_CHECK(opts_.n_ctx > 1 && opts_.max_running > 0 && opts_.step_token_budget > 0);
   opts_.kv_blocks = kv_.n_blocks();
@@ -366,6 +367,8 @@ bool Scheduler::Step() {
       --budget;
     }
   }
+  const int64_t decoded = static_cast<int64_t>(segs.size());
+  budget = step_time_.PrefillCap(decoded, budget);
   int64_t prompt_computed = 0;
   for (auto& s : running_) {
     const int64_t n = static_cast<int64_t>(s->tokens.size());
@@ -383,7 +386,9 @@ bool Scheduler::Step() {
   if (segs.empty()) return true;
 
   std::vector<float> logits;
+  const auto step_start = Clock::now();
   Status st = fp_.RunBatch(segs, &logits);
+  step_time_.Observe(decoded, prompt_computed, MsBetween(step_start, Clock::now()));
   if (!st.ok()) {
     spdlog::error("forward pass failed: {}", st.ToString());
     for (Sequence* s : owners) Finish(*s, FinishReason::kError, st);

@@ -23,6 +23,7 @@
 #include "engine/model/model.h"
 #include "engine/runtime/forward_pass.h"
 #include "engine/sched/request.h"
+#include "engine/sched/step_time_model.h"
 
 namespace sparrow {
 namespace kernels {
@@ -39,6 +40,9 @@ struct SchedulerOptions {
   // chunk does not stall the running streams for long (bench/RESULTS.md, serving: 128 against 512
   // cut p99 time-between-tokens 3x at 8 clients on 2 cores, same throughput and TTFT).
   int64_t step_token_budget = 128;
+  // A step that decodes streams carries only as much prompt as keeps it near this many ms
+  // (costs learnt as it runs, step_time_model.h); 0: the token budget alone decides.
+  double step_time_target_ms = 0;
   std::function<bool(int32_t)> is_eog;  // end-of-generation tokens; required
   // The FFN the forward pass runs (sparse_plan.h: MakeFeedForward); null: the model's default.
   std::function<std::unique_ptr<FeedForward>(const Model&, kernels::ThreadPool*)> make_ffn;
@@ -101,6 +105,7 @@ class Scheduler {
   SchedulerOptions opts_;
   ForwardPass fp_;
   KvBlockPool kv_;
+  StepTimeModel step_time_;  // scheduler thread only
 
   mutable std::mutex mu_;
   std::condition_variable cv_;

@@ -78,6 +78,7 @@ Result<std::unique_ptr<ServerContext>> CreateServerContext(const ServerConfig& c
   opts.max_running = config.max_running;
   opts.max_queue = config.max_queue;
   opts.step_token_budget = config.step_token_budget;
+  opts.step_time_target_ms = static_cast<double>(config.step_time_target_ms);
   const Tokenizer* tok = ctx->tokenizer.get();
   opts.is_eog = [tok](int32_t id) { return tok->IsEog(id); };
   SPARROW_ASSIGN_OR_RETURN(ctx->sparse_plan,
