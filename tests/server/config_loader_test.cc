@@ -61,6 +61,12 @@ TEST(ConfigLoaderTest, ShippedYamlLoadsWithDefaults) {
   EXPECT_EQ(r->config.max_body_bytes, defaults.max_body_bytes);
   EXPECT_EQ(r->config.model, defaults.model);
   EXPECT_EQ(r->config.step_token_budget, defaults.step_token_budget);
+  EXPECT_EQ(r->config.max_header_bytes, defaults.max_header_bytes);
+  EXPECT_EQ(r->config.max_connections, defaults.max_connections);
+  EXPECT_EQ(r->config.request_timeout_ms, defaults.request_timeout_ms);
+  EXPECT_EQ(r->config.write_timeout_ms, defaults.write_timeout_ms);
+  EXPECT_EQ(r->config.max_buffered_bytes, defaults.max_buffered_bytes);
+  EXPECT_EQ(r->config.step_time_target_ms, defaults.step_time_target_ms);
 }
 
 TEST(ConfigLoaderTest, BadValuesNameKeyValueAndOrigin) {
