@@ -7,6 +7,7 @@
 #   bench/serve_compare.sh LLAMA_SERVER=/path/to/llama-server MODEL=/tmp/sbm/smollm2-q8_0.gguf \
 #       [SPARROWD=build/bin/sparrowd] [T=2] [CLIENTS=1,4,8,16] [PREFIX=0,0.8] [R=3] \
 #       [REQUESTS=4] [PROMPT_WORDS=200] [MAX_TOKENS=64] [CTX=1024] [OUT=dir]
+#       [SPARROWD_ARGS="--step-time-target-ms 40"]
 #
 # Both servers get T compute threads and room for N requests of CTX positions each: sparrowd
 # --max-running N --kv-blocks N*CTX/16, llama-server -np N -c N*CTX (continuous batching is its
@@ -16,11 +17,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 SPARROWD=build/bin/sparrowd LLAMA_SERVER="" MODEL="" T=2 CLIENTS=1,4,8,16 PREFIX=0,0.8 R=3
-REQUESTS=4 PROMPT_WORDS=200 MAX_TOKENS=64 CTX=1024 OUT=""
+REQUESTS=4 PROMPT_WORDS=200 MAX_TOKENS=64 CTX=1024 OUT="" SPARROWD_ARGS=""
 for kv in "$@"; do
   case "$kv" in
     SPARROWD=* | LLAMA_SERVER=* | MODEL=* | T=* | CLIENTS=* | PREFIX=* | R=* | REQUESTS=* | \
-      PROMPT_WORDS=* | MAX_TOKENS=* | CTX=* | OUT=*) declare "${kv%%=*}=${kv#*=}" ;;
+      PROMPT_WORDS=* | MAX_TOKENS=* | CTX=* | OUT=* | SPARROWD_ARGS=*) declare "${kv%%=*}=${kv#*=}" ;;
     *) echo "serve_compare: unknown argument '$kv' (see the header of $0)" >&2; exit 2 ;;
   esac
 done
@@ -56,7 +57,8 @@ run_one() {
   local engine=$1 n=$2 prefix=$3 run=$4 log="$OUT/$1.n$2.p$3.r$4.log"
   if [ "$engine" = sparrow ]; then
     "$SPARROWD" --model "$MODEL" --port "$PORT" --grpc-port -1 --threads "$T" --n-ctx "$CTX" \
-      --max-running "$n" --kv-blocks $(((n * CTX + 15) / 16)) --log-level warn > "$log" 2>&1 &
+      --max-running "$n" --kv-blocks $(((n * CTX + 15) / 16)) --log-level warn $SPARROWD_ARGS \
+      > "$log" 2>&1 &
   else
     "$LLAMA_SERVER" -m "$MODEL" --port "$PORT" -t "$T" -np "$n" -c $((n * CTX)) > "$log" 2>&1 &
   fi

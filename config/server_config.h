@@ -31,7 +31,9 @@ struct ServerConfig {
   int64_t max_running = 16;
   int64_t max_queue = 64;
   int64_t step_token_budget = 128;
-  int64_t step_time_target_ms = 0;  // 0: off; else prompt chunks sized to keep steps near it
+  // Prompt chunks sized so that a step decoding streams stays near this (0: off). 40 ms kept
+  // p99 time between tokens at 65 ms for 8 and 16 clients (bench/RESULTS.md, session 7).
+  int64_t step_time_target_ms = 40;
   // Sparse FFN: a share of neurons skipped per decoded token (needs `profile`, from `sparrow
   // profile`); PowerInfer files are sparse by their own predictors.
   std::string sparsity = "0";
