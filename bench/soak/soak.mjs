@@ -203,7 +203,6 @@ function line() {
     `p99_stream=${p99(stats.latency.stream).toFixed(0)}ms p99_full=${p99(stats.latency.full).toFixed(0)}ms ` +
     `rss=${rss.toFixed(1)}MB`);
   // Latencies per window: p99 is of the last 10 s.
-  stats.latency.windowStream = stats.latency.stream;
   stats.latency.stream = [];
   stats.latency.full = [];
 }

@@ -73,6 +73,15 @@ bool WaitForMetric(int port, const std::string& series, double at_least,
   return false;
 }
 
+// Polls GET /health until it answers 200, up to 10 s (a liveness bound, not a speed claim).
+bool ServesHealthSoon(int port) {
+  for (int i = 0; i < 200; ++i) {
+    if (StatusOf(RawExchange("127.0.0.1", port, Get("/health"))) == 200) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return false;
+}
+
 // The SSE payloads of a raw HTTP response (chunk framing, if any, is skipped over).
 std::vector<std::string> Events(const std::string& raw) {
   std::vector<std::string> out;
@@ -291,12 +300,7 @@ TEST(HardeningConnectionsTest, ConnectionsBeyondTheCapGet503) {
   EXPECT_EQ(StatusOf(r), 503) << r;
   EXPECT_NE(r.find("max_connections"), std::string::npos);
   for (int fd : idle) ::close(fd);
-  bool served = false;
-  for (int i = 0; i < 100 && !served; ++i) {
-    served = StatusOf(RawExchange("127.0.0.1", p->http_port(), Get("/health"))) == 200;
-    if (!served) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  EXPECT_TRUE(served);
+  EXPECT_TRUE(ServesHealthSoon(p->http_port()));
   EXPECT_GE(Metric(p->http_port(), "sparrow_http_connections_refused_total"), 1);
 }
 
@@ -314,12 +318,8 @@ TEST(HardeningConnectionsTest, RunningOutOfDescriptorsBacksOffInsteadOfSpinning)
   EXPECT_LE(CountLines(log, "accept failed"), 2u) << log.substr(0, 2000);
   EXPECT_GE(CountLines(log, "accept failed"), 1u) << "the descriptor limit was not reached";
   for (int fd : idle) ::close(fd);
-  bool served = false;
-  for (int i = 0; i < 200 && !served; ++i) {
-    served = StatusOf(RawExchange("127.0.0.1", p->http_port(), Get("/health"))) == 200;
-    if (!served) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  EXPECT_TRUE(served) << "the server did not recover once descriptors were free";
+  EXPECT_TRUE(ServesHealthSoon(p->http_port()))
+      << "the server did not recover once descriptors were free";
   EXPECT_GE(Metric(p->http_port(), "sparrow_http_accept_fd_errors_total"), 1);
 }
 
