@@ -9,6 +9,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "config/version.h"
+
 namespace sparrow {
 namespace {
 
@@ -50,6 +52,25 @@ const std::vector<KeySpec>& Keys() {
       {"api_key",
        "Secret clients must send as 'Authorization: Bearer <key>' (required off loopback)",
        &ServerConfig::api_key},
+      {"api_key_file",
+       "File of API keys, one per line as 'KEY' or 'ID KEY' (keeps keys out of ps; several are "
+       "valid at once; reread when it changes)",
+       &ServerConfig::api_key_file},
+      {"admin_key",
+       "Key for the admin API (/admin/v1/, sparrow.admin.v1.Admin); at least 16 characters. "
+       "Without an admin key the admin API is off",
+       &ServerConfig::admin_key},
+      {"admin_key_file", "File of admin keys, same format as api_key_file",
+       &ServerConfig::admin_key_file},
+      {"admin_loopback_open", "1: admin calls from this machine (loopback) need no key", nullptr,
+       &ServerConfig::admin_loopback_open, 0, 1},
+      {"auth_failure_limit",
+       "Failed key checks per client address per minute before it is refused for a while "
+       "(0: no limit)",
+       nullptr, &ServerConfig::auth_failure_limit, 0, 1 << 20},
+      {"audit_log",
+       "Where admin actions are recorded: a file (JSON lines, appended) or '' for the main log",
+       &ServerConfig::audit_log},
       {"model", "Path of the GGUF model file to serve", &ServerConfig::model},
       {"model_id", "Model name clients use in requests (default: file name without .gguf)",
        &ServerConfig::model_id},
@@ -184,7 +205,7 @@ Status ValidateServerConfig(const ServerConfig& c) {
   }
   if (c.host.empty()) return InvalidArgument("config: 'host' must not be empty");
   if (c.model.empty()) return InvalidArgument("config: 'model' must name a GGUF file");
-  if (!IsLoopback(c.host) && c.api_key.empty()) {
+  if (!IsLoopback(c.host) && c.api_key.empty() && c.api_key_file.empty()) {
     return InvalidArgument("config: 'api_key' must be set when 'host' is '" + c.host +
                            "' (not loopback): anyone on the network could use the server");
   }
@@ -200,7 +221,7 @@ Result<ConfigLoadResult> LoadServerConfig(const std::vector<std::string>& args,
   app.get_formatter()->column_width(36);
   std::string config_flag;
   app.add_option("--config", config_flag, "YAML file with settings (env SPARROW_CONFIG)");
-  app.set_version_flag("--version", "sparrowd 0.1.0");
+  app.set_version_flag("--version", std::string("sparrowd ") + kSparrowVersion);
   std::vector<std::string> flag_values(Keys().size());
   std::vector<CLI::Option*> options;
   const ServerConfig defaults;
@@ -223,7 +244,7 @@ Result<ConfigLoadResult> LoadServerConfig(const std::vector<std::string>& args,
     return result;
   } catch (const CLI::CallForVersion&) {
     result.exit_now = true;
-    result.message = "sparrowd 0.1.0\n";
+    result.message = std::string("sparrowd ") + kSparrowVersion + "\n";
     return result;
   } catch (const CLI::ParseError& e) {
     return InvalidArgument(std::string("command line: ") + e.what() + " (see --help)");

@@ -19,6 +19,13 @@ struct ServerConfig {
   int64_t write_timeout_ms = 30000;      // a client that reads nothing this long is dropped
   int64_t max_buffered_bytes = 4 << 20;  // undelivered stream output per connection
   std::string api_key;                   // required from clients when set; must be set off loopback
+  std::string api_key_file;              // keys one per line (several valid at once: rotation)
+  // Remote control (the admin API). Off unless an admin key is configured.
+  std::string admin_key;
+  std::string admin_key_file;
+  int64_t admin_loopback_open = 0;  // 1: admin calls from loopback need no key
+  int64_t auth_failure_limit = 10;  // failed key checks per address per minute (0: no limit)
+  std::string audit_log;            // "" -> the main log; or a file of JSON lines
   // Model.
   std::string model = "../shared/models/stories260K.gguf";
   std::string model_id;       // "" -> the model file name without .gguf

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "config/config_loader.h"
+#include "server/admin/admin_controller.h"
 #include "server/core/server_context.h"
 #include "server/http/http_server.h"
 #ifdef SPARROW_HAVE_GRPC
@@ -90,6 +91,15 @@ int main(int argc, char** argv) {
   }
   auto& ctx = **ctx_or;
   for (const auto& w : ctx.tokenizer->warnings()) spdlog::warn(Msg(config, "tokenizer: " + w));
+  auto admin = sparrow::server::AdminController::Start(ctx);
+  if (!admin.ok()) {
+    std::fprintf(stderr, "sparrowd: %s\n", admin.status().message().c_str());
+    return kExitConfig;
+  }
+  ctx.admin = std::move(*admin);
+  if (ctx.auth->admin_enabled()) {
+    spdlog::info(Msg(config, "admin API on (/admin/v1/, gRPC sparrow.admin.v1.Admin)"));
+  }
 
   auto http =
       sparrow::server::HttpServer::Start(ctx, sparrow::server::HttpOptionsFromConfig(config));
@@ -131,6 +141,7 @@ int main(int argc, char** argv) {
   // and it runs alongside: gRPC's Shutdown waits for its calls, which wait for the scheduler.
   const auto deadline = std::chrono::milliseconds(config.shutdown_timeout_ms);
   constexpr auto kFlushMargin = std::chrono::milliseconds(1500);
+  ctx.admin->CloseWatchers();
   (*http)->BeginShutdown();
 #ifdef SPARROW_HAVE_GRPC
   std::thread grpc_stop;

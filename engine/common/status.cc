@@ -22,6 +22,8 @@ std::string_view StatusCodeName(StatusCode code) {
       return "Out of range";
     case StatusCode::kCancelled:
       return "Cancelled";
+    case StatusCode::kUnavailable:
+      return "Unavailable";
     case StatusCode::kInternal:
       return "Internal error";
   }

@@ -17,7 +17,8 @@ enum class StatusCode {
   kResourceExhausted,  // out of memory, KV blocks or queue slots
   kOutOfRange,         // a value outside what a context, vocabulary or table allows
   kCancelled,
-  kInternal,  // a broken invariant that was still caught
+  kUnavailable,  // not taking this now (draining, shutting down, reloading): retry later
+  kInternal,     // a broken invariant that was still caught
 };
 
 std::string_view StatusCodeName(StatusCode code);
@@ -63,6 +64,9 @@ inline Status ResourceExhausted(std::string m) {
 }
 inline Status OutOfRange(std::string m) {
   return {StatusCode::kOutOfRange, std::move(m)};
+}
+inline Status Unavailable(std::string m) {
+  return {StatusCode::kUnavailable, std::move(m)};
 }
 inline Status Internal(std::string m) {
   return {StatusCode::kInternal, std::move(m)};

@@ -47,6 +47,9 @@ class RequestSink {
   virtual bool OnToken(const TokenEvent& event) = 0;
   // Called exactly once, last.
   virtual void OnFinish(const FinishInfo& info) = 0;
+  // The request left the queue and got its KV blocks (first admission only, not after a
+  // preemption). For observers such as the admin API's request list.
+  virtual void OnAdmitted() {}
   // Polled every step; true once the client has gone away (the request is then cancelled).
   virtual bool Cancelled() const { return false; }
 };

@@ -92,6 +92,7 @@ Scheduler::Scheduler(const Model& model, kernels::ThreadPool* pool, SchedulerOpt
   SPARROW_CHECK(opts_.n_ctx > 1 && opts_.max_running > 0 && opts_.step_token_budget > 0);
   opts_.kv_blocks = kv_.n_blocks();
   stats_.ffn_mode = fp_.ffn().mode();
+  stats_.kv = kv_.Stats();  // an idle server reports its pool, not zeros
   thread_ = std::thread([this] { Loop(); });
 }
 
@@ -299,6 +300,7 @@ void Scheduler::Admit() {
     if (seq->preemptions == 0) {
       seq->cached_prompt = cached;
       seq->admitted = Clock::now();
+      seq->req.sink->OnAdmitted();
     }
     running_.push_back(std::move(seq));
   }

@@ -125,6 +125,9 @@ bool ResolveGeneration(const ServerContext& ctx, const GenerationSpec& spec,
 
 Status SubmitGeneration(ServerContext& ctx, const ResolvedGeneration& g,
                         const std::vector<std::shared_ptr<RequestSink>>& sinks) {
+  if (ctx.draining.load()) {
+    return Unavailable("the server is draining (an operator stopped admissions); retry later");
+  }
   std::vector<GenerationRequest> group;
   group.reserve(sinks.size());
   for (size_t i = 0; i < sinks.size(); ++i) {

@@ -53,13 +53,37 @@ void Metrics::RecordFinish(const FinishInfo& info) {
   prompt_tokens_ += info.prompt_tokens;
   cached_prompt_tokens_ += info.cached_prompt_tokens;
   generated_tokens_ += info.completion_tokens;
-  if (info.completion_tokens > 0) ttft_.Observe(info.ttft_ms / 1000.0);
+  if (info.completion_tokens > 0) {
+    ttft_.Observe(info.ttft_ms / 1000.0);
+    recent_ttft_.Add(info.ttft_ms);
+  }
   e2e_.Observe(info.total_ms / 1000.0);
 }
 
 void Metrics::ObserveTbt(double seconds) {
   std::lock_guard<std::mutex> lock(mu_);
   tbt_.Observe(seconds);
+  recent_tbt_.Add(seconds * 1000.0);
+}
+
+void Metrics::CountAuthFailure(std::string_view code) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++auth_failures_[std::string(code)];
+}
+
+void Metrics::CountAdminAction(std::string_view action, std::string_view result) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++admin_actions_[{std::string(action), std::string(result)}];
+}
+
+Percentiles Metrics::RecentTtft(std::chrono::seconds span) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return recent_ttft_.Recent(span);
+}
+
+Percentiles Metrics::RecentTbt(std::chrono::seconds span) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return recent_tbt_.Recent(span);
 }
 
 void Metrics::RecordResponse(std::string_view frontend, std::string_view code) {
@@ -106,6 +130,20 @@ std::string Metrics::Render(const SchedulerStats& s) const {
          "accept() failures for want of file descriptors (EMFILE/ENFILE).", &out);
   Sample("sparrow_http_accept_fd_errors_total", "", static_cast<double>(accept_fd_errors_.load()),
          &out);
+
+  Header("sparrow_auth_failures_total", "counter",
+         "Refused key checks by reason (invalid_api_key, insufficient_scope, admin_disabled, "
+         "too_many_auth_failures).",
+         &out);
+  for (const auto& [code, n] : auth_failures_) {
+    Sample("sparrow_auth_failures_total", "reason=\"" + code + "\"", static_cast<double>(n), &out);
+  }
+  Header("sparrow_admin_actions_total", "counter", "Admin API actions by action and result.", &out);
+  for (const auto& [key, n] : admin_actions_) {
+    Sample("sparrow_admin_actions_total",
+           "action=\"" + key.first + "\",result=\"" + key.second + "\"", static_cast<double>(n),
+           &out);
+  }
 
   Header("sparrow_queue_depth", "gauge", "Requests waiting for admission.", &out);
   Sample("sparrow_queue_depth", "", static_cast<double>(s.waiting), &out);

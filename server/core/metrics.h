@@ -12,6 +12,7 @@
 
 #include "engine/sched/request.h"
 #include "engine/sched/scheduler.h"
+#include "server/core/latency_window.h"
 
 namespace sparrow::server {
 
@@ -48,6 +49,15 @@ class Metrics {
   void AcceptFailedForFds() { ++accept_fd_errors_; }
   int64_t connections_open() const { return connections_open_.load(); }
 
+  // A refused key check, by AuthDecision code ("invalid_api_key", ...).
+  void CountAuthFailure(std::string_view code);
+  // An admin action ("drain", "cancel", ...) and its result ("ok", "not_found", ...).
+  void CountAdminAction(std::string_view action, std::string_view result);
+
+  // Time to first token and time between tokens over the last `span`, in ms.
+  Percentiles RecentTtft(std::chrono::seconds span) const;
+  Percentiles RecentTbt(std::chrono::seconds span) const;
+
   // The whole exposition; `stats` supplies the gauges.
   std::string Render(const SchedulerStats& stats) const;
 
@@ -61,6 +71,9 @@ class Metrics {
   SecondsHistogram ttft_;
   SecondsHistogram tbt_;
   SecondsHistogram e2e_;
+  LatencyWindow recent_ttft_, recent_tbt_;
+  std::map<std::string, int64_t> auth_failures_;                          // by code
+  std::map<std::pair<std::string, std::string>, int64_t> admin_actions_;  // (action, result)
   std::atomic<int64_t> connections_open_{0};
   std::atomic<int64_t> connections_refused_{0};
   std::atomic<int64_t> accept_fd_errors_{0};

@@ -46,6 +46,7 @@ Result<std::shared_ptr<const SparsePlan>> MakeSparsePlanFromConfig(const ServerC
 Result<std::unique_ptr<ServerContext>> CreateServerContext(const ServerConfig& config) {
   auto ctx = std::make_unique<ServerContext>();
   ctx->config = config;
+  SPARROW_ASSIGN_OR_RETURN(ctx->auth, Authenticator::FromConfig(config, &ctx->metrics));
   SPARROW_ASSIGN_OR_RETURN(ctx->model, Model::Load(config.model));
   SPARROW_ASSIGN_OR_RETURN(ctx->tokenizer, LoadTokenizer(ctx->model->file()));
   ctx->model_id = config.model_id.empty() ? ModelIdFromPath(config.model) : config.model_id;

@@ -3,6 +3,8 @@
 // compute pool, the scheduler, the configuration and the metrics. Frontends (HTTP, gRPC) share
 // one context and reach the engine only through `scheduler`.
 // Thread-safe to use from many threads (every member is); build and destroy on one thread.
+#include <atomic>
+#include <chrono>
 #include <memory>
 #include <string>
 
@@ -13,9 +15,13 @@
 #include "engine/sched/scheduler.h"
 #include "engine/sparse/sparse_plan.h"
 #include "engine/tokenizer/tokenizer.h"
+#include "server/core/auth.h"
 #include "server/core/metrics.h"
+#include "server/core/request_registry.h"
 
 namespace sparrow::server {
+
+class AdminController;
 
 struct ServerContext {
   ServerConfig config;
@@ -29,7 +35,16 @@ struct ServerContext {
   std::unique_ptr<kernels::ThreadPool> pool;
   std::shared_ptr<const SparsePlan> sparse_plan;  // null: dense
   Metrics metrics;
+  std::unique_ptr<Authenticator> auth;
+  RequestRegistry requests;
+  // Set by the admin API's drain: new generations are refused (503 / UNAVAILABLE) while the
+  // running and queued ones finish.
+  std::atomic<bool> draining{false};
+  std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
   std::unique_ptr<Scheduler> scheduler;
+  // The admin API (server/admin), set by whoever serves it; null: not served. Goes first on
+  // destruction: its status thread reads the rest.
+  std::shared_ptr<AdminController> admin;
 };
 
 // Loads the model and tokenizer named by `config` and starts the scheduler. Errors name the

@@ -15,6 +15,7 @@ bool StreamingSink::OnToken(const TokenEvent& event) {
   // A cancelled request is dropped at the scheduler's next Cancelled() poll, as kCancelled;
   // returning false here would report it as a normal stop.
   if (Cancelled()) return true;
+  tokens_.fetch_add(1, std::memory_order_relaxed);
   const auto now = std::chrono::steady_clock::now();
   if (has_token_ && metrics_) {
     metrics_->ObserveTbt(std::chrono::duration<double>(now - last_token_).count());

@@ -53,6 +53,7 @@ class StreamingSink final : public RequestSink {
 
   bool OnToken(const TokenEvent& event) override;
   void OnFinish(const FinishInfo& info) override;
+  void OnAdmitted() override { admitted_.store(true, std::memory_order_relaxed); }
   bool Cancelled() const override { return cancelled_.load(std::memory_order_relaxed); }
 
   // The client went away: the scheduler drops the request at its next step.
@@ -70,6 +71,9 @@ class StreamingSink final : public RequestSink {
   // The OpenAI finish_reason: "stop" (end token or stop string), "length", "cancelled",
   // "error".
   std::string finish_reason() const;
+  // For the admin API's request list: admitted by the scheduler, and tokens sampled so far.
+  bool admitted() const { return admitted_.load(std::memory_order_relaxed); }
+  int64_t tokens_generated() const { return tokens_.load(std::memory_order_relaxed); }
   // True when the queue overflowed because nobody drained it.
   bool overflowed() const { return overflowed_.load(std::memory_order_relaxed); }
 
@@ -89,6 +93,8 @@ class StreamingSink final : public RequestSink {
 
   std::atomic<bool> cancelled_{false};
   std::atomic<bool> overflowed_{false};
+  std::atomic<bool> admitted_{false};
+  std::atomic<int64_t> tokens_{0};
   mutable std::mutex mu_;
   std::deque<StreamChunk> pending_;  // guarded by mu_
   size_t pending_bytes_ = 0;         // guarded by mu_

@@ -72,7 +72,8 @@ struct GenerateReactor::Shared {
   bool finishing = false;    // Finish was called; nothing more may be started
   bool client_gone = false;  // cancelled by the client or a write failed
   std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
-  v1::GenerateResponse message;  // the message being written
+  v1::GenerateResponse message;    // the message being written
+  RequestRegistry::Ticket ticket;  // listed for the admin API until OnDone
 
   // Writes whatever the sink has queued, or finishes when it is done. gRPC calls are made
   // after unlocking: the reactor outlives them because only this function calls Finish.
@@ -155,7 +156,8 @@ void GenerateReactor::Shared::Pump() {
 GenerateReactor::GenerateReactor(ServerContext& ctx, std::shared_ptr<Shared> shared)
     : ctx_(ctx), shared_(std::move(shared)) {}
 
-GenerateReactor* GenerateReactor::Start(ServerContext& ctx, const ResolvedGeneration& generation) {
+GenerateReactor* GenerateReactor::Start(ServerContext& ctx, const ResolvedGeneration& generation,
+                                        ActiveRequest origin) {
   auto shared = std::make_shared<Shared>();
   auto* reactor = new GenerateReactor(ctx, shared);
   shared->reactor = reactor;
@@ -179,6 +181,16 @@ GenerateReactor* GenerateReactor::Start(ServerContext& ctx, const ResolvedGenera
       shared->finishing = true;
     }
     reactor->Finish(status);
+    return reactor;
+  }
+  origin.max_tokens = generation.max_tokens;
+  origin.prompt = generation.prompt;
+  origin.sinks = {shared->sink};
+  if (origin.frontend.empty()) origin.frontend = "grpc";
+  auto ticket = ctx.requests.Register(std::move(origin));
+  {
+    std::lock_guard<std::mutex> lock(shared->mu);
+    if (shared->reactor != nullptr) shared->ticket = std::move(ticket);
   }
   return reactor;
 }
@@ -210,9 +222,11 @@ void GenerateReactor::OnCancel() {
 }
 
 void GenerateReactor::OnDone() {
+  RequestRegistry::Ticket ticket;
   {
     std::lock_guard<std::mutex> lock(shared_->mu);
     shared_->reactor = nullptr;
+    ticket = std::move(shared_->ticket);
   }
   delete this;
 }

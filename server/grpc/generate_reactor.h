@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "server/core/generation_spec.h"
+#include "server/core/request_registry.h"
 #include "server/core/server_context.h"
 #include "server/grpc/grpc_request.h"
 #include "sparrow/v1/sparrow.pb.h"
@@ -20,8 +21,10 @@ namespace sparrow::server {
 class GenerateReactor final : public grpc::ServerWriteReactor<v1::GenerateResponse> {
  public:
   // Submits the request; when the scheduler refuses it (queue full, too long) the RPC finishes
-  // at once with that status. Owned by gRPC until OnDone.
-  static GenerateReactor* Start(ServerContext& ctx, const ResolvedGeneration& generation);
+  // at once with that status. Owned by gRPC until OnDone. While it runs the request is listed
+  // in ctx.requests; `origin` gives its route, client and key.
+  static GenerateReactor* Start(ServerContext& ctx, const ResolvedGeneration& generation,
+                                ActiveRequest origin = {});
   // An RPC that fails before anything was submitted (validation, auth).
   static grpc::ServerWriteReactor<v1::GenerateResponse>* Fail(ServerContext& ctx,
                                                               const grpc::Status& status);

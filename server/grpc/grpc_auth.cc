@@ -1,27 +1,49 @@
 #include "server/grpc/grpc_auth.h"
 
-#include "server/core/api_key.h"
-
 namespace sparrow::server {
 
-grpc::Status CheckBearerKey(const grpc::CallbackServerContext& context,
-                            const std::string& api_key) {
-  if (api_key.empty()) return grpc::Status::OK;
-  const auto& md = context.client_metadata();
+std::string PeerAddress(const std::string& peer) {
+  std::string_view p(peer);
+  if (p.starts_with("ipv4:")) {
+    p.remove_prefix(5);
+    return std::string(p.substr(0, p.rfind(':')));
+  }
+  if (p.starts_with("ipv6:")) {
+    p.remove_prefix(5);
+    if (p.starts_with("[")) {
+      p.remove_prefix(1);
+      return std::string(p.substr(0, p.find(']')));
+    }
+  }
+  return peer;
+}
+
+grpc::Status Authorize(ServerContext& ctx, const grpc::CallbackServerContext& call, AuthScope scope,
+                       std::string_view what, std::string* key_id) {
+  if (!ctx.auth) return grpc::Status::OK;
+  const auto& md = call.client_metadata();
   auto it = md.find("authorization");
-  if (it == md.end()) {
-    return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
-                        "missing metadata 'authorization: Bearer <key>'");
+  const std::string_view value =
+      it == md.end() ? std::string_view() : std::string_view(it->second.data(), it->second.size());
+  const AuthDecision d = ctx.auth->Check(scope, value, PeerAddress(call.peer()), what);
+  using O = AuthDecision::Outcome;
+  switch (d.outcome) {
+    case O::kAllowed:
+      if (key_id) *key_id = d.key_id;
+      return grpc::Status::OK;
+    case O::kMissingKey:
+      return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
+                          it == md.end() ? "missing metadata 'authorization: Bearer <key>'"
+                                         : "metadata 'authorization' must be 'Bearer <key>'");
+    case O::kWrongKey:
+      return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, d.message);
+    case O::kNotAdminKey:
+    case O::kAdminDisabled:
+      return grpc::Status(grpc::StatusCode::PERMISSION_DENIED, d.message);
+    case O::kLockedOut:
+      return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED, d.message);
   }
-  const std::string_view value(it->second.data(), it->second.size());
-  if (BearerToken(value).empty()) {
-    return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
-                        "metadata 'authorization' must be 'Bearer <key>'");
-  }
-  if (!BearerKeyMatches(value, api_key)) {
-    return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "wrong API key");
-  }
-  return grpc::Status::OK;
+  return grpc::Status(grpc::StatusCode::INTERNAL, "auth");
 }
 
 }  // namespace sparrow::server

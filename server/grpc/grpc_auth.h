@@ -1,14 +1,26 @@
 #pragma once
-// Bearer-key check for gRPC calls: metadata `authorization: Bearer <key>`, compared in
-// constant time (server/core/api_key.h). Pure function, thread-safe.
+// The bearer-key check of gRPC calls: metadata `authorization: Bearer <key>`, decided by the
+// context's Authenticator (server/core/auth.h) for the call's scope, with the client's
+// address from the call's peer. Thread-safe.
 #include <grpcpp/server_context.h>
 
 #include <string>
+#include <string_view>
+
+#include "server/core/auth.h"
+#include "server/core/server_context.h"
 
 namespace sparrow::server {
 
-// OK when `api_key` is empty (auth off) or the call carries the right bearer key;
-// UNAUTHENTICATED otherwise (the message says what was missing, never the key).
-grpc::Status CheckBearerKey(const grpc::CallbackServerContext& context, const std::string& api_key);
+// OK (and the key's id in *key_id) when the call may proceed; otherwise UNAUTHENTICATED
+// (missing or wrong key), PERMISSION_DENIED (an inference key on the admin service, or the
+// admin API off) or RESOURCE_EXHAUSTED (too many failures from this address). The message
+// says what was wrong, never the key.
+grpc::Status Authorize(ServerContext& ctx, const grpc::CallbackServerContext& call, AuthScope scope,
+                       std::string_view what, std::string* key_id);
+
+// The IP address in a gRPC peer string: "ipv4:10.0.0.2:5000" -> "10.0.0.2",
+// "ipv6:[::1]:5000" -> "::1"; other forms come back unchanged.
+std::string PeerAddress(const std::string& peer);
 
 }  // namespace sparrow::server

@@ -6,6 +6,7 @@
 
 #include <mutex>
 
+#include "server/grpc/admin_service.h"
 #include "server/grpc/sparrow_service.h"
 
 namespace sparrow::server {
@@ -38,6 +39,8 @@ Result<std::unique_ptr<GrpcServer>> StartGrpcServer(ServerContext& ctx,
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &server->port_);
   builder.RegisterService(server->service_.get());
+  server->admin_service_ = std::make_unique<AdminService>(ctx);
+  builder.RegisterService(server->admin_service_.get());
   server->server_ = builder.BuildAndStart();
   if (server->server_ == nullptr || server->port_ == 0) {
     return IoError("gRPC: cannot listen on '" + address + "' (in use, or not a local address)");

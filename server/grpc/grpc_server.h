@@ -1,5 +1,6 @@
 #pragma once
 // GrpcServer: the running gRPC endpoint of sparrowd: the sparrow.v1.Sparrow service, the
+// sparrow.admin.v1.Admin service (remote control),
 // standard grpc.health.v1 health service and server reflection, on one listening address.
 // Thread-safe: Shutdown may be called from any thread, once or more.
 #include <chrono>
@@ -16,6 +17,7 @@ class Server;
 namespace sparrow::server {
 
 class SparrowService;
+class AdminService;
 
 class GrpcServer {
  public:
@@ -35,6 +37,7 @@ class GrpcServer {
   GrpcServer() = default;
 
   std::unique_ptr<SparrowService> service_;
+  std::unique_ptr<AdminService> admin_service_;
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;
   bool shut_down_ = false;

@@ -25,6 +25,7 @@ grpc::Status ToGrpcStatus(const Status& status) {
     case StatusCode::kCancelled:
       code = grpc::StatusCode::CANCELLED;
       break;
+    case StatusCode::kUnavailable:
     case StatusCode::kCorrupt:
     case StatusCode::kIoError:
       code = grpc::StatusCode::UNAVAILABLE;

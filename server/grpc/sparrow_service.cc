@@ -12,6 +12,21 @@
 #include "server/grpc/grpc_status.h"
 
 namespace sparrow::server {
+namespace {
+
+ActiveRequest Origin(const grpc::CallbackServerContext& call, const char* route,
+                     const std::string& key_id) {
+  ActiveRequest r;
+  r.frontend = "grpc";
+  r.route = route;
+  r.remote = call.peer();
+  r.key_id = key_id;
+  r.stream = true;
+  return r;
+}
+
+}  // namespace
+
 grpc::ServerUnaryReactor* SparrowService::Done(grpc::CallbackServerContext* context,
                                                const grpc::Status& status) {
   ctx_.metrics.RecordResponse("grpc", GrpcCodeName(status.error_code()));
@@ -22,36 +37,38 @@ grpc::ServerUnaryReactor* SparrowService::Done(grpc::CallbackServerContext* cont
 
 grpc::ServerWriteReactor<v1::GenerateResponse>* SparrowService::Generate(
     grpc::CallbackServerContext* context, const v1::GenerateRequest* request) {
-  grpc::Status auth = CheckBearerKey(*context, ctx_.config.api_key);
+  std::string key_id;
+  grpc::Status auth = Authorize(ctx_, *context, AuthScope::kApiKey, "Generate", &key_id);
   if (!auth.ok()) return GenerateReactor::Fail(ctx_, auth);
   auto spec = GenerateSpec(*request);
   if (!spec.ok()) return GenerateReactor::Fail(ctx_, ToGrpcStatus(spec.status()));
-  return Resolve(*spec);
+  return Resolve(*spec, Origin(*context, "Generate", key_id));
 }
 
 grpc::ServerWriteReactor<v1::GenerateResponse>* SparrowService::Chat(
     grpc::CallbackServerContext* context, const v1::ChatRequest* request) {
-  grpc::Status auth = CheckBearerKey(*context, ctx_.config.api_key);
+  std::string key_id;
+  grpc::Status auth = Authorize(ctx_, *context, AuthScope::kApiKey, "Chat", &key_id);
   if (!auth.ok()) return GenerateReactor::Fail(ctx_, auth);
   auto spec = ChatSpec(*request);
   if (!spec.ok()) return GenerateReactor::Fail(ctx_, ToGrpcStatus(spec.status()));
-  return Resolve(*spec);
+  return Resolve(*spec, Origin(*context, "Chat", key_id));
 }
 
-grpc::ServerWriteReactor<v1::GenerateResponse>* SparrowService::Resolve(
-    const GenerationSpec& spec) {
+grpc::ServerWriteReactor<v1::GenerateResponse>* SparrowService::Resolve(const GenerationSpec& spec,
+                                                                        ActiveRequest origin) {
   ResolvedGeneration g;
   GenerationError error;
   if (!ResolveGeneration(ctx_, spec, &g, &error)) {
     return GenerateReactor::Fail(ctx_, ToGrpcStatus(error.status));
   }
-  return GenerateReactor::Start(ctx_, g);
+  return GenerateReactor::Start(ctx_, g, std::move(origin));
 }
 
 grpc::ServerUnaryReactor* SparrowService::Tokenize(grpc::CallbackServerContext* context,
                                                    const v1::TokenizeRequest* request,
                                                    v1::TokenizeResponse* response) {
-  grpc::Status auth = CheckBearerKey(*context, ctx_.config.api_key);
+  grpc::Status auth = Authorize(ctx_, *context, AuthScope::kApiKey, "Tokenize", nullptr);
   if (!auth.ok()) return Done(context, auth);
   Status st = CheckModel(request->model(), ctx_.model_id);
   if (!st.ok()) return Done(context, ToGrpcStatus(st));
@@ -67,7 +84,7 @@ grpc::ServerUnaryReactor* SparrowService::Tokenize(grpc::CallbackServerContext* 
 grpc::ServerUnaryReactor* SparrowService::Detokenize(grpc::CallbackServerContext* context,
                                                      const v1::DetokenizeRequest* request,
                                                      v1::DetokenizeResponse* response) {
-  grpc::Status auth = CheckBearerKey(*context, ctx_.config.api_key);
+  grpc::Status auth = Authorize(ctx_, *context, AuthScope::kApiKey, "Detokenize", nullptr);
   if (!auth.ok()) return Done(context, auth);
   Status st = CheckModel(request->model(), ctx_.model_id);
   if (!st.ok()) return Done(context, ToGrpcStatus(st));
@@ -86,7 +103,7 @@ grpc::ServerUnaryReactor* SparrowService::Detokenize(grpc::CallbackServerContext
 grpc::ServerUnaryReactor* SparrowService::ListModels(grpc::CallbackServerContext* context,
                                                      const v1::ListModelsRequest* /*request*/,
                                                      v1::ListModelsResponse* response) {
-  grpc::Status auth = CheckBearerKey(*context, ctx_.config.api_key);
+  grpc::Status auth = Authorize(ctx_, *context, AuthScope::kApiKey, "ListModels", nullptr);
   if (!auth.ok()) return Done(context, auth);
   const ModelConfig& mc = ctx_.model->config();
   v1::ModelInfo* info = response->add_models();

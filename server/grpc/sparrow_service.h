@@ -31,7 +31,8 @@ class SparrowService final : public v1::Sparrow::CallbackService {
 
  private:
   // The shared preparation (generation_spec.h), then the stream; or the refusal.
-  grpc::ServerWriteReactor<v1::GenerateResponse>* Resolve(const GenerationSpec& spec);
+  grpc::ServerWriteReactor<v1::GenerateResponse>* Resolve(const GenerationSpec& spec,
+                                                          ActiveRequest origin);
   // Finishes a unary call with `status`, counting it in the metrics.
   grpc::ServerUnaryReactor* Done(grpc::CallbackServerContext* context, const grpc::Status& status);
 

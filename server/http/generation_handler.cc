@@ -30,6 +30,7 @@ struct Job {
   ResponseMeta meta;
   std::shared_ptr<Wakeup> wakeup;
   std::vector<std::shared_ptr<StreamingSink>> sinks;
+  RequestRegistry::Ticket ticket;
 
   void CancelAll() {
     for (auto& s : sinks) s->Cancel();
@@ -37,8 +38,9 @@ struct Job {
 };
 
 // Submits every choice as one group; on refusal fills the error response.
-bool SubmitAll(ServerContext& ctx, const HttpRequest& req, const GenerationLimits& limits, Job* job,
-               HttpResponse* error) {
+bool SubmitAll(HttpExchange& ex, const GenerationLimits& limits, Job* job, HttpResponse* error) {
+  ServerContext& ctx = ex.ctx;
+  const HttpRequest& req = ex.req;
   const ResolvedGeneration& g = job->prep.gen;
   std::vector<std::shared_ptr<StreamingSink>> sinks;
   for (int32_t i = 0; i < g.n; ++i) {
@@ -54,10 +56,24 @@ bool SubmitAll(ServerContext& ctx, const HttpRequest& req, const GenerationLimit
   Status s = SubmitGeneration(ctx, g, {sinks.begin(), sinks.end()});
   if (!s.ok()) {
     const bool full = s.code() == StatusCode::kResourceExhausted;
-    *error = ErrorResponse(req, HttpStatusFor(s.code()), s.message(), "", full ? "queue_full" : "");
-    if (full) error->set(http::field::retry_after, "1");
+    const bool draining = s.code() == StatusCode::kUnavailable;
+    *error = ErrorResponse(req, HttpStatusFor(s.code()), s.message(), "",
+                           full       ? "queue_full"
+                           : draining ? "draining"
+                                      : "");
+    if (full || draining) error->set(http::field::retry_after, "1");
     return false;
   }
+  ActiveRequest active;
+  active.frontend = "http";
+  active.route = std::string(ex.path);
+  active.remote = ex.log->remote;
+  active.key_id = ex.key_id;
+  active.stream = job->prep.stream;
+  active.max_tokens = g.max_tokens;
+  active.prompt = g.prompt;
+  active.sinks = sinks;
+  job->ticket = ctx.requests.Register(std::move(active));
   job->sinks = std::move(sinks);
   return true;
 }
@@ -125,46 +141,22 @@ asio::awaitable<bool> Collect(boost::beast::tcp_stream& stream, const HttpReques
   json body =
       FullResponse(job.meta, results, job.prep.gen.logprobs, job.prep.gen.top_logprobs,
                    *ctx.tokenizer, log->prompt_tokens, log->completion_tokens, log->cached_tokens);
-  co_return co_await WriteResponse(stream, JsonResponse(req, http::status::ok, body), log,
-                                   limits.write_timeout);
+  HttpResponse res = JsonResponse(req, http::status::ok, body);
+  res.set("X-Request-Id", job.ticket.id());
+  co_return co_await WriteResponse(stream, std::move(res), log, limits.write_timeout);
 }
 
-// Writes one SSE event: a chunk on HTTP/1.1, plain bytes of a close-delimited body on HTTP/1.0
-// (which has no chunked encoding). False when the client is gone or read nothing for `timeout`.
+// One SSE event of a generation stream.
 asio::awaitable<bool> WriteEvent(boost::beast::tcp_stream& stream, const std::string& payload,
                                  bool chunked, std::chrono::milliseconds timeout) {
-  const std::string event = "data: " + payload + "\n\n";
-  boost::system::error_code ec;
-  stream.expires_after(timeout);
-  if (chunked) {
-    co_await asio::async_write(stream, http::make_chunk(asio::buffer(event)),
-                               asio::redirect_error(asio::use_awaitable, ec));
-  } else {
-    co_await asio::async_write(stream, asio::buffer(event),
-                               asio::redirect_error(asio::use_awaitable, ec));
-  }
-  stream.expires_never();
-  co_return !ec;
+  co_return co_await WriteEventBytes(stream, "data: " + payload + "\n\n", chunked, timeout);
 }
 
 asio::awaitable<bool> Stream(boost::beast::tcp_stream& stream, const HttpRequest& req,
                              ServerContext& ctx, const GenerationLimits& limits, Job& job,
                              RequestLog* log) {
   const bool chunked = req.version() >= 11;
-  http::response<http::empty_body> res(http::status::ok, req.version());
-  res.set(http::field::content_type, "text/event-stream");
-  res.set(http::field::cache_control, "no-cache");
-  res.set(http::field::server, "sparrowd");
-  // HTTP/1.0: no Content-Length and no chunks, so the body ends when the connection closes.
-  res.keep_alive(chunked && req.keep_alive());
-  res.chunked(chunked);
-  log->status = 200;
-  http::response_serializer<http::empty_body> sr(res);
-  boost::system::error_code ec;
-  stream.expires_after(limits.write_timeout);
-  co_await http::async_write_header(stream, sr, asio::redirect_error(asio::use_awaitable, ec));
-  stream.expires_never();
-  if (ec) {
+  if (!co_await StartEventStream(stream, req, job.ticket.id(), log, limits.write_timeout)) {
     job.CancelAll();
     co_return false;
   }
@@ -239,18 +231,17 @@ asio::awaitable<bool> Stream(boost::beast::tcp_stream& stream, const HttpRequest
   }
   if (!co_await WriteEvent(stream, "[DONE]", chunked, limits.write_timeout)) co_return false;
   if (!chunked) co_return false;  // closing the connection ends the body
-  stream.expires_after(limits.write_timeout);
-  co_await asio::async_write(stream, http::make_chunk_last(),
-                             asio::redirect_error(asio::use_awaitable, ec));
-  stream.expires_never();
-  co_return !ec;
+  co_return co_await EndChunkedBody(stream, limits.write_timeout);
 }
 
 }  // namespace
 
-asio::awaitable<bool> HandleGeneration(boost::beast::tcp_stream& stream, const HttpRequest& req,
-                                       bool chat, ServerContext& ctx,
-                                       const GenerationLimits& limits, RequestLog* log) {
+asio::awaitable<bool> HandleGeneration(HttpExchange& ex, bool chat,
+                                       const GenerationLimits& limits) {
+  boost::beast::tcp_stream& stream = ex.stream;
+  const HttpRequest& req = ex.req;
+  ServerContext& ctx = ex.ctx;
+  RequestLog* log = ex.log;
   Job job;
   GenerationError err;
   if (!PrepareGeneration(ctx, chat, req.body(), &job.prep, &err)) {
@@ -264,7 +255,7 @@ asio::awaitable<bool> HandleGeneration(boost::beast::tcp_stream& stream, const H
   job.meta = MakeResponseMeta(chat, ctx.model_id);
   job.wakeup = std::make_shared<Wakeup>(co_await asio::this_coro::executor);
   HttpResponse error;
-  if (!SubmitAll(ctx, req, limits, &job, &error))
+  if (!SubmitAll(ex, limits, &job, &error))
     co_return co_await WriteResponse(stream, std::move(error), log, limits.write_timeout);
   if (job.prep.stream) co_return co_await Stream(stream, req, ctx, limits, job, log);
   co_return co_await Collect(stream, req, ctx, limits, job, log);

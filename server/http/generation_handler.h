@@ -13,6 +13,7 @@
 #include <chrono>
 
 #include "server/core/server_context.h"
+#include "server/http/http_router.h"
 #include "server/http/http_util.h"
 
 namespace sparrow::server {
@@ -23,9 +24,9 @@ struct GenerationLimits {
   std::chrono::milliseconds write_timeout{30000};
 };
 
-// Returns whether the connection may be kept alive.
-boost::asio::awaitable<bool> HandleGeneration(boost::beast::tcp_stream& stream,
-                                              const HttpRequest& req, bool chat, ServerContext& ctx,
-                                              const GenerationLimits& limits, RequestLog* log);
+// Returns whether the connection may be kept alive. While it runs, the request is listed in
+// ctx.requests (the admin API can see and cancel it); its id goes out as X-Request-Id.
+boost::asio::awaitable<bool> HandleGeneration(HttpExchange& ex, bool chat,
+                                              const GenerationLimits& limits);
 
 }  // namespace sparrow::server

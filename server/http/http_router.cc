@@ -1,6 +1,6 @@
 #include "server/http/http_router.h"
 
-#include "server/core/api_key.h"
+#include "server/http/admin_routes.h"
 #include "server/http/generation_handler.h"
 
 namespace sparrow::server {
@@ -29,9 +29,13 @@ json ModelJson(const ServerContext& ctx) {
 }
 
 // (JSON bodies are built before co_await: GCC 12 cannot compile a braced list inside one.)
+// Draining answers 503 so that a load balancer or supervisor stops sending new work.
 asio::awaitable<bool> Health(HttpExchange& ex) {
-  const json body = {{"status", "ok"}, {"model", ex.ctx.model_id}};
-  co_return co_await Reply(ex, JsonResponse(ex.req, http::status::ok, body));
+  const bool draining = ex.ctx.draining.load();
+  const json body = {{"status", draining ? "draining" : "ok"}, {"model", ex.ctx.model_id}};
+  co_return co_await Reply(
+      ex,
+      JsonResponse(ex.req, draining ? http::status::service_unavailable : http::status::ok, body));
 }
 
 asio::awaitable<bool> MetricsPage(HttpExchange& ex) {
@@ -64,7 +68,7 @@ HttpHandler Generation(bool chat) {
     limits.max_pending_chunks = ex.opts.max_pending_chunks;
     limits.max_buffered_bytes = ex.opts.max_buffered_bytes;
     limits.write_timeout = ex.opts.write_timeout;
-    co_return co_await HandleGeneration(ex.stream, ex.req, chat, ex.ctx, limits, ex.log);
+    co_return co_await HandleGeneration(ex, chat, limits);
   };
 }
 
@@ -92,17 +96,33 @@ HttpRouter::Match HttpRouter::Find(http::verb method, std::string_view path) con
 
 asio::awaitable<bool> HttpRouter::Dispatch(HttpExchange& ex) const {
   const Match m = Find(ex.req.method(), ex.path);
-  // Unknown paths and methods need the key too, so probing them reveals nothing.
-  const AuthScope scope = m.route ? m.route->scope : AuthScope::kApiKey;
-  if (scope == AuthScope::kApiKey && !ex.opts.api_key.empty()) {
+  // Unknown paths and methods need a key too, so probing them reveals nothing; under
+  // /admin/ the admin key, so that the admin API's shape is not visible to inference keys.
+  const AuthScope scope = m.route                          ? m.route->scope
+                          : ex.path.starts_with("/admin/") ? AuthScope::kAdmin
+                                                           : AuthScope::kApiKey;
+  if (scope != AuthScope::kOpen && ex.ctx.auth) {
     const auto auth = ex.req[http::field::authorization];
-    if (!BearerKeyMatches(std::string_view(auth.data(), auth.size()), ex.opts.api_key)) {
-      auto res = ErrorResponse(ex.req, http::status::unauthorized,
-                               "Missing or incorrect API key: send 'Authorization: Bearer <key>'",
-                               "", "invalid_api_key");
-      res.set(http::field::www_authenticate, "Bearer");
+    const AuthDecision d =
+        ex.ctx.auth->Check(scope, std::string_view(auth.data(), auth.size()), ex.remote_ip,
+                           std::string(ex.req.method_string()) + " " + std::string(ex.path));
+    if (!d.allowed()) {
+      using O = AuthDecision::Outcome;
+      const http::status status = d.outcome == O::kLockedOut ? http::status::too_many_requests
+                                  : d.outcome == O::kNotAdminKey || d.outcome == O::kAdminDisabled
+                                      ? http::status::forbidden
+                                      : http::status::unauthorized;
+      auto res = ErrorResponse(ex.req, status, d.message, "", d.code());
+      if (status == http::status::unauthorized) res.set(http::field::www_authenticate, "Bearer");
+      if (d.outcome == O::kNotAdminKey) {
+        res.set(http::field::www_authenticate, "Bearer error=\"insufficient_scope\"");
+      }
+      if (d.outcome == O::kLockedOut) {
+        res.set(http::field::retry_after, std::to_string(d.retry_after_s));
+      }
       co_return co_await Reply(ex, std::move(res));
     }
+    ex.key_id = d.key_id;
   }
   if (m.error == http::status::method_not_allowed) {
     auto res = ErrorResponse(ex.req, http::status::method_not_allowed,
@@ -128,6 +148,7 @@ HttpRouter MakeSparrowRouter() {
   r.Add({http::verb::get, "/v1/models/", AuthScope::kApiKey, GetModel});
   r.Add({http::verb::post, "/v1/completions", AuthScope::kApiKey, Generation(false)});
   r.Add({http::verb::post, "/v1/chat/completions", AuthScope::kApiKey, Generation(true)});
+  AddAdminRoutes(r);
   return r;
 }
 

@@ -14,16 +14,12 @@
 #include <string_view>
 #include <vector>
 
+#include "server/core/auth.h"
 #include "server/core/server_context.h"
 #include "server/http/http_server.h"
 #include "server/http/http_util.h"
 
 namespace sparrow::server {
-
-enum class AuthScope {
-  kOpen,    // probes: /health
-  kApiKey,  // the API: needs the api_key when one is set
-};
 
 // One request as a handler sees it.
 struct HttpExchange {
@@ -33,6 +29,9 @@ struct HttpExchange {
   ServerContext& ctx;
   const HttpServerOptions& opts;
   RequestLog* log;
+  HttpServerState* state = nullptr;  // the server's drain flag and busy count
+  std::string remote_ip;             // the client's address, without port
+  std::string key_id;                // set by the router: the key the request passed with
 };
 
 // Returns whether the connection may be kept alive.
@@ -65,7 +64,7 @@ class HttpRouter {
 };
 
 // The routes of sparrowd: /health, /metrics, /v1/models[/id], /v1/completions,
-// /v1/chat/completions.
+// /v1/chat/completions, and the admin API under /admin/v1/ (admin_routes.h).
 HttpRouter MakeSparrowRouter();
 
 }  // namespace sparrow::server

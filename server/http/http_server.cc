@@ -88,7 +88,6 @@ HttpServerOptions HttpOptionsFromConfig(const ServerConfig& c) {
   o.request_timeout = std::chrono::milliseconds(c.request_timeout_ms);
   o.write_timeout = std::chrono::milliseconds(c.write_timeout_ms);
   o.max_buffered_bytes = static_cast<size_t>(c.max_buffered_bytes);
-  o.api_key = c.api_key;
   o.json_logs = c.log_format == "json";
   return o;
 }

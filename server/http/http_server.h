@@ -33,7 +33,6 @@ struct HttpServerOptions {
   std::chrono::milliseconds request_timeout{60000};  // whole request, keep-alive wait included
   std::chrono::milliseconds write_timeout{30000};
   size_t max_buffered_bytes = 4 << 20;  // undelivered stream output per connection
-  std::string api_key;                  // "" -> no authentication
   size_t max_pending_chunks = 1024;
   bool json_logs = false;
 };

@@ -19,11 +19,14 @@ namespace asio = boost::asio;
 namespace beast = boost::beast;
 
 asio::awaitable<bool> Dispatch(beast::tcp_stream& stream, const HttpRequest& req,
-                               ServerContext& ctx, const HttpServerOptions& opts, RequestLog* log) {
+                               ServerContext& ctx, const HttpServerOptions& opts,
+                               HttpServerState& state, const std::string& remote_ip,
+                               RequestLog* log) {
   static const HttpRouter router = MakeSparrowRouter();
   const auto raw_target = req.target();
   const std::string_view target(raw_target.data(), raw_target.size());
-  HttpExchange ex{stream, req, target.substr(0, target.find('?')), ctx, opts, log};
+  HttpExchange ex{stream,    req, target.substr(0, target.find('?')), ctx, opts, log, &state,
+                  remote_ip, ""};
   co_return co_await router.Dispatch(ex);
 }
 
@@ -100,11 +103,14 @@ asio::awaitable<void> RunHttpSession(asio::ip::tcp::socket socket, ServerContext
   OpenConnection open(ctx.metrics);
   beast::tcp_stream stream(std::move(socket));
   beast::flat_buffer buffer;
-  std::string remote;
+  std::string remote, remote_ip;
   {
     boost::system::error_code ec;
     auto ep = stream.socket().remote_endpoint(ec);
-    if (!ec) remote = ep.address().to_string() + ":" + std::to_string(ep.port());
+    if (!ec) {
+      remote_ip = ep.address().to_string();
+      remote = JoinHostPort(remote_ip, ep.port());
+    }
   }
   for (;;) {
     http::request_parser<http::string_body> parser;
@@ -170,7 +176,7 @@ asio::awaitable<void> RunHttpSession(asio::ip::tcp::socket socket, ServerContext
       co_await WriteResponse(stream, std::move(res), &log, opts.write_timeout);
     } else {
       try {
-        ok = co_await Dispatch(stream, req, ctx, opts, &log);
+        ok = co_await Dispatch(stream, req, ctx, opts, state, remote_ip, &log);
       } catch (const std::exception& e) {
         failure = e.what();
       }

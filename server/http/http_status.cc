@@ -16,6 +16,7 @@ boost::beast::http::status HttpStatusFor(StatusCode code) {
     case StatusCode::kResourceExhausted:
       return status::too_many_requests;
     case StatusCode::kCancelled:
+    case StatusCode::kUnavailable:
       return status::service_unavailable;
     case StatusCode::kCorrupt:
     case StatusCode::kIoError:

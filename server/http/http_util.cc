@@ -4,6 +4,7 @@
 
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/http/chunk_encode.hpp>
 
 #include "api/openai/openai_types.h"
 
@@ -51,6 +52,7 @@ HttpResponse ErrorResponse(const HttpRequest& req, http::status status, const st
   std::string type = "invalid_request_error";
   const unsigned s = static_cast<unsigned>(status);
   if (s == 401) type = "authentication_error";
+  if (s == 403) type = "permission_error";
   if (s == 404 && code.empty()) type = "not_found_error";
   if (s == 429) type = "rate_limit_error";
   if (s >= 500) type = "server_error";
@@ -64,6 +66,53 @@ boost::asio::awaitable<bool> WriteResponse(boost::beast::tcp_stream& stream, Htt
   stream.expires_after(timeout);
   co_await http::async_write(stream, res,
                              boost::asio::redirect_error(boost::asio::use_awaitable, ec));
+  stream.expires_never();
+  co_return !ec;
+}
+
+boost::asio::awaitable<bool> StartEventStream(boost::beast::tcp_stream& stream,
+                                              const HttpRequest& req, const std::string& request_id,
+                                              RequestLog* log, std::chrono::milliseconds timeout) {
+  const bool chunked = req.version() >= 11;
+  http::response<http::empty_body> res(http::status::ok, req.version());
+  res.set(http::field::content_type, "text/event-stream");
+  res.set(http::field::cache_control, "no-cache");
+  res.set(http::field::server, "sparrowd");
+  if (!request_id.empty()) res.set("X-Request-Id", request_id);
+  res.keep_alive(chunked && req.keep_alive());
+  res.chunked(chunked);
+  if (log) log->status = 200;
+  http::response_serializer<http::empty_body> sr(res);
+  boost::system::error_code ec;
+  stream.expires_after(timeout);
+  co_await http::async_write_header(stream, sr,
+                                    boost::asio::redirect_error(boost::asio::use_awaitable, ec));
+  stream.expires_never();
+  co_return !ec;
+}
+
+boost::asio::awaitable<bool> WriteEventBytes(boost::beast::tcp_stream& stream,
+                                             const std::string& bytes, bool chunked,
+                                             std::chrono::milliseconds timeout) {
+  boost::system::error_code ec;
+  stream.expires_after(timeout);
+  if (chunked) {
+    co_await boost::asio::async_write(stream, http::make_chunk(boost::asio::buffer(bytes)),
+                                      boost::asio::redirect_error(boost::asio::use_awaitable, ec));
+  } else {
+    co_await boost::asio::async_write(stream, boost::asio::buffer(bytes),
+                                      boost::asio::redirect_error(boost::asio::use_awaitable, ec));
+  }
+  stream.expires_never();
+  co_return !ec;
+}
+
+boost::asio::awaitable<bool> EndChunkedBody(boost::beast::tcp_stream& stream,
+                                            std::chrono::milliseconds timeout) {
+  boost::system::error_code ec;
+  stream.expires_after(timeout);
+  co_await boost::asio::async_write(stream, http::make_chunk_last(),
+                                    boost::asio::redirect_error(boost::asio::use_awaitable, ec));
   stream.expires_never();
   co_return !ec;
 }

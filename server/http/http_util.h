@@ -40,4 +40,19 @@ HttpResponse ErrorResponse(const HttpRequest& req, http::status status, const st
 boost::asio::awaitable<bool> WriteResponse(boost::beast::tcp_stream& stream, HttpResponse res,
                                            RequestLog* log, std::chrono::milliseconds timeout);
 
+// Server-sent events. StartEventStream writes the head of a text/event-stream response:
+// chunked on HTTP/1.1; on HTTP/1.0 (no chunked encoding) the body ends when the connection
+// closes. `request_id` ("" for none) goes out as X-Request-Id. False if the client is gone.
+boost::asio::awaitable<bool> StartEventStream(boost::beast::tcp_stream& stream,
+                                              const HttpRequest& req, const std::string& request_id,
+                                              RequestLog* log, std::chrono::milliseconds timeout);
+// Writes `bytes` (whole events) as one chunk, or as they are on HTTP/1.0. False when the client
+// is gone or read nothing for `timeout`.
+boost::asio::awaitable<bool> WriteEventBytes(boost::beast::tcp_stream& stream,
+                                             const std::string& bytes, bool chunked,
+                                             std::chrono::milliseconds timeout);
+// Ends a chunked body (the last, empty chunk).
+boost::asio::awaitable<bool> EndChunkedBody(boost::beast::tcp_stream& stream,
+                                            std::chrono::milliseconds timeout);
+
 }  // namespace sparrow::server

@@ -39,7 +39,6 @@ struct TestServer {
     ctx = std::move(*ctx_or);
     HttpServerOptions opts = HttpOptionsFromConfig(c);
     opts.port = 0;
-    opts.api_key = o.api_key.empty() ? c.api_key : o.api_key;
     auto http_or = HttpServer::Start(*ctx, opts);
     EXPECT_TRUE(http_or.ok()) << http_or.status().ToString();
     if (!http_or.ok()) return;

@@ -1,0 +1,245 @@
+// sparrowctl: watch and steer a running sparrowd from another machine, over gRPC.
+#include <signal.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <thread>
+
+#include "clients/sparrowctl/ctl_client.h"
+#include "clients/sparrowctl/ctl_render.h"
+#include "config/version.h"
+
+namespace {
+
+using namespace sparrow;
+namespace adminpb = sparrow::admin::v1;
+
+constexpr int kExitFailed = 1;  // the server refused or could not be reached
+constexpr int kExitUsage = 2;
+
+constexpr const char* kDescription =
+    "sparrowctl: remote control for sparrowd over gRPC.\n"
+    "\n"
+    "  sparrowctl --host 192.168.1.20 --key-file ~/.config/sparrow/admin.key status\n"
+    "\n"
+    "The admin key is one line of the server's admin_key_file (or its admin_key); give it with\n"
+    "--key-file or the environment variable SPARROW_ADMIN_KEY. Exit codes: 0 done, 1 the server\n"
+    "refused or was unreachable (the message says why), 2 bad usage.\n";
+
+int Fail(ctl::CtlClient& c, const grpc::Status& s) {
+  std::fprintf(stderr, "sparrowctl: %s\n", c.Explain(s).c_str());
+  return kExitFailed;
+}
+
+int Print(const google::protobuf::Message& m, bool json, const std::string& human) {
+  std::fputs(json ? (ctl::ToJson(m, true) + "\n").c_str() : human.c_str(), stdout);
+  return 0;
+}
+
+int TerminalWidth() {
+  winsize w{};
+  if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &w) == 0 && w.ws_col > 0) return w.ws_col;
+  return 100;
+}
+
+int Watch(ctl::CtlClient& c, bool json, int count) {
+  grpc::ClientContext ctx;
+  c.Prepare(&ctx, /*admin=*/true, /*with_deadline=*/false);
+  adminpb::WatchEventsRequest req;
+  auto reader = c.admin().WatchEvents(&ctx, req);
+  adminpb::Event e;
+  const std::string target = c.target().host + ":" + std::to_string(c.target().port);
+  std::string last_action;
+  int seen = 0;
+  while (reader->Read(&e)) {
+    if (json) {
+      std::fputs((ctl::ToJson(e, false) + "\n").c_str(), stdout);
+      std::fflush(stdout);
+    } else if (e.has_action()) {
+      last_action = e.action().action() + " " + e.action().args_json() + " -> " +
+                    e.action().result() + " (" + e.action().key_id() + ")";
+    } else if (e.has_status()) {
+      std::string screen = ctl::RenderWatch(e.status(), target, TerminalWidth());
+      if (!last_action.empty()) screen += "\nlast action: " + last_action + "\n";
+      std::fputs(screen.c_str(), stdout);
+      std::fflush(stdout);
+    }
+    if (count > 0 && ++seen >= count) {
+      ctx.TryCancel();
+      break;
+    }
+  }
+  const grpc::Status s = reader->Finish();
+  if (!s.ok() && s.error_code() != grpc::StatusCode::CANCELLED) return Fail(c, s);
+  return 0;
+}
+
+int Generate(ctl::CtlClient& c, const std::string& prompt, int max_tokens, bool chat, bool json) {
+  grpc::ClientContext ctx;
+  c.Prepare(&ctx, /*admin=*/false, /*with_deadline=*/false);
+  std::unique_ptr<grpc::ClientReader<v1::GenerateResponse>> reader;
+  if (chat) {
+    v1::ChatRequest req;
+    auto* m = req.add_messages();
+    m->set_role("user");
+    m->set_content(prompt);
+    if (max_tokens > 0) req.mutable_options()->set_max_tokens(max_tokens);
+    reader = c.inference().Chat(&ctx, req);
+  } else {
+    v1::GenerateRequest req;
+    req.set_prompt(prompt);
+    if (max_tokens > 0) req.mutable_options()->set_max_tokens(max_tokens);
+    reader = c.inference().Generate(&ctx, req);
+  }
+  v1::GenerateResponse r;
+  while (reader->Read(&r)) {
+    if (json) {
+      std::fputs((ctl::ToJson(r, false) + "\n").c_str(), stdout);
+    } else {
+      std::fputs(r.text().c_str(), stdout);
+    }
+    std::fflush(stdout);
+    if (!json && r.has_usage()) {
+      std::fprintf(stderr, "\n[%s, %lld prompt + %lld generated tokens, ttft %.0f ms]\n",
+                   v1::FinishReason_Name(r.finish_reason()).c_str(),
+                   static_cast<long long>(r.usage().prompt_tokens()),
+                   static_cast<long long>(r.usage().completion_tokens()), r.timings().ttft_ms());
+    }
+  }
+  const grpc::Status s = reader->Finish();
+  return s.ok() ? 0 : Fail(c, s);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  signal(SIGPIPE, SIG_IGN);
+  CLI::App app(kDescription, "sparrowctl");
+  app.set_version_flag("--version", std::string("sparrowctl ") + kSparrowVersion);
+  app.require_subcommand(1);
+  ctl::Target t;
+  if (const char* h = std::getenv("SPARROW_HOST")) t.host = h;
+  std::string key_file, api_key_file;
+  bool json = false;
+  app.add_option("--host", t.host, "sparrowd's address (env SPARROW_HOST)")->capture_default_str();
+  app.add_option("--port", t.port, "sparrowd's gRPC port")->capture_default_str();
+  app.add_option("--key-file", key_file, "File holding the admin key (env SPARROW_ADMIN_KEY)");
+  app.add_option("--api-key-file", api_key_file,
+                 "File holding an inference key, for generate/chat (env SPARROW_API_KEY)");
+  app.add_option("--timeout-ms", t.timeout_ms, "Deadline of each call")->capture_default_str();
+  app.add_flag("--json", json, "Print JSON (proto field names) instead of tables");
+
+  app.add_subcommand("status", "Model, uptime, requests, tokens/s, latency, KV cache, memory");
+  auto* requests = app.add_subcommand("requests", "List running and waiting requests");
+  bool with_prompt = false;
+  requests->add_flag("--prompt", with_prompt, "Show prompts too (recorded in the audit log)");
+  auto* cancel = app.add_subcommand("cancel", "Cancel a request by id (see: requests)");
+  std::string cancel_id;
+  cancel->add_option("id", cancel_id, "Request id, e.g. req-12")->required();
+  auto* drain = app.add_subcommand("drain", "Stop admitting; running requests finish");
+  bool wait = false;
+  drain->add_flag("--wait", wait, "Return once nothing is running or waiting");
+  app.add_subcommand("resume", "Admit requests again after drain");
+  auto* level = app.add_subcommand("log-level", "Set the server's log level");
+  std::string level_value;
+  level->add_option("level", level_value, "trace, debug, info, warn, error or off")->required();
+  auto* watch = app.add_subcommand("watch", "Live view of the server (like top)");
+  int count = 0;
+  watch->add_option("--count", count, "Stop after this many events (0: until Ctrl-C)");
+  std::string prompt;
+  int max_tokens = 0;
+  auto* gen = app.add_subcommand("generate", "Complete a prompt, streaming the text");
+  gen->add_option("prompt", prompt, "The prompt")->required();
+  gen->add_option("--max-tokens", max_tokens, "Tokens to generate (server default: 128)");
+  auto* chat = app.add_subcommand("chat", "One chat turn with the model's template, streamed");
+  chat->add_option("message", prompt, "What the user says")->required();
+  chat->add_option("--max-tokens", max_tokens, "Tokens to generate (server default: 128)");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : kExitUsage;
+  }
+
+  std::string error;
+  if (!key_file.empty()) {
+    t.admin_key = ctl::ReadKeyFile(key_file, &error);
+  } else if (const char* k = std::getenv("SPARROW_ADMIN_KEY")) {
+    t.admin_key = k;
+  }
+  if (error.empty() && !api_key_file.empty()) {
+    t.api_key = ctl::ReadKeyFile(api_key_file, &error);
+  } else if (const char* k = std::getenv("SPARROW_API_KEY")) {
+    t.api_key = k;
+  }
+  if (!error.empty()) {
+    std::fprintf(stderr, "sparrowctl: %s\n", error.c_str());
+    return kExitUsage;
+  }
+  // An admin key also opens the inference API.
+  if (t.api_key.empty()) t.api_key = t.admin_key;
+  ctl::CtlClient c(t);
+  const std::string cmd = app.get_subcommands().front()->get_name();
+
+  if (cmd == "status") {
+    grpc::ClientContext ctx;
+    c.Prepare(&ctx, true);
+    adminpb::ServerStatus s;
+    const grpc::Status st = c.admin().GetStatus(&ctx, adminpb::GetStatusRequest(), &s);
+    return st.ok() ? Print(s, json, ctl::RenderStatus(s)) : Fail(c, st);
+  }
+  if (cmd == "requests") {
+    grpc::ClientContext ctx;
+    c.Prepare(&ctx, true);
+    adminpb::ListRequestsRequest req;
+    req.set_include_prompt(with_prompt);
+    adminpb::ListRequestsResponse r;
+    const grpc::Status st = c.admin().ListRequests(&ctx, req, &r);
+    return st.ok() ? Print(r, json, ctl::RenderRequests(r.data())) : Fail(c, st);
+  }
+  if (cmd == "cancel") {
+    grpc::ClientContext ctx;
+    c.Prepare(&ctx, true);
+    adminpb::CancelRequestRequest req;
+    req.set_id(cancel_id);
+    adminpb::CancelRequestResponse r;
+    const grpc::Status st = c.admin().CancelRequest(&ctx, req, &r);
+    return st.ok() ? Print(r, json, "cancelled " + cancel_id + "\n") : Fail(c, st);
+  }
+  if (cmd == "drain" || cmd == "resume") {
+    adminpb::DrainResponse r;
+    for (;;) {
+      grpc::ClientContext ctx;
+      c.Prepare(&ctx, true);
+      const grpc::Status st = cmd == "drain" ? c.admin().Drain(&ctx, adminpb::DrainRequest(), &r)
+                                             : c.admin().Resume(&ctx, adminpb::ResumeRequest(), &r);
+      if (!st.ok()) return Fail(c, st);
+      if (cmd != "drain" || !wait || r.drained()) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+    const std::string human =
+        cmd == "resume" ? "serving: admitting requests again\n"
+        : r.drained()   ? "drained: nothing running or waiting; new requests get 503\n"
+                        : "draining: " + std::to_string(r.running()) + " running and " +
+                            std::to_string(r.waiting()) + " waiting finish; new requests get 503\n";
+    return Print(r, json, human);
+  }
+  if (cmd == "log-level") {
+    grpc::ClientContext ctx;
+    c.Prepare(&ctx, true);
+    adminpb::SetLogLevelRequest req;
+    req.set_level(level_value);
+    adminpb::SetLogLevelResponse r;
+    const grpc::Status st = c.admin().SetLogLevel(&ctx, req, &r);
+    return st.ok() ? Print(r, json, "log level " + r.level() + "\n") : Fail(c, st);
+  }
+  if (cmd == "watch") return Watch(c, json, count);
+  if (cmd == "generate" || cmd == "chat") {
+    return Generate(c, prompt, max_tokens, cmd == "chat", json);
+  }
+  return kExitUsage;
+}

@@ -1,0 +1,75 @@
+#pragma once
+// AdminController: what the admin API does, for both frontends (HTTP /admin/v1/ and gRPC
+// sparrow.admin.v1.Admin): status, the request list, cancel, drain and resume, the log level,
+// and the event stream. Every action is checked, applied, written to the audit log and
+// published as an event. A status thread samples throughput once a second and, while someone
+// watches, publishes a status snapshot each time; with no subscriber it costs one Stats()
+// call a second. Thread-safe.
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "engine/common/result.h"
+#include "server/admin/audit_log.h"
+#include "server/admin/event_hub.h"
+#include "server/admin/server_status.h"
+#include "server/core/server_context.h"
+
+namespace sparrow::server {
+
+class AdminController {
+ public:
+  // Opens the audit log (config key audit_log) and starts the status thread. `ctx` must
+  // outlive the controller; store it in ctx.admin.
+  static Result<std::shared_ptr<AdminController>> Start(ServerContext& ctx);
+  ~AdminController();
+
+  ServerStatus Snapshot() const;
+  std::vector<RequestSnapshot> Requests() const;
+  // The detokenized prompt of each listed request is included: audited.
+  std::vector<RequestSnapshot> RequestsWithPrompts(const AdminCaller& who);
+
+  // NotFound naming the id when no such request is being served.
+  Status Cancel(const AdminCaller& who, const std::string& id);
+  // Stops admitting generations (new ones get 503 / UNAVAILABLE); running and queued ones
+  // finish. Idempotent.
+  Status Drain(const AdminCaller& who);
+  Status Resume(const AdminCaller& who);
+  // trace, debug, info, warn, error, off. InvalidArgument naming the value otherwise.
+  Status SetLogLevel(const AdminCaller& who, const std::string& level);
+  // An admin call that was refused before it ran (bad body, unknown route): audited only.
+  void RecordRefused(const AdminCaller& who, const std::string& action, const std::string& why);
+
+  std::shared_ptr<EventSubscription> Subscribe(std::function<void()> on_ready);
+  const ServerContext& context() const { return ctx_; }
+
+  // Ends every event stream (the server is shutting down).
+  void CloseWatchers() { hub_.CloseAll(); }
+  // Ends the status thread. Idempotent; the destructor calls it.
+  void Stop();
+
+ private:
+  explicit AdminController(ServerContext& ctx) : ctx_(ctx) {}
+  void Run();
+  // Audits, counts and publishes one action.
+  void Done(const AdminCaller& who, const std::string& action, const nlohmann::json& args,
+            const Status& result);
+
+  ServerContext& ctx_;
+  std::unique_ptr<AuditLog> audit_;
+  EventHub hub_;
+
+  // Generated-token counts once a second, newest last, for tokens/s over 10 s and 60 s.
+  mutable std::mutex mu_;
+  std::deque<std::pair<std::chrono::steady_clock::time_point, int64_t>> samples_;  // guarded
+  std::condition_variable cv_;
+  bool stop_ = false;  // guarded by mu_
+  std::thread thread_;
+};
+
+}  // namespace sparrow::server

@@ -1,0 +1,61 @@
+#pragma once
+// EventHub: fans admin events out to subscribers (the SSE route, the gRPC Events call): a
+// status snapshot every second and one event per admin action. Each subscriber has a bounded
+// queue; one that does not read loses its oldest events, never blocks the publisher.
+// Thread-safe.
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace sparrow::server {
+
+struct AdminEvent {
+  int64_t seq = 0;
+  std::string type;  // "status" or "action"
+  std::string json;  // the event's data, one JSON object
+};
+
+class EventSubscription {
+ public:
+  static constexpr size_t kMaxQueued = 64;
+  explicit EventSubscription(std::function<void()> on_ready) : on_ready_(std::move(on_ready)) {}
+  // Moves the queued events to `*out`; the count of events dropped since the last call.
+  int64_t Drain(std::vector<AdminEvent>* out);
+  // True once the hub was closed (the server is shutting down): end the stream.
+  bool closed() const { return closed_.load(); }
+
+ private:
+  friend class EventHub;
+  void Push(const AdminEvent& e);
+  std::function<void()> on_ready_;
+  std::atomic<bool> closed_{false};
+  std::mutex mu_;
+  std::deque<AdminEvent> queue_;  // guarded by mu_
+  int64_t dropped_ = 0;           // guarded by mu_
+};
+
+class EventHub {
+ public:
+  // The subscription lasts until the returned pointer is dropped. `on_ready` is called (on the
+  // publisher's thread; it must not block) after events are queued.
+  std::shared_ptr<EventSubscription> Subscribe(std::function<void()> on_ready);
+  void Publish(const std::string& type, const std::string& json);
+  // To one subscriber only (its first snapshot).
+  void SendTo(EventSubscription& sub, const std::string& type, const std::string& json);
+  size_t subscribers() const;
+  // Marks every subscription closed and wakes it, so watchers end before a shutdown.
+  void CloseAll();
+
+ private:
+  mutable std::mutex mu_;
+  int64_t seq_ = 0;                                     // guarded by mu_
+  bool closed_ = false;                                 // guarded by mu_
+  std::vector<std::weak_ptr<EventSubscription>> subs_;  // guarded by mu_
+};
+
+}  // namespace sparrow::server

@@ -1,0 +1,144 @@
+#include "server/admin/server_status.h"
+
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <cstdio>
+
+#include "config/version.h"
+
+namespace sparrow::server {
+namespace {
+
+using json = nlohmann::json;
+
+json PercentilesJson(const Percentiles& p) {
+  return {{"p50", p.p50}, {"p90", p.p90}, {"p99", p.p99}, {"count", p.count}};
+}
+
+}  // namespace
+
+int64_t ProcessRssBytes() {
+  std::FILE* f = std::fopen("/proc/self/statm", "r");
+  if (!f) return 0;
+  long pages_total = 0, pages_resident = 0;
+  const int n = std::fscanf(f, "%ld %ld", &pages_total, &pages_resident);
+  std::fclose(f);
+  if (n != 2) return 0;
+  return static_cast<int64_t>(pages_resident) * sysconf(_SC_PAGESIZE);
+}
+
+ModelStatus DescribeModel(const ServerContext& ctx) {
+  ModelStatus m;
+  const GgufFile& f = ctx.model->file();
+  m.id = ctx.model_id;
+  m.file = f.path().substr(f.path().find_last_of('/') + 1);
+  m.file_bytes = static_cast<int64_t>(f.file_size());
+  const ArchSpec* arch = ctx.model->config().arch;
+  m.architecture = arch ? std::string(arch->name) : "";
+  m.n_ctx = ctx.n_ctx;
+  for (const auto& t : f.tensors()) ++m.tensor_types[std::string(TensorTypeName(t.type))];
+  return m;
+}
+
+ServerStatus CollectStatus(const ServerContext& ctx) {
+  ServerStatus s;
+  s.version = kSparrowVersion;
+  s.model = DescribeModel(ctx);
+  s.uptime_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - ctx.started).count();
+  s.threads = ctx.pool ? ctx.pool->size() : 0;
+  s.log_level = std::string(spdlog::level::to_string_view(spdlog::get_level()).data(),
+                            spdlog::level::to_string_view(spdlog::get_level()).size());
+  const SchedulerStats st = ctx.scheduler->Stats();
+  s.running = st.running;
+  s.waiting = st.waiting;
+  s.draining = ctx.draining.load();
+  s.requests = ctx.requests.List(false);
+  s.drained = s.draining && st.running == 0 && st.waiting == 0 && s.requests.empty();
+  s.generated_tokens = st.generated_tokens;
+  s.prompt_tokens = st.prompt_tokens;
+  s.requests_finished = st.requests_finished;
+  s.requests_cancelled = st.requests_cancelled;
+  s.requests_failed = st.requests_failed;
+  s.ttft_ms = ctx.metrics.RecentTtft(std::chrono::seconds(60));
+  s.tbt_ms = ctx.metrics.RecentTbt(std::chrono::seconds(60));
+  s.kv_blocks_total = st.kv.total_blocks;
+  s.kv_blocks_used = st.kv.used_blocks;
+  s.kv_blocks_cached = st.kv.cached_blocks;
+  s.kv_blocks_free = st.kv.free_blocks;
+  s.kv_block_size = ctx.scheduler->options().kv_block_size;
+  s.prefix_hit_rate = st.kv.prefix_lookups > 0 ? static_cast<double>(st.kv.prefix_hits) /
+                                                     static_cast<double>(st.kv.prefix_lookups)
+                                               : 0.0;
+  s.ffn_mode = std::string(st.ffn_mode);
+  s.ffn_active_fraction = st.ffn.neurons_total > 0 ? static_cast<double>(st.ffn.neurons_computed) /
+                                                         static_cast<double>(st.ffn.neurons_total)
+                                                   : 1.0;
+  s.rss_bytes = ProcessRssBytes();
+  return s;
+}
+
+json RequestJson(const RequestSnapshot& r, const Tokenizer* tokenizer_for_prompt) {
+  json j = {{"id", r.id},
+            {"frontend", r.frontend},
+            {"route", r.route},
+            {"remote", r.remote},
+            {"key_id", r.key_id},
+            {"state", r.state},
+            {"age_ms", r.age_ms},
+            {"stream", r.stream},
+            {"n", r.n},
+            {"prompt_tokens", r.prompt_tokens},
+            {"generated_tokens", r.generated_tokens},
+            {"max_tokens", r.max_tokens},
+            {"cancelling", r.cancelling}};
+  if (tokenizer_for_prompt) j["prompt"] = tokenizer_for_prompt->Detokenize(r.prompt, false, true);
+  return j;
+}
+
+json StatusJson(const ServerStatus& s) {
+  json requests = json::array();
+  for (const auto& r : s.requests) requests.push_back(RequestJson(r, nullptr));
+  return {
+      {"version", s.version},
+      {"model",
+       {{"id", s.model.id},
+        {"file", s.model.file},
+        {"file_bytes", s.model.file_bytes},
+        {"architecture", s.model.architecture},
+        {"n_ctx", s.model.n_ctx},
+        {"tensor_types", s.model.tensor_types}}},
+      {"uptime_s", s.uptime_s},
+      {"threads", s.threads},
+      {"log_level", s.log_level},
+      {"draining", s.draining},
+      {"drained", s.drained},
+      {"running", s.running},
+      {"waiting", s.waiting},
+      {"requests", requests},
+      {"throughput",
+       {{"tokens_per_s_10s", s.tokens_per_s_10s},
+        {"tokens_per_s_60s", s.tokens_per_s_60s},
+        {"generated_tokens", s.generated_tokens},
+        {"prompt_tokens", s.prompt_tokens},
+        {"requests_finished", s.requests_finished},
+        {"requests_cancelled", s.requests_cancelled},
+        {"requests_failed", s.requests_failed}}},
+      {"latency", {{"ttft_ms", PercentilesJson(s.ttft_ms)}, {"tbt_ms", PercentilesJson(s.tbt_ms)}}},
+      {"kv",
+       {{"blocks_total", s.kv_blocks_total},
+        {"blocks_used", s.kv_blocks_used},
+        {"blocks_cached", s.kv_blocks_cached},
+        {"blocks_free", s.kv_blocks_free},
+        {"block_size", s.kv_block_size},
+        {"prefix_hit_rate", s.prefix_hit_rate}}},
+      {"sparse", {{"mode", s.ffn_mode}, {"active_fraction", s.ffn_active_fraction}}},
+      // The neuron cache (flash offload) and the memory budget (adaptive memory) join here
+      // when those land; the proto has to grow with them.
+      {"memory", {{"rss_bytes", s.rss_bytes}, {"budget_bytes", nullptr}}},
+      {"event_subscribers", s.event_subscribers},
+  };
+}
+
+}  // namespace sparrow::server

@@ -1,0 +1,59 @@
+#pragma once
+// ServerStatus: what an operator sees of a running sparrowd (the admin status route and RPC,
+// each event-stream snapshot): version, model, uptime, requests, throughput, latency
+// percentiles, KV cache, sparse FFN and memory. One struct, two renderings: JSON here, the
+// proto in the gRPC admin service, with the same field names.
+// Pure functions; CollectStatus is thread-safe.
+#include <cstdint>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "server/core/latency_window.h"
+#include "server/core/request_registry.h"
+#include "server/core/server_context.h"
+
+namespace sparrow::server {
+
+struct ModelStatus {
+  std::string id, file, architecture;
+  int64_t file_bytes = 0;
+  int64_t n_ctx = 0;
+  std::map<std::string, int64_t> tensor_types;  // type name -> tensors of that type
+};
+
+struct ServerStatus {
+  std::string version;
+  ModelStatus model;
+  double uptime_s = 0;
+  int64_t threads = 0;
+  std::string log_level;
+  bool draining = false;
+  bool drained = false;  // draining and nothing left running or waiting
+  int64_t running = 0, waiting = 0;
+  std::vector<RequestSnapshot> requests;
+  double tokens_per_s_10s = 0, tokens_per_s_60s = 0;
+  int64_t generated_tokens = 0, prompt_tokens = 0;
+  int64_t requests_finished = 0, requests_cancelled = 0, requests_failed = 0;
+  Percentiles ttft_ms, tbt_ms;  // over the last minute
+  int64_t kv_blocks_total = 0, kv_blocks_used = 0, kv_blocks_cached = 0, kv_blocks_free = 0;
+  int64_t kv_block_size = 0;
+  double prefix_hit_rate = 0;
+  std::string ffn_mode;
+  double ffn_active_fraction = 1;  // neurons computed / total over decoded tokens so far
+  int64_t rss_bytes = 0;
+  int64_t event_subscribers = 0;
+};
+
+// The process's resident set size, from /proc/self/statm (0 where unavailable).
+int64_t ProcessRssBytes();
+
+// Everything but the throughput, which the caller measures over time (AdminController).
+ServerStatus CollectStatus(const ServerContext& ctx);
+ModelStatus DescribeModel(const ServerContext& ctx);
+
+nlohmann::json StatusJson(const ServerStatus& s);
+nlohmann::json RequestJson(const RequestSnapshot& r, const Tokenizer* tokenizer_for_prompt);
+
+}  // namespace sparrow::server

@@ -1,0 +1,121 @@
+#include "server/core/auth.h"
+
+#include <spdlog/spdlog.h>
+
+#include "config/server_config.h"
+#include "server/core/api_key.h"
+
+namespace sparrow::server {
+namespace {
+
+constexpr size_t kMinAdminKeyLength = 16;
+constexpr auto kFailureWindow = std::chrono::seconds(60);
+
+using Outcome = AuthDecision::Outcome;
+
+}  // namespace
+
+const char* AuthDecision::code() const {
+  switch (outcome) {
+    case Outcome::kAllowed:
+      return "";
+    case Outcome::kMissingKey:
+    case Outcome::kWrongKey:
+      return "invalid_api_key";
+    case Outcome::kNotAdminKey:
+      return "insufficient_scope";
+    case Outcome::kAdminDisabled:
+      return "admin_disabled";
+    case Outcome::kLockedOut:
+      return "too_many_auth_failures";
+  }
+  return "";
+}
+
+bool IsLoopbackAddress(const std::string& a) {
+  return a == "::1" || a.starts_with("127.") || a.starts_with("::ffff:127.");
+}
+
+Result<std::unique_ptr<Authenticator>> Authenticator::FromConfig(const ServerConfig& c,
+                                                                 Metrics* metrics) {
+  std::unique_ptr<Authenticator> a(new Authenticator());
+  SPARROW_ASSIGN_OR_RETURN(a->api_, KeyRing::Load({"api", c.api_key, c.api_key_file, 1}));
+  SPARROW_ASSIGN_OR_RETURN(
+      a->admin_, KeyRing::Load({"admin", c.admin_key, c.admin_key_file, kMinAdminKeyLength}));
+  a->limiter_ =
+      std::make_unique<AuthFailureLimiter>(static_cast<int>(c.auth_failure_limit), kFailureWindow);
+  a->admin_loopback_open_ = c.admin_loopback_open != 0;
+  a->metrics_ = metrics;
+  return a;
+}
+
+AuthDecision Authenticator::Fail(AuthDecision d, const std::string& address,
+                                 std::string_view what) {
+  if (metrics_) metrics_->CountAuthFailure(d.code());
+  if (limiter_->RecordFailure(address)) {
+    spdlog::warn("auth: {} failed attempts from {} within {} s; refusing it for up to {} s",
+                 limiter_->max_failures(), address, limiter_->window().count(),
+                 limiter_->window().count());
+  } else {
+    spdlog::warn("auth: refused {} from {}: {}", what, address, d.message);
+  }
+  return d;
+}
+
+AuthDecision Authenticator::Check(AuthScope scope, std::string_view authorization,
+                                  const std::string& address, std::string_view what) {
+  AuthDecision d;
+  if (scope == AuthScope::kOpen) return d;
+  const bool admin = scope == AuthScope::kAdmin;
+  if (admin && admin_loopback_open_ && IsLoopbackAddress(address)) {
+    auto id = admin_->Match(BearerToken(authorization));
+    d.key_id = id ? "admin:" + *id : "loopback";
+    return d;
+  }
+  if (admin && admin_->empty()) {
+    d.outcome = Outcome::kAdminDisabled;
+    d.message = admin_loopback_open_
+                    ? "the admin API takes no key only from loopback; from " + address +
+                          " it needs an admin key, and none is configured (--admin-key-file)"
+                    : "the admin API is off: start sparrowd with --admin-key-file (or "
+                      "--admin-key) to turn it on";
+    if (metrics_) metrics_->CountAuthFailure(d.code());
+    return d;
+  }
+  if (!admin && api_->empty()) return d;  // the inference API is open
+  if (const int64_t wait = limiter_->RetryAfterSeconds(address); wait > 0) {
+    d.outcome = Outcome::kLockedOut;
+    d.retry_after_s = wait;
+    d.message =
+        "too many failed key checks from " + address + "; retry in " + std::to_string(wait) + " s";
+    if (metrics_) metrics_->CountAuthFailure(d.code());
+    return d;
+  }
+  const std::string_view token = BearerToken(authorization);
+  const std::string scheme = admin ? "admin key" : "API key";
+  if (token.empty()) {
+    d.outcome = Outcome::kMissingKey;
+    d.message = authorization.empty() ? "Missing " + scheme + ": send 'Authorization: Bearer <key>'"
+                                      : "The Authorization header must be 'Bearer <key>'";
+    return Fail(std::move(d), address, what);
+  }
+  if (auto id = admin_->Match(token)) {
+    d.key_id = "admin:" + *id;
+    return d;  // an admin key is good for the inference API too
+  }
+  if (admin) {
+    if (api_->Match(token)) {
+      d.outcome = Outcome::kNotAdminKey;
+      d.message = "This is an inference API key; admin routes need an admin key";
+      return Fail(std::move(d), address, what);
+    }
+  } else if (auto id = api_->Match(token)) {
+    d.key_id = "api:" + *id;
+    return d;
+  }
+  d.outcome = Outcome::kWrongKey;
+  d.message = "Incorrect " + scheme;
+  return Fail(std::move(d), address, what);
+}
+
+}  // namespace sparrow::server

@@ -1,0 +1,180 @@
+#include "server/http/admin_routes.h"
+
+#include <boost/asio/this_coro.hpp>
+
+#include "server/admin/admin_controller.h"
+#include "server/http/http_status.h"
+#include "server/http/wakeup.h"
+
+namespace sparrow::server {
+namespace {
+
+namespace asio = boost::asio;
+using json = nlohmann::json;
+// A comment line this often keeps proxies from closing an idle stream and finds dead clients.
+constexpr auto kKeepAlive = std::chrono::seconds(15);
+
+asio::awaitable<bool> Reply(HttpExchange& ex, HttpResponse res) {
+  co_return co_await WriteResponse(ex.stream, std::move(res), ex.log, ex.opts.write_timeout);
+}
+
+AdminCaller Caller(const HttpExchange& ex) {
+  return {"http", ex.log ? ex.log->remote : ex.remote_ip, ex.key_id};
+}
+
+// The controller, or null after answering 503 (a server built without the admin API).
+AdminController* Controller(HttpExchange& ex) {
+  return ex.ctx.admin.get();
+}
+
+HttpResponse NotServing(const HttpExchange& ex) {
+  return ErrorResponse(ex.req, http::status::service_unavailable,
+                       "this server does not run the admin API", "", "admin_unavailable");
+}
+
+HttpResponse StatusError(const HttpExchange& ex, const Status& s, const std::string& param = "") {
+  return ErrorResponse(ex.req, HttpStatusFor(s.code()), s.message(), param);
+}
+
+// A query parameter's value ("" when absent): "prompt" in "/admin/v1/requests?prompt=1".
+std::string QueryParam(const HttpRequest& req, std::string_view name) {
+  const std::string_view target(req.target().data(), req.target().size());
+  const size_t q = target.find('?');
+  if (q == std::string_view::npos) return "";
+  std::string_view rest = target.substr(q + 1);
+  while (!rest.empty()) {
+    const size_t amp = rest.find('&');
+    const std::string_view pair = rest.substr(0, amp);
+    const size_t eq = pair.find('=');
+    if (pair.substr(0, eq) == name) {
+      return eq == std::string_view::npos ? "1" : std::string(pair.substr(eq + 1));
+    }
+    if (amp == std::string_view::npos) break;
+    rest.remove_prefix(amp + 1);
+  }
+  return "";
+}
+
+asio::awaitable<bool> GetStatus(HttpExchange& ex) {
+  AdminController* admin = Controller(ex);
+  if (!admin) co_return co_await Reply(ex, NotServing(ex));
+  const json body = StatusJson(admin->Snapshot());
+  co_return co_await Reply(ex, JsonResponse(ex.req, http::status::ok, body));
+}
+
+asio::awaitable<bool> ListRequests(HttpExchange& ex) {
+  AdminController* admin = Controller(ex);
+  if (!admin) co_return co_await Reply(ex, NotServing(ex));
+  const std::string p = QueryParam(ex.req, "prompt");
+  const bool with_prompt = p == "1" || p == "true";
+  const auto list = with_prompt ? admin->RequestsWithPrompts(Caller(ex)) : admin->Requests();
+  json data = json::array();
+  for (const auto& r : list) {
+    data.push_back(RequestJson(r, with_prompt ? ex.ctx.tokenizer.get() : nullptr));
+  }
+  const json body = {{"object", "list"}, {"data", data}};
+  co_return co_await Reply(ex, JsonResponse(ex.req, http::status::ok, body));
+}
+
+asio::awaitable<bool> CancelRequest(HttpExchange& ex) {
+  AdminController* admin = Controller(ex);
+  if (!admin) co_return co_await Reply(ex, NotServing(ex));
+  const std::string id(ex.path.substr(std::string_view("/admin/v1/requests/").size()));
+  const Status s = admin->Cancel(Caller(ex), id);
+  if (!s.ok()) co_return co_await Reply(ex, StatusError(ex, s, "id"));
+  const json body = {{"id", id}, {"cancelled", true}};
+  co_return co_await Reply(ex, JsonResponse(ex.req, http::status::ok, body));
+}
+
+json DrainJson(const AdminController& admin) {
+  const ServerStatus s = admin.Snapshot();
+  return {{"draining", s.draining},
+          {"drained", s.drained},
+          {"running", s.running},
+          {"waiting", s.waiting}};
+}
+
+asio::awaitable<bool> Drain(HttpExchange& ex) {
+  AdminController* admin = Controller(ex);
+  if (!admin) co_return co_await Reply(ex, NotServing(ex));
+  (void)admin->Drain(Caller(ex));
+  const json body = DrainJson(*admin);
+  co_return co_await Reply(ex, JsonResponse(ex.req, http::status::ok, body));
+}
+
+asio::awaitable<bool> Resume(HttpExchange& ex) {
+  AdminController* admin = Controller(ex);
+  if (!admin) co_return co_await Reply(ex, NotServing(ex));
+  (void)admin->Resume(Caller(ex));
+  const json body = DrainJson(*admin);
+  co_return co_await Reply(ex, JsonResponse(ex.req, http::status::ok, body));
+}
+
+asio::awaitable<bool> SetLogLevel(HttpExchange& ex) {
+  AdminController* admin = Controller(ex);
+  if (!admin) co_return co_await Reply(ex, NotServing(ex));
+  const json in = json::parse(ex.req.body(), nullptr, /*allow_exceptions=*/false);
+  if (!in.is_object() || !in.contains("level") || !in["level"].is_string()) {
+    const std::string why = "the body must be a JSON object {\"level\": \"info\"}";
+    admin->RecordRefused(Caller(ex), "log_level", why);
+    co_return co_await Reply(
+        ex, ErrorResponse(ex.req, http::status::bad_request, why, "level", "invalid_body"));
+  }
+  const std::string level = in["level"].get<std::string>();
+  const Status s = admin->SetLogLevel(Caller(ex), level);
+  if (!s.ok()) co_return co_await Reply(ex, StatusError(ex, s, "level"));
+  const json body = {{"level", level}};
+  co_return co_await Reply(ex, JsonResponse(ex.req, http::status::ok, body));
+}
+
+// SSE: "event: status" every second and "event: action" per admin action, until the client
+// leaves or the server shuts down.
+asio::awaitable<bool> Events(HttpExchange& ex) {
+  AdminController* admin = Controller(ex);
+  if (!admin) co_return co_await Reply(ex, NotServing(ex));
+  const bool chunked = ex.req.version() >= 11;
+  auto wakeup = std::make_shared<Wakeup>(co_await asio::this_coro::executor);
+  auto sub = admin->Subscribe([wakeup] { wakeup->Notify(); });
+  if (!co_await StartEventStream(ex.stream, ex.req, "", ex.log, ex.opts.write_timeout)) {
+    co_return false;
+  }
+  auto last_write = std::chrono::steady_clock::now();
+  while (!sub->closed() && !(ex.state && ex.state->draining.load())) {
+    std::vector<AdminEvent> events;
+    const int64_t dropped = sub->Drain(&events);
+    std::string bytes;
+    if (dropped > 0) {
+      bytes += "event: dropped\ndata: {\"events\":" + std::to_string(dropped) + "}\n\n";
+    }
+    for (const auto& e : events) {
+      bytes += "id: " + std::to_string(e.seq) + "\nevent: " + e.type + "\ndata: " + e.json + "\n\n";
+    }
+    const auto now = std::chrono::steady_clock::now();
+    if (bytes.empty() && now - last_write >= kKeepAlive) bytes = ": keep-alive\n\n";
+    if (!bytes.empty()) {
+      if (!co_await WriteEventBytes(ex.stream, bytes, chunked, ex.opts.write_timeout)) {
+        co_return false;
+      }
+      last_write = now;
+      continue;
+    }
+    co_await wakeup->Wait(std::chrono::milliseconds(1000));
+  }
+  if (!chunked) co_return false;
+  co_await EndChunkedBody(ex.stream, ex.opts.write_timeout);
+  co_return false;
+}
+
+}  // namespace
+
+void AddAdminRoutes(HttpRouter& r) {
+  r.Add({http::verb::get, "/admin/v1/status", AuthScope::kAdmin, GetStatus});
+  r.Add({http::verb::get, "/admin/v1/requests", AuthScope::kAdmin, ListRequests});
+  r.Add({http::verb::delete_, "/admin/v1/requests/", AuthScope::kAdmin, CancelRequest});
+  r.Add({http::verb::post, "/admin/v1/drain", AuthScope::kAdmin, Drain});
+  r.Add({http::verb::post, "/admin/v1/resume", AuthScope::kAdmin, Resume});
+  r.Add({http::verb::put, "/admin/v1/log-level", AuthScope::kAdmin, SetLogLevel});
+  r.Add({http::verb::get, "/admin/v1/events", AuthScope::kAdmin, Events});
+}
+
+}  // namespace sparrow::server

@@ -1,0 +1,553 @@
+// The admin API (remote control) of a real sparrowd child process on loopback, over HTTP
+// (/admin/v1/) and gRPC (sparrow.admin.v1.Admin), and sparrowctl against it: keys and scopes,
+// rate-limited failures, drain with streams in flight, listing and cancelling by id, the log
+// level, the event streams and the audit log.
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <future>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <thread>
+
+#include "sparrow/admin/v1/admin.grpc.pb.h"
+#include "tests/util/sparrowd_process.h"
+#include "tests/util/test_paths.h"
+
+namespace sparrow {
+namespace {
+
+using json = nlohmann::json;
+using testing::ConnectTcp;
+using testing::RawExchange;
+using testing::ReadUntilClose;
+using testing::SendAll;
+using testing::SparrowdProcess;
+using testing::StatusOf;
+namespace adminpb = sparrow::admin::v1;
+
+constexpr const char* kAdminKey = "a1b2c3d4e5f60718293a4b5c6d7e8f90";
+constexpr const char* kApiKey = "inference-key-1";
+
+// A scratch directory with the key files and the audit log.
+struct Files {
+  std::string dir;
+  Files() {
+    char tmpl[] = "/tmp/sparrow_admin_XXXXXX";
+    dir = mkdtemp(tmpl);
+    Write("admin.keys", std::string("# operators\nlaptop ") + kAdminKey + "\n");
+    Write("api.keys", std::string(kApiKey) + "\n");
+  }
+  ~Files() { std::system(("rm -rf " + dir).c_str()); }
+  std::string Path(const std::string& name) const { return dir + "/" + name; }
+  void Write(const std::string& name, const std::string& text) const {
+    std::ofstream(Path(name)) << text;
+    chmod(Path(name).c_str(), 0600);
+  }
+  std::string Read(const std::string& name) const {
+    std::ifstream in(Path(name));
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  }
+};
+
+std::unique_ptr<SparrowdProcess> Start(const Files& f, std::vector<std::string> extra = {}) {
+  SparrowdProcess::Options o;
+  o.args = {"--model",          testing::ModelPath("stories260K.gguf"),
+            "--port",           "0",
+            "--grpc-port",      "0",
+            "--threads",        "1",
+            "--api-key-file",   f.Path("api.keys"),
+            "--admin-key-file", f.Path("admin.keys"),
+            "--audit-log",      f.Path("audit.jsonl")};
+  if (std::find(extra.begin(), extra.end(), "--auth-failure-limit") == extra.end()) {
+    extra.insert(extra.end(), {"--auth-failure-limit", "1000"});
+  }
+  o.args.insert(o.args.end(), extra.begin(), extra.end());
+  std::string error;
+  auto p = SparrowdProcess::Start(SparrowdProcess::Binary(SPARROWD), o, &error);
+  EXPECT_NE(p, nullptr) << error;
+  return p;
+}
+
+std::string Request(const std::string& method, const std::string& path, const std::string& key,
+                    const std::string& body = "") {
+  std::string r = method + " " + path + " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n";
+  if (!key.empty()) r += "Authorization: Bearer " + key + "\r\n";
+  if (!body.empty() || method == "POST" || method == "PUT") {
+    r +=
+        "Content-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) + "\r\n";
+  }
+  return r + "\r\n" + body;
+}
+
+std::string Call(int port, const std::string& method, const std::string& path,
+                 const std::string& key, const std::string& body = "") {
+  return RawExchange("127.0.0.1", port, Request(method, path, key, body));
+}
+
+json BodyOf(const std::string& raw) {
+  const size_t at = raw.find("\r\n\r\n");
+  return json::parse(at == std::string::npos ? "" : raw.substr(at + 4), nullptr, false);
+}
+
+std::string Header(const std::string& raw, const std::string& name) {
+  const size_t at = raw.find("\r\n" + name + ": ");
+  if (at == std::string::npos) return "";
+  const size_t start = at + name.size() + 4;
+  return raw.substr(start, raw.find("\r\n", start) - start);
+}
+
+std::string Completion(int max_tokens, bool stream) {
+  return Request(
+      "POST", "/v1/completions", kApiKey,
+      json{{"prompt", "Once upon a time"}, {"max_tokens", max_tokens}, {"stream", stream}}.dump());
+}
+
+std::unique_ptr<adminpb::Admin::Stub> AdminStub(int port) {
+  return adminpb::Admin::NewStub(
+      grpc::CreateChannel("127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials()));
+}
+
+void WithKey(grpc::ClientContext* c, const std::string& key) {
+  if (!key.empty()) c->AddMetadata("authorization", "Bearer " + key);
+  c->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
+}
+
+// Polls the request list until `pred` holds for it (at most ~20 s).
+json WaitForRequests(int port, const std::function<bool(const json&)>& pred) {
+  json data;
+  for (int i = 0; i < 400; ++i) {
+    data = BodyOf(Call(port, "GET", "/admin/v1/requests", kAdminKey))["data"];
+    if (pred(data)) return data;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return data;
+}
+
+// Everything the peer sends within `span` (a stream that never ends on its own).
+std::string ReadFor(int fd, std::chrono::milliseconds span) {
+  const auto end = std::chrono::steady_clock::now() + span;
+  std::string out;
+  char buf[4096];
+  for (;;) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        end - std::chrono::steady_clock::now());
+    if (left.count() <= 0) break;
+    pollfd pfd{fd, POLLIN, 0};
+    if (poll(&pfd, 1, static_cast<int>(left.count())) <= 0) break;
+    const ssize_t n = recv(fd, buf, sizeof(buf), 0);
+    if (n <= 0) break;
+    out.append(buf, static_cast<size_t>(n));
+  }
+  return out;
+}
+
+struct CtlRun {
+  int exit_code = -1;
+  std::string out;
+};
+
+// Runs sparrowctl; stdout and stderr together.
+CtlRun Ctl(int grpc_port, const std::string& key_file, const std::string& args) {
+  std::string cmd = std::string(SPARROWCTL) + " --port " + std::to_string(grpc_port) +
+                    (key_file.empty() ? "" : " --key-file " + key_file) + " " + args + " 2>&1";
+  CtlRun r;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) r.out.append(buf, n);
+  const int st = pclose(p);
+  r.exit_code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  return r;
+}
+
+TEST(SparrowdAdminTest, EveryRouteAndRpcChecksTheAdminKey) {
+  Files f;
+  auto p = Start(f);
+  ASSERT_NE(p, nullptr);
+  const int port = p->http_port();
+  struct Route {
+    std::string method, path, body;
+  };
+  const std::vector<Route> routes = {{"GET", "/admin/v1/status", ""},
+                                     {"GET", "/admin/v1/requests", ""},
+                                     {"DELETE", "/admin/v1/requests/req-999", ""},
+                                     {"POST", "/admin/v1/drain", ""},
+                                     {"POST", "/admin/v1/resume", ""},
+                                     {"PUT", "/admin/v1/log-level", R"({"level":"info"})"},
+                                     {"GET", "/admin/v1/nothing-here", ""}};
+  for (const Route& r : routes) {
+    SCOPED_TRACE(r.method + " " + r.path);
+    EXPECT_EQ(StatusOf(Call(port, r.method, r.path, "", r.body)), 401);
+    EXPECT_EQ(StatusOf(Call(port, r.method, r.path, "wrong-key-wrong-key", r.body)), 401);
+    const std::string inference = Call(port, r.method, r.path, kApiKey, r.body);
+    EXPECT_EQ(StatusOf(inference), 403);
+    EXPECT_EQ(BodyOf(inference)["error"]["code"], "insufficient_scope");
+    const int ok = StatusOf(Call(port, r.method, r.path, kAdminKey, r.body));
+    const int want = r.path.ends_with("req-999") || r.path.ends_with("nothing-here") ? 404 : 200;
+    EXPECT_EQ(ok, want);
+  }
+  // The admin key is good for inference too; the inference key for nothing admin.
+  EXPECT_EQ(StatusOf(Call(port, "GET", "/v1/models", kAdminKey)), 200);
+  EXPECT_EQ(StatusOf(Call(port, "GET", "/v1/models", "")), 401);
+
+  auto stub = AdminStub(p->grpc_port());
+  auto check = [&](const std::string& key, grpc::StatusCode want) {
+    SCOPED_TRACE("key '" + key + "'");
+    {
+      grpc::ClientContext c;
+      WithKey(&c, key);
+      adminpb::ServerStatus s;
+      EXPECT_EQ(stub->GetStatus(&c, {}, &s).error_code(), want);
+      if (want == grpc::StatusCode::OK) {
+        EXPECT_EQ(s.model().id(), "stories260K");
+      }
+    }
+    {
+      grpc::ClientContext c;
+      WithKey(&c, key);
+      adminpb::ListRequestsResponse r;
+      EXPECT_EQ(stub->ListRequests(&c, {}, &r).error_code(), want);
+    }
+    {
+      grpc::ClientContext c;
+      WithKey(&c, key);
+      adminpb::DrainResponse r;
+      EXPECT_EQ(stub->Resume(&c, {}, &r).error_code(), want);
+    }
+    {
+      grpc::ClientContext c;
+      WithKey(&c, key);
+      adminpb::SetLogLevelRequest req;
+      req.set_level("info");
+      adminpb::SetLogLevelResponse r;
+      EXPECT_EQ(stub->SetLogLevel(&c, req, &r).error_code(), want);
+    }
+    {
+      grpc::ClientContext c;
+      WithKey(&c, key);
+      adminpb::Event e;
+      auto reader = stub->WatchEvents(&c, {});
+      if (want == grpc::StatusCode::OK) {
+        ASSERT_TRUE(reader->Read(&e));
+        EXPECT_TRUE(e.has_status());
+        c.TryCancel();
+        while (reader->Read(&e)) {
+        }
+      }
+      const grpc::Status st = reader->Finish();
+      if (want != grpc::StatusCode::OK) {
+        EXPECT_EQ(st.error_code(), want);
+      }
+    }
+  };
+  check("", grpc::StatusCode::UNAUTHENTICATED);
+  check("wrong-key-wrong-key", grpc::StatusCode::UNAUTHENTICATED);
+  check(kApiKey, grpc::StatusCode::PERMISSION_DENIED);
+  check(kAdminKey, grpc::StatusCode::OK);
+  {
+    grpc::ClientContext c;
+    WithKey(&c, kAdminKey);
+    adminpb::CancelRequestRequest req;
+    req.set_id("req-12345");
+    adminpb::CancelRequestResponse r;
+    EXPECT_EQ(stub->CancelRequest(&c, req, &r).error_code(), grpc::StatusCode::NOT_FOUND);
+  }
+}
+
+TEST(SparrowdAdminTest, WithoutAnAdminKeyTheAdminApiIsOff) {
+  Files f;
+  SparrowdProcess::Options o;
+  o.args = {"--model",     testing::ModelPath("stories260K.gguf"),
+            "--port",      "0",
+            "--grpc-port", "0",
+            "--threads",   "1"};
+  std::string error;
+  auto p = SparrowdProcess::Start(SparrowdProcess::Binary(SPARROWD), o, &error);
+  ASSERT_NE(p, nullptr) << error;
+  const std::string raw = Call(p->http_port(), "GET", "/admin/v1/status", kAdminKey);
+  EXPECT_EQ(StatusOf(raw), 403);
+  EXPECT_EQ(BodyOf(raw)["error"]["code"], "admin_disabled");
+  auto stub = AdminStub(p->grpc_port());
+  grpc::ClientContext c;
+  WithKey(&c, kAdminKey);
+  adminpb::ServerStatus s;
+  EXPECT_EQ(stub->GetStatus(&c, {}, &s).error_code(), grpc::StatusCode::PERMISSION_DENIED);
+}
+
+TEST(SparrowdAdminTest, RepeatedFailuresLockTheAddressOutAndAreLogged) {
+  Files f;
+  auto p = Start(f, {"--auth-failure-limit", "3"});
+  ASSERT_NE(p, nullptr);
+  const int port = p->http_port();
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(StatusOf(Call(port, "GET", "/admin/v1/status", "guess-" + std::to_string(i))), 401);
+  }
+  // Locked out: even the right key is refused until the window passes.
+  const std::string raw = Call(port, "GET", "/admin/v1/status", kAdminKey);
+  EXPECT_EQ(StatusOf(raw), 429);
+  EXPECT_FALSE(Header(raw, "Retry-After").empty());
+  EXPECT_EQ(BodyOf(raw)["error"]["code"], "too_many_auth_failures");
+  // gRPC shares the count: the same address is refused there too.
+  auto stub = AdminStub(p->grpc_port());
+  grpc::ClientContext c;
+  WithKey(&c, kAdminKey);
+  adminpb::ServerStatus s;
+  EXPECT_EQ(stub->GetStatus(&c, {}, &s).error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_NE(p->Stdout().find("3 failed attempts from 127.0.0.1"), std::string::npos) << p->Stdout();
+}
+
+TEST(SparrowdAdminTest, DrainLetsStreamsFinishAndRefusesNewWorkUntilResume) {
+  Files f;
+  auto p = Start(f, {"--max-running", "1"});
+  ASSERT_NE(p, nullptr);
+  const int port = p->http_port();
+  // One stream running, one queued behind it.
+  auto stream = std::async(std::launch::async,
+                           [&] { return RawExchange("127.0.0.1", port, Completion(1500, true)); });
+  auto queued = std::async(std::launch::async,
+                           [&] { return RawExchange("127.0.0.1", port, Completion(1500, false)); });
+  WaitForRequests(port, [](const json& d) { return d.size() == 2; });
+  const json drained = BodyOf(Call(port, "POST", "/admin/v1/drain", kAdminKey));
+  EXPECT_EQ(drained["draining"], true);
+
+  const std::string refused = RawExchange("127.0.0.1", port, Completion(5, false));
+  EXPECT_EQ(StatusOf(refused), 503);
+  EXPECT_EQ(BodyOf(refused)["error"]["code"], "draining");
+  EXPECT_EQ(StatusOf(Call(port, "GET", "/health", "")), 503);
+
+  const std::string s = stream.get();
+  EXPECT_EQ(StatusOf(s), 200);
+  EXPECT_NE(s.find("\"finish_reason\":\"length\""), std::string::npos);
+  EXPECT_NE(s.find("data: [DONE]"), std::string::npos);
+  const std::string q = queued.get();
+  EXPECT_EQ(StatusOf(q), 200);
+  EXPECT_EQ(BodyOf(q)["choices"][0]["finish_reason"], "length");
+
+  json status;
+  std::string raw_status;
+  for (int i = 0; i < 100 && !(status.is_object() && status.value("drained", false)); ++i) {
+    raw_status = Call(port, "GET", "/admin/v1/status", kAdminKey);
+    status = BodyOf(raw_status);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_EQ(status["drained"], true) << raw_status;
+  EXPECT_EQ(BodyOf(Call(port, "POST", "/admin/v1/resume", kAdminKey))["draining"], false);
+  EXPECT_EQ(StatusOf(RawExchange("127.0.0.1", port, Completion(5, false))), 200);
+  EXPECT_EQ(StatusOf(Call(port, "GET", "/health", "")), 200);
+}
+
+TEST(SparrowdAdminTest, ListsRequestsWithoutPromptsAndCancelsOneById) {
+  Files f;
+  // One request runs at a time, so the later ones wait in the queue long enough to be seen.
+  auto p = Start(f, {"--max-running", "1"});
+  ASSERT_NE(p, nullptr);
+  const int port = p->http_port();
+  std::vector<std::future<std::string>> answers;
+  for (int i = 0; i < 4; ++i) {
+    answers.push_back(std::async(std::launch::async, [&] {
+      return RawExchange("127.0.0.1", port, Completion(1500, false));
+    }));
+  }
+  const json list = WaitForRequests(port, [](const json& d) {
+    return d.size() >= 2 && d[0]["state"] == "running" && d.back()["state"] == "waiting";
+  });
+  ASSERT_GE(list.size(), 2u) << list.dump();
+  const json r = list.back();
+  EXPECT_EQ(r["frontend"], "http");
+  EXPECT_EQ(r["route"], "/v1/completions");
+  EXPECT_EQ(r["key_id"], "api:api.keys:1");
+  EXPECT_EQ(r["max_tokens"], 1500);
+  EXPECT_GT(r["prompt_tokens"].get<int>(), 1);
+  EXPECT_TRUE(std::string(r["remote"]).starts_with("127.0.0.1:"));
+  EXPECT_FALSE(r.contains("prompt"));
+  const json with_prompt =
+      BodyOf(Call(port, "GET", "/admin/v1/requests?prompt=1", kAdminKey))["data"];
+  ASSERT_FALSE(with_prompt.empty());
+  EXPECT_NE(std::string(with_prompt[0]["prompt"]).find("Once upon a time"), std::string::npos);
+
+  const std::string id = r["id"];
+  const std::string cancel = Call(port, "DELETE", "/admin/v1/requests/" + id, kAdminKey);
+  EXPECT_EQ(StatusOf(cancel), 200);
+  EXPECT_EQ(BodyOf(cancel)["cancelled"], true);
+  int cancelled = 0, finished = 0;
+  for (auto& a : answers) {
+    const std::string answer = a.get();
+    EXPECT_EQ(StatusOf(answer), 200);
+    const std::string reason = BodyOf(answer)["choices"][0]["finish_reason"];
+    if (Header(answer, "X-Request-Id") == id) {
+      EXPECT_EQ(reason, "cancelled");
+      ++cancelled;
+    } else {
+      EXPECT_EQ(reason, "length");
+      ++finished;
+    }
+  }
+  EXPECT_EQ(cancelled, 1);
+  EXPECT_EQ(finished, 3);
+  EXPECT_EQ(StatusOf(Call(port, "DELETE", "/admin/v1/requests/" + id, kAdminKey)), 404);
+  EXPECT_TRUE(WaitForRequests(port, [](const json& d) { return d.empty(); }).empty());
+
+  // Every action is in the audit log with who did it.
+  const std::string audit = f.Read("audit.jsonl");
+  std::istringstream lines(audit);
+  std::string line;
+  std::vector<json> records;
+  while (std::getline(lines, line)) records.push_back(json::parse(line));
+  ASSERT_EQ(records.size(), 3u) << audit;  // list_prompts, cancel ok, cancel not_found
+  EXPECT_EQ(records[0]["action"], "list_prompts");
+  EXPECT_EQ(records[1]["action"], "cancel");
+  EXPECT_EQ(records[1]["args"]["id"], id);
+  EXPECT_EQ(records[1]["result"], "ok");
+  EXPECT_EQ(records[1]["key_id"], "admin:laptop");
+  EXPECT_TRUE(std::string(records[1]["remote"]).starts_with("127.0.0.1:"));
+  EXPECT_FALSE(std::string(records[1]["time"]).empty());
+  EXPECT_EQ(records[2]["result"], "not_found");
+}
+
+TEST(SparrowdAdminTest, LogLevelChangesAtRunTimeAndBadLevelsAreRefused) {
+  Files f;
+  auto p = Start(f);
+  ASSERT_NE(p, nullptr);
+  const int port = p->http_port();
+  EXPECT_EQ(StatusOf(Call(port, "PUT", "/admin/v1/log-level", kAdminKey, R"({"level":"loud"})")),
+            400);
+  EXPECT_EQ(StatusOf(Call(port, "PUT", "/admin/v1/log-level", kAdminKey, "not json")), 400);
+  EXPECT_EQ(StatusOf(Call(port, "PUT", "/admin/v1/log-level", kAdminKey, R"({"level":"warn"})")),
+            200);
+  EXPECT_EQ(BodyOf(Call(port, "GET", "/admin/v1/status", kAdminKey))["log_level"], "warning");
+  // At warn, request lines (info) are no longer written.
+  const size_t before = p->Stdout().size();
+  EXPECT_EQ(StatusOf(Call(port, "GET", "/v1/models", kApiKey)), 200);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_EQ(p->Stdout().substr(before).find("GET /v1/models"), std::string::npos);
+}
+
+TEST(SparrowdAdminTest, EventStreamSendsStatusEverySecondAndEachAction) {
+  Files f;
+  auto p = Start(f);
+  ASSERT_NE(p, nullptr);
+  const int port = p->http_port();
+  const int fd = ConnectTcp("127.0.0.1", port);
+  ASSERT_GE(fd, 0);
+  ASSERT_TRUE(SendAll(fd, Request("GET", "/admin/v1/events", kAdminKey)));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_EQ(StatusOf(Call(port, "POST", "/admin/v1/drain", kAdminKey)), 200);
+  const std::string raw = ReadFor(fd, std::chrono::milliseconds(2600));
+  close(fd);
+  EXPECT_EQ(StatusOf(raw), 200);
+  EXPECT_NE(raw.find("text/event-stream"), std::string::npos);
+  size_t statuses = 0;
+  for (size_t at = raw.find("event: status"); at != std::string::npos;
+       at = raw.find("event: status", at + 1)) {
+    ++statuses;
+  }
+  EXPECT_GE(statuses, 2u) << raw;
+  const size_t action = raw.find("event: action");
+  ASSERT_NE(action, std::string::npos) << raw;
+  const size_t data = raw.find("data: ", action);
+  const json event = json::parse(raw.substr(data + 6, raw.find('\n', data) - data - 6));
+  EXPECT_EQ(event["action"], "drain");
+  EXPECT_EQ(event["key_id"], "admin:laptop");
+}
+
+TEST(SparrowdAdminTest, KeyFilesAreRereadWhenTheyChange) {
+  Files f;
+  auto p = Start(f);
+  ASSERT_NE(p, nullptr);
+  const int port = p->http_port();
+  const std::string next = "ffffeeeeddddccccbbbbaaaa99998888";
+  EXPECT_EQ(StatusOf(Call(port, "GET", "/admin/v1/status", next)), 401);
+  // Rotation: the new key joins, then the old one leaves.
+  f.Write("admin.keys", std::string("laptop ") + kAdminKey + "\nphone " + next + "\n");
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+  EXPECT_EQ(StatusOf(Call(port, "GET", "/admin/v1/status", next)), 200);
+  EXPECT_EQ(StatusOf(Call(port, "GET", "/admin/v1/status", kAdminKey)), 200);
+  f.Write("admin.keys", "phone " + next + "\n");
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+  EXPECT_EQ(StatusOf(Call(port, "GET", "/admin/v1/status", kAdminKey)), 401);
+  EXPECT_EQ(StatusOf(Call(port, "GET", "/admin/v1/status", next)), 200);
+}
+
+TEST(SparrowdAdminTest, SparrowctlStatusRequestsCancelDrainAndErrors) {
+  Files f;
+  auto p = Start(f, {"--max-running", "1"});
+  ASSERT_NE(p, nullptr);
+  const int g = p->grpc_port();
+  const std::string keys = f.Path("admin.keys");
+
+  CtlRun status = Ctl(g, keys, "--json status");
+  ASSERT_EQ(status.exit_code, 0) << status.out;
+  const json s = json::parse(status.out);
+  EXPECT_EQ(s["model"]["id"], "stories260K");
+  EXPECT_EQ(s["draining"], false);
+  EXPECT_GT(std::stoll(s["kv"]["blocks_total"].get<std::string>()), 0);
+  CtlRun human = Ctl(g, keys, "status");
+  EXPECT_EQ(human.exit_code, 0);
+  EXPECT_NE(human.out.find("stories260K"), std::string::npos) << human.out;
+
+  std::vector<std::future<std::string>> answers;
+  for (int i = 0; i < 4; ++i) {
+    answers.push_back(std::async(std::launch::async, [&] {
+      return RawExchange("127.0.0.1", p->http_port(), Completion(1500, false));
+    }));
+  }
+  WaitForRequests(p->http_port(),
+                  [](const json& d) { return d.size() >= 3 && d.back()["state"] == "waiting"; });
+  CtlRun requests = Ctl(g, keys, "--json requests");
+  ASSERT_EQ(requests.exit_code, 0) << requests.out;
+  const json r = json::parse(requests.out);
+  ASSERT_GE(r["data"].size(), 2u) << requests.out;
+  const std::string id = r["data"].back()["id"];
+  EXPECT_EQ(r["data"].back()["state"], "waiting");
+  CtlRun cancel = Ctl(g, keys, "cancel " + id);
+  EXPECT_EQ(cancel.exit_code, 0) << cancel.out;
+  int cancelled = 0;
+  for (auto& a : answers) {
+    const std::string answer = a.get();
+    if (Header(answer, "X-Request-Id") == id) {
+      EXPECT_EQ(BodyOf(answer)["choices"][0]["finish_reason"], "cancelled");
+      ++cancelled;
+    }
+  }
+  EXPECT_EQ(cancelled, 1);
+  CtlRun again = Ctl(g, keys, "cancel " + id);
+  EXPECT_EQ(again.exit_code, 1);
+  EXPECT_NE(again.out.find("no request '" + id + "'"), std::string::npos) << again.out;
+
+  CtlRun drain = Ctl(g, keys, "--json drain --wait");
+  ASSERT_EQ(drain.exit_code, 0) << drain.out;
+  EXPECT_EQ(json::parse(drain.out)["drained"], true);
+  EXPECT_EQ(StatusOf(RawExchange("127.0.0.1", p->http_port(), Completion(5, false))), 503);
+  EXPECT_EQ(Ctl(g, keys, "resume").exit_code, 0);
+
+  CtlRun watch = Ctl(g, keys, "--json watch --count 2");
+  ASSERT_EQ(watch.exit_code, 0) << watch.out;
+  std::istringstream lines(watch.out);
+  std::string line;
+  int events = 0;
+  while (std::getline(lines, line)) {
+    if (json::parse(line).contains("status")) ++events;
+  }
+  EXPECT_EQ(events, 2) << watch.out;
+
+  CtlRun no_key = Ctl(g, "", "status");
+  EXPECT_EQ(no_key.exit_code, 1);
+  EXPECT_NE(no_key.out.find("--key-file"), std::string::npos) << no_key.out;
+  CtlRun unreachable = Ctl(1, keys, "--timeout-ms 2000 status");
+  EXPECT_EQ(unreachable.exit_code, 1);
+  EXPECT_NE(unreachable.out.find("cannot reach"), std::string::npos) << unreachable.out;
+}
+
+}  // namespace
+}  // namespace sparrow
