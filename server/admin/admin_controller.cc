@@ -25,6 +25,7 @@ std::string ResultName(const Status& s) {
 
 Result<std::shared_ptr<AdminController>> AdminController::Start(ServerContext& ctx) {
   std::shared_ptr<AdminController> a(new AdminController(ctx));
+  a->model_ = DescribeModel(ctx);
   SPARROW_ASSIGN_OR_RETURN(a->audit_, AuditLog::Open(ctx.config.audit_log, &ctx.metrics));
   a->thread_ = std::thread([p = a.get()] { p->Run(); });
   return a;
@@ -64,7 +65,7 @@ void AdminController::Run() {
 }
 
 ServerStatus AdminController::Snapshot() const {
-  ServerStatus s = CollectStatus(ctx_);
+  ServerStatus s = CollectStatus(ctx_, model_);
   s.event_subscribers = static_cast<int64_t>(hub_.subscribers());
   std::lock_guard<std::mutex> lock(mu_);
   if (!samples_.empty()) {

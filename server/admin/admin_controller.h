@@ -62,6 +62,7 @@ class AdminController {
 
   ServerContext& ctx_;
   std::unique_ptr<AuditLog> audit_;
+  ModelStatus model_;  // described once at start
   EventHub hub_;
 
   // Generated-token counts once a second, newest last, for tokens/s over 10 s and 60 s.

@@ -41,10 +41,10 @@ ModelStatus DescribeModel(const ServerContext& ctx) {
   return m;
 }
 
-ServerStatus CollectStatus(const ServerContext& ctx) {
+ServerStatus CollectStatus(const ServerContext& ctx, const ModelStatus& model) {
   ServerStatus s;
   s.version = kSparrowVersion;
-  s.model = DescribeModel(ctx);
+  s.model = model;
   s.uptime_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - ctx.started).count();
   s.threads = ctx.pool ? ctx.pool->size() : 0;

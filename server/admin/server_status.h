@@ -49,9 +49,10 @@ struct ServerStatus {
 // The process's resident set size, from /proc/self/statm (0 where unavailable).
 int64_t ProcessRssBytes();
 
-// Everything but the throughput, which the caller measures over time (AdminController).
-ServerStatus CollectStatus(const ServerContext& ctx);
+// The served model; fixed for the life of a context, so callers describe it once.
 ModelStatus DescribeModel(const ServerContext& ctx);
+// Everything but the throughput, which the caller measures over time (AdminController).
+ServerStatus CollectStatus(const ServerContext& ctx, const ModelStatus& model);
 
 nlohmann::json StatusJson(const ServerStatus& s);
 nlohmann::json RequestJson(const RequestSnapshot& r, const Tokenizer* tokenizer_for_prompt);
