@@ -22,6 +22,7 @@ struct KeySpec {
   int64_t ServerConfig::*num = nullptr;
   int64_t min = 0;
   int64_t max = 0;
+  bool flag = false;  // on the command line a bare switch (--allow-insecure) meaning 1
 };
 
 const std::vector<KeySpec>& Keys() {
@@ -68,6 +69,14 @@ const std::vector<KeySpec>& Keys() {
        "Failed key checks per client address per minute before it is refused for a while "
        "(0: no limit)",
        nullptr, &ServerConfig::auth_failure_limit, 0, 1 << 20},
+      {"tls_cert",
+       "PEM certificate chain: HTTPS and gRPC over TLS, with tls_key (`sparrowctl cert` or "
+       "deploy/make-cert.sh makes a self-signed pair)",
+       &ServerConfig::tls_cert},
+      {"tls_key", "PEM private key of tls_cert", &ServerConfig::tls_key},
+      {"allow_insecure",
+       "Serve without TLS on a non-loopback host: keys and text cross the network in clear",
+       nullptr, &ServerConfig::allow_insecure, 0, 1, true},
       {"audit_log",
        "Where admin actions are recorded: a file (JSON lines, appended) or '' for the main log",
        &ServerConfig::audit_log},
@@ -145,10 +154,6 @@ const KeySpec* FindKey(std::string_view key) {
   return nullptr;
 }
 
-bool IsLoopback(const std::string& host) {
-  return host == "127.0.0.1" || host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
-}
-
 constexpr const char* kDescription =
     "sparrowd: serves one GGUF language model over an OpenAI-compatible HTTP API\n"
     "(POST /v1/chat/completions, POST /v1/completions, GET /v1/models, GET /health,\n"
@@ -170,6 +175,10 @@ constexpr const char* kDescription =
     "(up to shutdown_timeout_ms) and exits 0.\n";
 
 }  // namespace
+
+bool IsLoopbackHost(const std::string& host) {
+  return host == "127.0.0.1" || host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
+}
 
 Status ApplyYamlConfig(const std::string& yaml_text, const std::string& origin,
                        ServerConfig* config) {
@@ -205,9 +214,19 @@ Status ValidateServerConfig(const ServerConfig& c) {
   }
   if (c.host.empty()) return InvalidArgument("config: 'host' must not be empty");
   if (c.model.empty()) return InvalidArgument("config: 'model' must name a GGUF file");
-  if (!IsLoopback(c.host) && c.api_key.empty() && c.api_key_file.empty()) {
+  if (!IsLoopbackHost(c.host) && c.api_key.empty() && c.api_key_file.empty()) {
     return InvalidArgument("config: 'api_key' must be set when 'host' is '" + c.host +
                            "' (not loopback): anyone on the network could use the server");
+  }
+  if (c.tls_cert.empty() != c.tls_key.empty()) {
+    return InvalidArgument("config: 'tls_cert' and 'tls_key' go together; set both or neither");
+  }
+  if (!IsLoopbackHost(c.host) && c.tls_cert.empty() && c.allow_insecure == 0) {
+    return InvalidArgument(
+        "config: 'host' is '" + c.host +
+        "' (not loopback) and TLS is off: keys, prompts and answers would cross the network in "
+        "clear text. Set 'tls_cert' and 'tls_key' (`sparrowctl cert` makes a self-signed pair), "
+        "or pass --allow-insecure to accept that");
   }
   return Status::Ok();
 }
@@ -228,9 +247,14 @@ Result<ConfigLoadResult> LoadServerConfig(const std::vector<std::string>& args,
   for (size_t i = 0; i < Keys().size(); ++i) {
     const KeySpec& k = Keys()[i];
     const std::string def = k.str ? defaults.*k.str : std::to_string(defaults.*k.num);
-    std::string help = std::string(k.help) + " [" + (def.empty() ? "none" : def) + "]";
-    options.push_back(
-        app.add_option(FlagName(k.key), flag_values[i], help)->type_name(k.str ? "TEXT" : "INT"));
+    // const: CLI11's add_flag(name, T&) would take a mutable string as the flag's result.
+    const std::string help = std::string(k.help) + " [" + (def.empty() ? "none" : def) + "]";
+    if (k.flag) {
+      options.push_back(app.add_flag(FlagName(k.key), help));
+    } else {
+      options.push_back(
+          app.add_option(FlagName(k.key), flag_values[i], help)->type_name(k.str ? "TEXT" : "INT"));
+    }
   }
   std::vector<std::string> argv_store = {"sparrowd"};
   argv_store.insert(argv_store.end(), args.begin(), args.end());
@@ -272,8 +296,8 @@ Result<ConfigLoadResult> LoadServerConfig(const std::vector<std::string>& args,
   }
   for (size_t i = 0; i < Keys().size(); ++i) {
     if (options[i]->count() > 0) {
-      SPARROW_RETURN_IF_ERROR(
-          SetKey(Keys()[i], flag_values[i], "flag " + FlagName(Keys()[i].key), &c));
+      const std::string value = Keys()[i].flag ? "1" : flag_values[i];
+      SPARROW_RETURN_IF_ERROR(SetKey(Keys()[i], value, "flag " + FlagName(Keys()[i].key), &c));
     }
   }
   SPARROW_RETURN_IF_ERROR(ValidateServerConfig(c));

@@ -29,5 +29,7 @@ Status ApplyYamlConfig(const std::string& yaml_text, const std::string& origin,
                        ServerConfig* config);
 // Checks cross-key rules (ranges, log_format, api_key off loopback).
 Status ValidateServerConfig(const ServerConfig& config);
+// 127.x.x.x, ::1 or "localhost": only this machine can connect.
+bool IsLoopbackHost(const std::string& host);
 
 }  // namespace sparrow

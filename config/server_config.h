@@ -26,6 +26,11 @@ struct ServerConfig {
   int64_t admin_loopback_open = 0;  // 1: admin calls from loopback need no key
   int64_t auth_failure_limit = 10;  // failed key checks per address per minute (0: no limit)
   std::string audit_log;            // "" -> the main log; or a file of JSON lines
+  // TLS for both frontends (PEM files). Off loopback the server refuses to start without it
+  // unless allow_insecure is 1.
+  std::string tls_cert;
+  std::string tls_key;
+  int64_t allow_insecure = 0;
   // Model.
   std::string model = "../shared/models/stories260K.gguf";
   std::string model_id;       // "" -> the model file name without .gguf

@@ -112,22 +112,34 @@ int main(int argc, char** argv) {
                                (ctx.chat_template.size() < 16 && !ctx.chat_template.empty()
                                     ? ctx.chat_template
                                     : std::string("auto"))));
+  const bool tls = !config.tls_cert.empty();
+  if (tls) {
+    spdlog::info(Msg(config, "TLS on for HTTP and gRPC with certificate " + config.tls_cert));
+  } else if (config.allow_insecure != 0 && !sparrow::IsLoopbackHost(config.host)) {
+    // Said on every start, at the top level, because it is easy to leave on by mistake.
+    spdlog::warn(Msg(config, "INSECURE: serving " + config.host +
+                                 " without TLS (--allow-insecure): API and admin keys, prompts "
+                                 "and answers cross the network in clear text; anyone on it can "
+                                 "read them. Set tls_cert and tls_key to fix this"));
+  }
   // The exact line scripts wait for.
-  std::printf("sparrowd: HTTP listening on http://%s\n",
+  std::printf("sparrowd: HTTP listening on %s://%s\n", tls ? "https" : "http",
               sparrow::server::JoinHostPort(config.host, (*http)->port()).c_str());
 
 #ifdef SPARROW_HAVE_GRPC
   std::unique_ptr<sparrow::server::GrpcServer> grpc;
   if (config.grpc_port >= 0) {
     auto g = sparrow::server::StartGrpcServer(
-        ctx, sparrow::server::JoinHostPort(config.host, static_cast<int>(config.grpc_port)));
+        ctx, sparrow::server::JoinHostPort(config.host, static_cast<int>(config.grpc_port)),
+        config.tls_cert, config.tls_key);
     if (!g.ok()) {
       std::fprintf(stderr, "sparrowd: %s\n", g.status().message().c_str());
       return kExitStartup;
     }
     grpc = std::move(*g);
-    std::printf("sparrowd: gRPC listening on %s\n",
-                sparrow::server::JoinHostPort(config.host, grpc->port()).c_str());
+    std::printf("sparrowd: gRPC listening on %s%s\n",
+                sparrow::server::JoinHostPort(config.host, grpc->port()).c_str(),
+                tls ? " (TLS)" : "");
   }
 #endif
   std::fflush(stdout);

@@ -18,11 +18,16 @@ struct Target {
   std::string admin_key;   // from --key-file or SPARROW_ADMIN_KEY
   std::string api_key;     // from --api-key-file or SPARROW_API_KEY
   int timeout_ms = 10000;  // per unary call
+  // TLS: the certificate to trust (the device's self-signed one, from --ca), or the system's
+  // roots when `tls` is set without one.
+  std::string ca_file;
+  bool tls = false;
 };
 
 class CtlClient {
  public:
-  explicit CtlClient(Target target);
+  // Fails (with *error) only when the --ca file cannot be read.
+  static std::unique_ptr<CtlClient> Connect(Target target, std::string* error);
 
   // Sets up a unary admin call: deadline and the admin key.
   void Prepare(grpc::ClientContext* ctx, bool admin, bool with_deadline = true) const;
@@ -34,6 +39,7 @@ class CtlClient {
   std::string Explain(const grpc::Status& status) const;
 
  private:
+  explicit CtlClient(Target target) : target_(std::move(target)) {}
   Target target_;
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<admin::v1::Admin::Stub> admin_;

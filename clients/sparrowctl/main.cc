@@ -1,16 +1,20 @@
 // sparrowctl: watch and steer a running sparrowd from another machine, over gRPC.
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <iostream>
 #include <thread>
 
 #include "clients/sparrowctl/ctl_client.h"
 #include "clients/sparrowctl/ctl_render.h"
+#include "clients/sparrowctl/self_signed_cert.h"
 #include "config/version.h"
 
 namespace {
@@ -24,11 +28,55 @@ constexpr int kExitUsage = 2;
 constexpr const char* kDescription =
     "sparrowctl: remote control for sparrowd over gRPC.\n"
     "\n"
-    "  sparrowctl --host 192.168.1.20 --key-file ~/.config/sparrow/admin.key status\n"
+    "  sparrowctl --host 192.168.1.20 --ca sparrow.crt --key-file admin.key status\n"
     "\n"
     "The admin key is one line of the server's admin_key_file (or its admin_key); give it with\n"
-    "--key-file or the environment variable SPARROW_ADMIN_KEY. Exit codes: 0 done, 1 the server\n"
+    "--key-file or the environment variable SPARROW_ADMIN_KEY. --ca is the server's certificate\n"
+    "(its tls_cert; `sparrowctl cert` on the device makes one). Exit codes: 0 done, 1 the server\n"
     "refused or was unreachable (the message says why), 2 bad usage.\n";
+
+// Writes `text` to `path`, readable by its owner only when `secret`.
+bool WriteFile(const std::string& path, const std::string& text, bool secret, std::string* error) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, secret ? 0600 : 0644);
+  if (fd < 0) {
+    *error = "cannot write '" + path + "': " + std::strerror(errno);
+    return false;
+  }
+  const bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  ::close(fd);
+  if (!ok) *error = "cannot write '" + path + "'";
+  return ok;
+}
+
+int MakeCert(const std::string& dir, ctl::CertRequest req, bool json) {
+  const std::string host = ctl::LocalHostName();
+  if (!host.empty()) req.dns_names.insert(req.dns_names.begin(), host);
+  for (const auto& ip : ctl::LocalAddresses()) req.ips.push_back(ip);
+  ctl::CertPem pem;
+  std::string error;
+  const std::string cert_path = dir + "/sparrow.crt", key_path = dir + "/sparrow.key";
+  if (!ctl::MakeSelfSignedCert(req, &pem, &error) ||
+      !WriteFile(key_path, pem.private_key, /*secret=*/true, &error) ||
+      !WriteFile(cert_path, pem.certificate, /*secret=*/false, &error)) {
+    std::fprintf(stderr, "sparrowctl: cert: %s\n", error.c_str());
+    return kExitUsage;
+  }
+  if (json) {
+    std::printf("{\"certificate\":\"%s\",\"key\":\"%s\"}\n", cert_path.c_str(), key_path.c_str());
+    return 0;
+  }
+  std::string names;
+  for (const auto& n : req.dns_names) names += " " + n;
+  for (const auto& ip : req.ips) names += " " + ip;
+  std::printf(
+      "wrote %s (certificate, valid %d days, for:%s and localhost)\n"
+      "  and %s (its private key, mode 0600)\n"
+      "Serve with:   sparrowd --tls-cert %s --tls-key %s ...\n"
+      "Copy %s to the laptop and connect with: sparrowctl --ca sparrow.crt --host <address> ...\n",
+      cert_path.c_str(), req.days, names.c_str(), key_path.c_str(), cert_path.c_str(),
+      key_path.c_str(), cert_path.c_str());
+  return 0;
+}
 
 int Fail(ctl::CtlClient& c, const grpc::Status& s) {
   std::fprintf(stderr, "sparrowctl: %s\n", c.Explain(s).c_str());
@@ -131,6 +179,9 @@ int main(int argc, char** argv) {
   app.add_option("--api-key-file", api_key_file,
                  "File holding an inference key, for generate/chat (env SPARROW_API_KEY)");
   app.add_option("--timeout-ms", t.timeout_ms, "Deadline of each call")->capture_default_str();
+  app.add_option("--ca", t.ca_file,
+                 "TLS: trust this certificate (the server's tls_cert) (env SPARROW_CA)");
+  app.add_flag("--tls", t.tls, "TLS with the system's trusted roots (a CA-signed server)");
   app.add_flag("--json", json, "Print JSON (proto field names) instead of tables");
 
   app.add_subcommand("status", "Model, uptime, requests, tokens/s, latency, KV cache, memory");
@@ -158,6 +209,16 @@ int main(int argc, char** argv) {
   auto* chat = app.add_subcommand("chat", "One chat turn with the model's template, streamed");
   chat->add_option("message", prompt, "What the user says")->required();
   chat->add_option("--max-tokens", max_tokens, "Tokens to generate (server default: 128)");
+  auto* cert = app.add_subcommand(
+      "cert", "On the device: make a self-signed certificate and key for sparrowd's TLS");
+  std::string cert_dir = ".";
+  ctl::CertRequest cert_req;
+  cert->add_option("--out", cert_dir, "Directory for sparrow.crt and sparrow.key")
+      ->capture_default_str();
+  cert->add_option("--name", cert_req.dns_names,
+                   "More host names it is reached by (this host's name and addresses are in)");
+  cert->add_option("--ip", cert_req.ips, "More addresses it is reached by (a router's NAT, ...)");
+  cert->add_option("--days", cert_req.days, "Days it is valid")->capture_default_str();
 
   try {
     app.parse(argc, argv);
@@ -165,6 +226,11 @@ int main(int argc, char** argv) {
     return app.exit(e) == 0 ? 0 : kExitUsage;
   }
 
+  const std::string cmd = app.get_subcommands().front()->get_name();
+  if (cmd == "cert") return MakeCert(cert_dir, cert_req, json);
+  if (t.ca_file.empty()) {
+    if (const char* ca = std::getenv("SPARROW_CA")) t.ca_file = ca;
+  }
   std::string error;
   if (!key_file.empty()) {
     t.admin_key = ctl::ReadKeyFile(key_file, &error);
@@ -182,8 +248,12 @@ int main(int argc, char** argv) {
   }
   // An admin key also opens the inference API.
   if (t.api_key.empty()) t.api_key = t.admin_key;
-  ctl::CtlClient c(t);
-  const std::string cmd = app.get_subcommands().front()->get_name();
+  auto client = ctl::CtlClient::Connect(t, &error);
+  if (client == nullptr) {
+    std::fprintf(stderr, "sparrowctl: %s\n", error.c_str());
+    return kExitUsage;
+  }
+  ctl::CtlClient& c = *client;
 
   if (cmd == "status") {
     grpc::ClientContext ctx;

@@ -1,6 +1,7 @@
 // Builds one KernelTable per instruction-set variant (the scalar kernels, overridden by the
 // SIMD ones the variant has) and dispatches the convenience wrappers of vec_dot.h.
 #include "engine/common/check.h"
+#include "engine/kernels/cpu_features.h"
 #include "engine/kernels/scalar_kernels.h"
 #include "engine/kernels/vec_dot.h"
 
@@ -62,15 +63,22 @@ struct AllTables {
       tables[i].isa = static_cast<KernelIsa>(i);
       scalar::InstallScalarKernels(&tables[i]);
     }
+    // The installers live in the files built with their instruction set's flags, so even they
+    // may use its instructions (ASan's stack poisoning does: AVX-512 stores). Only a CPU that has
+    // the instructions may run them; the other tables stay unused (GetKernelTable refuses them).
+    auto install = [this](KernelIsa isa, void (*fn)(KernelTable*)) {
+      if (KernelIsaSupported(isa)) fn(&tables[static_cast<int>(isa)]);
+    };
 #if defined(SPARROW_KERNELS_X86)
-    InstallAvx2Kernels(&tables[static_cast<int>(KernelIsa::kAvx2)]);
-    InstallAvx2Kernels(&tables[static_cast<int>(KernelIsa::kAvx512)]);
-    InstallAvx512Kernels(&tables[static_cast<int>(KernelIsa::kAvx512)]);
+    install(KernelIsa::kAvx2, InstallAvx2Kernels);
+    install(KernelIsa::kAvx512, InstallAvx2Kernels);
+    install(KernelIsa::kAvx512, InstallAvx512Kernels);
 #endif
 #if defined(SPARROW_KERNELS_ARM)
-    InstallNeonKernels(&tables[static_cast<int>(KernelIsa::kNeon)]);
-    InstallDotprodKernels(&tables[static_cast<int>(KernelIsa::kDotprod)]);
+    install(KernelIsa::kNeon, InstallNeonKernels);
+    install(KernelIsa::kDotprod, InstallDotprodKernels);
 #endif
+    (void)install;
   }
 };
 

@@ -130,6 +130,12 @@ std::string Metrics::Render(const SchedulerStats& s) const {
          "accept() failures for want of file descriptors (EMFILE/ENFILE).", &out);
   Sample("sparrow_http_accept_fd_errors_total", "", static_cast<double>(accept_fd_errors_.load()),
          &out);
+  Header("sparrow_http_tls_handshake_failures_total", "counter",
+         "HTTPS connections closed because the TLS handshake failed (plain HTTP to the TLS port, "
+         "a client that does not trust the certificate, no shared protocol).",
+         &out);
+  Sample("sparrow_http_tls_handshake_failures_total", "",
+         static_cast<double>(tls_handshake_failures_.load()), &out);
 
   Header("sparrow_auth_failures_total", "counter",
          "Refused key checks by reason (invalid_api_key, insufficient_scope, admin_disabled, "

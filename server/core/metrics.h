@@ -47,6 +47,7 @@ class Metrics {
   void ConnectionClosed() { --connections_open_; }
   void ConnectionRefused() { ++connections_refused_; }
   void AcceptFailedForFds() { ++accept_fd_errors_; }
+  void TlsHandshakeFailed() { ++tls_handshake_failures_; }
   int64_t connections_open() const { return connections_open_.load(); }
 
   // A refused key check, by AuthDecision code ("invalid_api_key", ...).
@@ -77,6 +78,7 @@ class Metrics {
   std::atomic<int64_t> connections_open_{0};
   std::atomic<int64_t> connections_refused_{0};
   std::atomic<int64_t> accept_fd_errors_{0};
+  std::atomic<int64_t> tls_handshake_failures_{0};
 };
 
 }  // namespace sparrow::server

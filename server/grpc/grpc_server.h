@@ -33,7 +33,9 @@ class GrpcServer {
 
  private:
   friend Result<std::unique_ptr<GrpcServer>> StartGrpcServer(ServerContext& ctx,
-                                                             const std::string& address);
+                                                             const std::string& address,
+                                                             const std::string& tls_cert,
+                                                             const std::string& tls_key);
   GrpcServer() = default;
 
   std::unique_ptr<SparrowService> service_;
@@ -43,9 +45,12 @@ class GrpcServer {
   bool shut_down_ = false;
 };
 
-// Listens on `address` ("127.0.0.1:0", "0.0.0.0:50051", "[::1]:0"; insecure credentials) and
-// serves until Shutdown. `ctx` must outlive the server. InvalidArgument when the address is
-// malformed, IoError when it cannot be bound.
-Result<std::unique_ptr<GrpcServer>> StartGrpcServer(ServerContext& ctx, const std::string& address);
+// Listens on `address` ("127.0.0.1:0", "0.0.0.0:50051", "[::1]:0") and serves until Shutdown:
+// over TLS when `tls_cert` and `tls_key` (PEM files) are given, else in clear. `ctx` must outlive
+// the server. InvalidArgument when the address is malformed or a TLS file unreadable, IoError
+// when it cannot be bound.
+Result<std::unique_ptr<GrpcServer>> StartGrpcServer(ServerContext& ctx, const std::string& address,
+                                                    const std::string& tls_cert = "",
+                                                    const std::string& tls_key = "");
 
 }  // namespace sparrow::server

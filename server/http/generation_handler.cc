@@ -1,13 +1,10 @@
 #include "server/http/generation_handler.h"
 
-#include <sys/socket.h>
-
 #include <algorithm>
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/http/chunk_encode.hpp>
-#include <cerrno>
 
 #include "api/openai/openai_types.h"
 #include "server/http/generation_request.h"
@@ -89,17 +86,8 @@ void NoteUsage(const Job& job, RequestLog* log) {
   }
 }
 
-// True when the client has closed its end of the connection: a non-blocking peek reads EOF
-// (or an error). Bytes waiting, such as a pipelined request, are left where they are.
-bool PeerClosed(asio::ip::tcp::socket& socket) {
-  char byte = 0;
-  const ssize_t n = ::recv(socket.native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
-  return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
-}
-
-asio::awaitable<bool> Collect(boost::beast::tcp_stream& stream, const HttpRequest& req,
-                              ServerContext& ctx, const GenerationLimits& limits, Job& job,
-                              RequestLog* log) {
+asio::awaitable<bool> Collect(HttpStream& stream, const HttpRequest& req, ServerContext& ctx,
+                              const GenerationLimits& limits, Job& job, RequestLog* log) {
   std::vector<ChoiceResult> results(job.sinks.size());
   auto next_check = std::chrono::steady_clock::now() + kPoll;
   for (;;) {
@@ -115,7 +103,7 @@ asio::awaitable<bool> Collect(boost::beast::tcp_stream& stream, const HttpReques
     if (all_done) break;
     if (std::chrono::steady_clock::now() >= next_check) {
       // Nothing is written until the end, so a client that gave up is only seen by looking.
-      if (PeerClosed(stream.socket())) {
+      if (stream.PeerClosed()) {
         job.CancelAll();
         NoteUsage(job, log);
         log->status = kClientClosedRequest;
@@ -147,14 +135,13 @@ asio::awaitable<bool> Collect(boost::beast::tcp_stream& stream, const HttpReques
 }
 
 // One SSE event of a generation stream.
-asio::awaitable<bool> WriteEvent(boost::beast::tcp_stream& stream, const std::string& payload,
-                                 bool chunked, std::chrono::milliseconds timeout) {
+asio::awaitable<bool> WriteEvent(HttpStream& stream, const std::string& payload, bool chunked,
+                                 std::chrono::milliseconds timeout) {
   co_return co_await WriteEventBytes(stream, "data: " + payload + "\n\n", chunked, timeout);
 }
 
-asio::awaitable<bool> Stream(boost::beast::tcp_stream& stream, const HttpRequest& req,
-                             ServerContext& ctx, const GenerationLimits& limits, Job& job,
-                             RequestLog* log) {
+asio::awaitable<bool> Stream(HttpStream& stream, const HttpRequest& req, ServerContext& ctx,
+                             const GenerationLimits& limits, Job& job, RequestLog* log) {
   const bool chunked = req.version() >= 11;
   if (!co_await StartEventStream(stream, req, job.ticket.id(), log, limits.write_timeout)) {
     job.CancelAll();
@@ -238,7 +225,7 @@ asio::awaitable<bool> Stream(boost::beast::tcp_stream& stream, const HttpRequest
 
 asio::awaitable<bool> HandleGeneration(HttpExchange& ex, bool chat,
                                        const GenerationLimits& limits) {
-  boost::beast::tcp_stream& stream = ex.stream;
+  HttpStream& stream = ex.stream;
   const HttpRequest& req = ex.req;
   ServerContext& ctx = ex.ctx;
   RequestLog* log = ex.log;

@@ -9,11 +9,11 @@
 #include <utility>  // Boost 1.74 asio/awaitable.hpp uses std::exchange without including it
 #include <boost/asio/awaitable.hpp>
 // clang-format on
-#include <boost/beast/core/tcp_stream.hpp>
 #include <chrono>
 
 #include "server/core/server_context.h"
 #include "server/http/http_router.h"
+#include "server/http/http_stream.h"
 #include "server/http/http_util.h"
 
 namespace sparrow::server {

@@ -8,7 +8,6 @@
 #include <utility>  // Boost 1.74 asio/awaitable.hpp uses std::exchange without including it
 #include <boost/asio/awaitable.hpp>
 // clang-format on
-#include <boost/beast/core/tcp_stream.hpp>
 #include <functional>
 #include <string>
 #include <string_view>
@@ -17,13 +16,14 @@
 #include "server/core/auth.h"
 #include "server/core/server_context.h"
 #include "server/http/http_server.h"
+#include "server/http/http_stream.h"
 #include "server/http/http_util.h"
 
 namespace sparrow::server {
 
 // One request as a handler sees it.
 struct HttpExchange {
-  boost::beast::tcp_stream& stream;
+  HttpStream& stream;
   const HttpRequest& req;
   std::string_view path;  // the target without its query
   ServerContext& ctx;

@@ -8,10 +8,10 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/asio/use_awaitable.hpp>
-#include <boost/beast/core/tcp_stream.hpp>
 
 #include "server/http/http_session.h"
 #include "server/http/http_util.h"
+#include "server/http/tls_context.h"
 
 namespace sparrow::server {
 namespace {
@@ -22,7 +22,7 @@ using tcp = asio::ip::tcp;
 
 // Over the connection cap: a short 503 (the client learns why), then close.
 asio::awaitable<void> Refuse(tcp::socket socket, size_t max_connections) {
-  beast::tcp_stream stream(std::move(socket));
+  HttpStream stream(std::move(socket));
   HttpRequest head;
   head.version(11);
   head.keep_alive(false);
@@ -37,7 +37,8 @@ asio::awaitable<void> Refuse(tcp::socket socket, size_t max_connections) {
 }
 
 asio::awaitable<void> AcceptLoop(tcp::acceptor& acceptor, ServerContext& ctx,
-                                 const HttpServerOptions& opts, HttpServerState& state) {
+                                 const HttpServerOptions& opts, HttpServerState& state,
+                                 asio::ssl::context* tls) {
   asio::steady_timer backoff(acceptor.get_executor());
   auto last_report = std::chrono::steady_clock::time_point{};
   int64_t unreported = 0;
@@ -68,10 +69,12 @@ asio::awaitable<void> AcceptLoop(tcp::acceptor& acceptor, ServerContext& ctx,
     auto ex = socket.get_executor();
     if (static_cast<size_t>(ctx.metrics.connections_open()) >= opts.max_connections) {
       ctx.metrics.ConnectionRefused();
+      // A TLS client could not read a plain answer, and a handshake is work we are refusing.
+      if (tls != nullptr) continue;  // the socket closes here
       asio::co_spawn(ex, Refuse(std::move(socket), opts.max_connections), asio::detached);
       continue;
     }
-    asio::co_spawn(ex, RunHttpSession(std::move(socket), ctx, opts, state), asio::detached);
+    asio::co_spawn(ex, RunHttpSession(std::move(socket), ctx, opts, state, tls), asio::detached);
   }
 }
 
@@ -89,6 +92,8 @@ HttpServerOptions HttpOptionsFromConfig(const ServerConfig& c) {
   o.write_timeout = std::chrono::milliseconds(c.write_timeout_ms);
   o.max_buffered_bytes = static_cast<size_t>(c.max_buffered_bytes);
   o.json_logs = c.log_format == "json";
+  o.tls_cert = c.tls_cert;
+  o.tls_key = c.tls_key;
   return o;
 }
 
@@ -98,6 +103,11 @@ HttpServer::HttpServer(ServerContext& ctx, HttpServerOptions options)
 Result<std::unique_ptr<HttpServer>> HttpServer::Start(ServerContext& ctx,
                                                       HttpServerOptions options) {
   std::unique_ptr<HttpServer> s(new HttpServer(ctx, std::move(options)));
+  if (!s->opts_.tls_cert.empty() || !s->opts_.tls_key.empty()) {
+    auto tls = MakeServerTlsContext(s->opts_.tls_cert, s->opts_.tls_key);
+    if (!tls.ok()) return tls.status();
+    s->tls_ = std::move(*tls);
+  }
   const std::string where = s->opts_.host + ":" + std::to_string(s->opts_.port);
   boost::system::error_code ec;
   auto addr =
@@ -110,7 +120,8 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Start(ServerContext& ctx,
   if (!ec) s->acceptor_.listen(asio::socket_base::max_listen_connections, ec);
   if (ec) return IoError("http: cannot listen on " + where + ": " + ec.message());
   s->port_ = s->acceptor_.local_endpoint().port();
-  asio::co_spawn(s->ioc_, AcceptLoop(s->acceptor_, s->ctx_, s->opts_, s->state_), asio::detached);
+  asio::co_spawn(s->ioc_, AcceptLoop(s->acceptor_, s->ctx_, s->opts_, s->state_, s->tls_.get()),
+                 asio::detached);
   for (int i = 0; i < std::max(1, s->opts_.threads); ++i) {
     s->threads_.emplace_back([io = &s->ioc_] { io->run(); });
   }

@@ -11,6 +11,7 @@
 #include <atomic>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl/context.hpp>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -35,6 +36,8 @@ struct HttpServerOptions {
   size_t max_buffered_bytes = 4 << 20;  // undelivered stream output per connection
   size_t max_pending_chunks = 1024;
   bool json_logs = false;
+  // HTTPS when both are set: PEM certificate chain and private key (TLS 1.2+).
+  std::string tls_cert, tls_key;
 };
 
 // What the server and its connections share while it runs.
@@ -73,6 +76,7 @@ class HttpServer {
   uint16_t port_ = 0;
   std::vector<std::thread> threads_;
   HttpServerState state_;
+  std::shared_ptr<boost::asio::ssl::context> tls_;  // null: plain HTTP
   std::atomic<bool> stopped_{false};
 };
 

@@ -6,10 +6,10 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
-#include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http.hpp>
 
 #include "server/http/http_router.h"
+#include "server/http/http_stream.h"
 #include "server/http/http_util.h"
 
 namespace sparrow::server {
@@ -18,10 +18,9 @@ namespace {
 namespace asio = boost::asio;
 namespace beast = boost::beast;
 
-asio::awaitable<bool> Dispatch(beast::tcp_stream& stream, const HttpRequest& req,
-                               ServerContext& ctx, const HttpServerOptions& opts,
-                               HttpServerState& state, const std::string& remote_ip,
-                               RequestLog* log) {
+asio::awaitable<bool> Dispatch(HttpStream& stream, const HttpRequest& req, ServerContext& ctx,
+                               const HttpServerOptions& opts, HttpServerState& state,
+                               const std::string& remote_ip, RequestLog* log) {
   static const HttpRouter router = MakeSparrowRouter();
   const auto raw_target = req.target();
   const std::string_view target(raw_target.data(), raw_target.size());
@@ -31,16 +30,17 @@ asio::awaitable<bool> Dispatch(beast::tcp_stream& stream, const HttpRequest& req
 }
 
 // After refusing a request we did not read whole, drain a little so the client sees our
-// answer instead of a connection reset.
-asio::awaitable<void> DrainAndClose(beast::tcp_stream& stream) {
+// answer instead of a connection reset. Under TLS too the raw bytes are read and dropped: the
+// connection is over, nothing in them matters.
+asio::awaitable<void> DrainAndClose(HttpStream& stream) {
   boost::system::error_code ec;
   stream.socket().shutdown(asio::ip::tcp::socket::shutdown_send, ec);
   stream.expires_after(std::chrono::seconds(2));
   std::vector<char> scratch(64 * 1024);
   size_t total = 0;
   while (!ec && total < (size_t{64} << 20)) {
-    total += co_await stream.async_read_some(asio::buffer(scratch),
-                                             asio::redirect_error(asio::use_awaitable, ec));
+    total += co_await stream.tcp().async_read_some(asio::buffer(scratch),
+                                                   asio::redirect_error(asio::use_awaitable, ec));
   }
 }
 
@@ -99,9 +99,10 @@ struct OpenConnection {
 }  // namespace
 
 asio::awaitable<void> RunHttpSession(asio::ip::tcp::socket socket, ServerContext& ctx,
-                                     const HttpServerOptions& opts, HttpServerState& state) {
+                                     const HttpServerOptions& opts, HttpServerState& state,
+                                     asio::ssl::context* tls) {
   OpenConnection open(ctx.metrics);
-  beast::tcp_stream stream(std::move(socket));
+  HttpStream stream = tls ? HttpStream(std::move(socket), *tls) : HttpStream(std::move(socket));
   beast::flat_buffer buffer;
   std::string remote, remote_ip;
   {
@@ -111,6 +112,12 @@ asio::awaitable<void> RunHttpSession(asio::ip::tcp::socket socket, ServerContext
       remote_ip = ep.address().to_string();
       remote = JoinHostPort(remote_ip, ep.port());
     }
+  }
+  if (const std::string why = co_await stream.Handshake(opts.request_timeout); !why.empty()) {
+    // Scanners and clients that do not trust our certificate end here; not worth a warning each.
+    ctx.metrics.TlsHandshakeFailed();
+    spdlog::debug("https: TLS handshake with {} failed: {}", remote, why);
+    co_return;
   }
   for (;;) {
     http::request_parser<http::string_body> parser;
@@ -197,8 +204,7 @@ asio::awaitable<void> RunHttpSession(asio::ip::tcp::socket socket, ServerContext
     LogRequest(log, opts.json_logs);
     if (!ok || !req.keep_alive() || state.draining) break;
   }
-  boost::system::error_code ec;
-  stream.socket().shutdown(asio::ip::tcp::socket::shutdown_send, ec);
+  co_await stream.Shutdown();
 }
 
 }  // namespace sparrow::server

@@ -59,8 +59,8 @@ HttpResponse ErrorResponse(const HttpRequest& req, http::status status, const st
   return JsonResponse(req, status, openai::ErrorBody(message, type, param, code));
 }
 
-boost::asio::awaitable<bool> WriteResponse(boost::beast::tcp_stream& stream, HttpResponse res,
-                                           RequestLog* log, std::chrono::milliseconds timeout) {
+boost::asio::awaitable<bool> WriteResponse(HttpStream& stream, HttpResponse res, RequestLog* log,
+                                           std::chrono::milliseconds timeout) {
   if (log) log->status = static_cast<int>(res.result_int());
   boost::system::error_code ec;
   stream.expires_after(timeout);
@@ -70,9 +70,9 @@ boost::asio::awaitable<bool> WriteResponse(boost::beast::tcp_stream& stream, Htt
   co_return !ec;
 }
 
-boost::asio::awaitable<bool> StartEventStream(boost::beast::tcp_stream& stream,
-                                              const HttpRequest& req, const std::string& request_id,
-                                              RequestLog* log, std::chrono::milliseconds timeout) {
+boost::asio::awaitable<bool> StartEventStream(HttpStream& stream, const HttpRequest& req,
+                                              const std::string& request_id, RequestLog* log,
+                                              std::chrono::milliseconds timeout) {
   const bool chunked = req.version() >= 11;
   http::response<http::empty_body> res(http::status::ok, req.version());
   res.set(http::field::content_type, "text/event-stream");
@@ -91,9 +91,8 @@ boost::asio::awaitable<bool> StartEventStream(boost::beast::tcp_stream& stream,
   co_return !ec;
 }
 
-boost::asio::awaitable<bool> WriteEventBytes(boost::beast::tcp_stream& stream,
-                                             const std::string& bytes, bool chunked,
-                                             std::chrono::milliseconds timeout) {
+boost::asio::awaitable<bool> WriteEventBytes(HttpStream& stream, const std::string& bytes,
+                                             bool chunked, std::chrono::milliseconds timeout) {
   boost::system::error_code ec;
   stream.expires_after(timeout);
   if (chunked) {
@@ -107,8 +106,7 @@ boost::asio::awaitable<bool> WriteEventBytes(boost::beast::tcp_stream& stream,
   co_return !ec;
 }
 
-boost::asio::awaitable<bool> EndChunkedBody(boost::beast::tcp_stream& stream,
-                                            std::chrono::milliseconds timeout) {
+boost::asio::awaitable<bool> EndChunkedBody(HttpStream& stream, std::chrono::milliseconds timeout) {
   boost::system::error_code ec;
   stream.expires_after(timeout);
   co_await boost::asio::async_write(stream, http::make_chunk_last(),

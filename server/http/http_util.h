@@ -5,11 +5,12 @@
 #include <utility>  // Boost 1.74 asio/awaitable.hpp uses std::exchange without including it
 #include <boost/asio/awaitable.hpp>
 // clang-format on
-#include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http.hpp>
 #include <chrono>
 #include <nlohmann/json.hpp>
 #include <string>
+
+#include "server/http/http_stream.h"
 
 namespace sparrow::server {
 
@@ -37,22 +38,20 @@ HttpResponse ErrorResponse(const HttpRequest& req, http::status status, const st
 
 // Writes `res` and records its status in `log`; false if the connection broke or the client
 // read nothing for `timeout` (a reader that stalls must not hold the body in memory for ever).
-boost::asio::awaitable<bool> WriteResponse(boost::beast::tcp_stream& stream, HttpResponse res,
-                                           RequestLog* log, std::chrono::milliseconds timeout);
+boost::asio::awaitable<bool> WriteResponse(HttpStream& stream, HttpResponse res, RequestLog* log,
+                                           std::chrono::milliseconds timeout);
 
 // Server-sent events. StartEventStream writes the head of a text/event-stream response:
 // chunked on HTTP/1.1; on HTTP/1.0 (no chunked encoding) the body ends when the connection
 // closes. `request_id` ("" for none) goes out as X-Request-Id. False if the client is gone.
-boost::asio::awaitable<bool> StartEventStream(boost::beast::tcp_stream& stream,
-                                              const HttpRequest& req, const std::string& request_id,
-                                              RequestLog* log, std::chrono::milliseconds timeout);
+boost::asio::awaitable<bool> StartEventStream(HttpStream& stream, const HttpRequest& req,
+                                              const std::string& request_id, RequestLog* log,
+                                              std::chrono::milliseconds timeout);
 // Writes `bytes` (whole events) as one chunk, or as they are on HTTP/1.0. False when the client
 // is gone or read nothing for `timeout`.
-boost::asio::awaitable<bool> WriteEventBytes(boost::beast::tcp_stream& stream,
-                                             const std::string& bytes, bool chunked,
-                                             std::chrono::milliseconds timeout);
+boost::asio::awaitable<bool> WriteEventBytes(HttpStream& stream, const std::string& bytes,
+                                             bool chunked, std::chrono::milliseconds timeout);
 // Ends a chunked body (the last, empty chunk).
-boost::asio::awaitable<bool> EndChunkedBody(boost::beast::tcp_stream& stream,
-                                            std::chrono::milliseconds timeout);
+boost::asio::awaitable<bool> EndChunkedBody(HttpStream& stream, std::chrono::milliseconds timeout);
 
 }  // namespace sparrow::server

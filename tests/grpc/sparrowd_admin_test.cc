@@ -151,24 +151,12 @@ std::string ReadFor(int fd, std::chrono::milliseconds span) {
   return out;
 }
 
-struct CtlRun {
-  int exit_code = -1;
-  std::string out;
-};
+using CtlRun = testing::CommandResult;
 
 // Runs sparrowctl; stdout and stderr together.
 CtlRun Ctl(int grpc_port, const std::string& key_file, const std::string& args) {
-  std::string cmd = std::string(SPARROWCTL) + " --port " + std::to_string(grpc_port) +
-                    (key_file.empty() ? "" : " --key-file " + key_file) + " " + args + " 2>&1";
-  CtlRun r;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) r.out.append(buf, n);
-  const int st = pclose(p);
-  r.exit_code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  return r;
+  return testing::RunCommand(std::string(SPARROWCTL) + " --port " + std::to_string(grpc_port) +
+                             (key_file.empty() ? "" : " --key-file " + key_file) + " " + args);
 }
 
 TEST(SparrowdAdminTest, EveryRouteAndRpcChecksTheAdminKey) {

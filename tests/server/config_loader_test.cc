@@ -105,8 +105,31 @@ TEST(ConfigLoaderTest, NonLoopbackNeedsAnApiKey) {
   auto r = LoadServerConfig({"--host", "0.0.0.0"}, env.lookup());
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("'api_key'"), std::string::npos);
-  auto ok = LoadServerConfig({"--host", "0.0.0.0", "--api-key", "s3cret"}, env.lookup());
-  EXPECT_TRUE(ok.ok());
+  auto ok = LoadServerConfig({"--host", "0.0.0.0", "--api-key", "s3cret", "--allow-insecure"},
+                             env.lookup());
+  EXPECT_TRUE(ok.ok()) << ok.status().message();
+}
+
+TEST(ConfigLoaderTest, NonLoopbackNeedsTlsOrAllowInsecure) {
+  FakeEnv env;
+  auto r = LoadServerConfig({"--host", "0.0.0.0", "--api-key", "s3cret"}, env.lookup());
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("--allow-insecure"), std::string::npos);
+  EXPECT_NE(r.status().message().find("'tls_cert'"), std::string::npos);
+  auto tls = LoadServerConfig(
+      {"--host", "0.0.0.0", "--api-key", "s3cret", "--tls-cert", "c.pem", "--tls-key", "k.pem"},
+      env.lookup());
+  ASSERT_TRUE(tls.ok()) << tls.status().message();
+  EXPECT_EQ(tls->config.tls_cert, "c.pem");
+  EXPECT_EQ(tls->config.allow_insecure, 0);
+  auto half = LoadServerConfig({"--tls-cert", "c.pem"}, env.lookup());
+  ASSERT_FALSE(half.ok());
+  EXPECT_NE(half.status().message().find("'tls_key'"), std::string::npos);
+  // The switch also comes from the environment, as every key does.
+  env.vars["SPARROW_ALLOW_INSECURE"] = "1";
+  auto from_env = LoadServerConfig({"--host", "::", "--api-key", "s3cret"}, env.lookup());
+  ASSERT_TRUE(from_env.ok()) << from_env.status().message();
+  EXPECT_EQ(from_env->config.allow_insecure, 1);
 }
 
 TEST(ConfigLoaderTest, HelpExplainsLayersAndKeys) {

@@ -62,7 +62,7 @@ std::unique_ptr<SparrowdProcess> SparrowdProcess::Start(const std::string& binar
   for (size_t i = 0; i + 1 < options.args.size(); ++i) {
     if (options.args[i] == "--grpc-port" && options.args[i + 1] == "-1") want_grpc = false;
   }
-  const std::regex http_re("HTTP listening on http://(\\[[^\\]]+\\]|[^:]+):([0-9]+)");
+  const std::regex http_re("HTTP listening on https?://(\\[[^\\]]+\\]|[^:]+):([0-9]+)");
   const std::regex grpc_re("gRPC listening on (\\[[^\\]]+\\]|[^:]+):([0-9]+)");
   for (int i = 0; i < 1200; ++i) {
     const std::string out = Slurp(p->out_path_);
@@ -178,6 +178,18 @@ std::string RawExchange(const std::string& host, int port, const std::string& re
   std::string out = ReadUntilClose(fd);
   ::close(fd);
   return out;
+}
+
+CommandResult RunCommand(const std::string& shell_command) {
+  CommandResult r;
+  FILE* p = ::popen((shell_command + " 2>&1").c_str(), "r");
+  if (p == nullptr) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof(buf), p)) > 0) r.out.append(buf, n);
+  const int st = ::pclose(p);
+  r.exit_code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  return r;
 }
 
 }  // namespace sparrow::testing

@@ -61,4 +61,12 @@ int StatusOf(const std::string& raw_response);
 // Sends `request` on a fresh connection and returns everything read until the server closes.
 std::string RawExchange(const std::string& host, int port, const std::string& request);
 
+// A command run to its end (a client binary such as sparrowctl): exit code (-1 when it did not
+// exit normally) and its stdout and stderr together.
+struct CommandResult {
+  int exit_code = -1;
+  std::string out;
+};
+CommandResult RunCommand(const std::string& shell_command);
+
 }  // namespace sparrow::testing

@@ -1,0 +1,306 @@
+// TLS of a real sparrowd child process on loopback, with a certificate made in the test the way
+// `sparrowctl cert` makes one: HTTPS (TLS 1.2+ only, plain HTTP to the port answered with a 400
+// that says so), gRPC over TLS for sparrowctl with --ca (and the advice it prints without it or
+// with another certificate), the start-up rules (non-loopback needs TLS or --allow-insecure; bad
+// certificate files stop the server with a message naming them).
+#include <gtest/gtest.h>
+#include <openssl/ssl.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+
+#include <boost/asio/connect.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl.hpp>
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "clients/sparrowctl/self_signed_cert.h"
+#include "tests/util/sparrowd_process.h"
+#include "tests/util/test_paths.h"
+
+namespace sparrow {
+namespace {
+
+namespace asio = boost::asio;
+namespace ssl = boost::asio::ssl;
+using json = nlohmann::json;
+using testing::RawExchange;
+using testing::SparrowdProcess;
+using testing::StatusOf;
+
+constexpr const char* kAdminKey = "tls-admin-key-0123456789abcdef";
+
+struct Files {
+  std::string dir;
+  Files() {
+    char tmpl[] = "/tmp/sparrow_tls_XXXXXX";
+    dir = mkdtemp(tmpl);
+    MakeCert("sparrow");
+    MakeCert("other");  // a certificate the server does not have: clients must not trust it
+  }
+  ~Files() { std::system(("rm -rf " + dir).c_str()); }
+  std::string Path(const std::string& name) const { return dir + "/" + name; }
+  void Write(const std::string& name, const std::string& text) const {
+    std::ofstream(Path(name)) << text;
+    chmod(Path(name).c_str(), 0600);
+  }
+  void MakeCert(const std::string& stem) const {
+    ctl::CertPem pem;
+    std::string error;
+    ASSERT_TRUE(ctl::MakeSelfSignedCert({}, &pem, &error)) << error;
+    Write(stem + ".crt", pem.certificate);
+    Write(stem + ".key", pem.private_key);
+  }
+};
+
+std::unique_ptr<SparrowdProcess> StartTls(const Files& f) {
+  SparrowdProcess::Options o;
+  o.args = {"--model",     testing::ModelPath("stories260K.gguf"),
+            "--port",      "0",
+            "--grpc-port", "0",
+            "--threads",   "1",
+            "--admin-key", kAdminKey,
+            "--tls-cert",  f.Path("sparrow.crt"),
+            "--tls-key",   f.Path("sparrow.key")};
+  std::string error;
+  auto p = SparrowdProcess::Start(SparrowdProcess::Binary(SPARROWD), o, &error);
+  EXPECT_NE(p, nullptr) << error;
+  return p;
+}
+
+struct HttpsReply {
+  std::string raw;    // the whole response, as read until the server closed
+  std::string error;  // why the TLS connection failed ("" when it did not)
+};
+
+// One request over TLS, trusting only `ca_file` and checking that the certificate names `name`.
+HttpsReply Https(int port, const std::string& ca_file, const std::string& request,
+                 const std::string& name = "localhost", int max_version = 0) {
+  HttpsReply r;
+  asio::io_context io;
+  ssl::context ctx(ssl::context::tls_client);
+  if (max_version != 0) SSL_CTX_set_max_proto_version(ctx.native_handle(), max_version);
+  boost::system::error_code ec;
+  ctx.load_verify_file(ca_file, ec);
+  if (ec) {
+    r.error = "load_verify_file: " + ec.message();
+    return r;
+  }
+  ctx.set_verify_mode(ssl::verify_peer);
+  ssl::stream<asio::ip::tcp::socket> s(io, ctx);
+  s.set_verify_callback(ssl::rfc2818_verification(name));
+  SSL_set_tlsext_host_name(s.native_handle(), name.c_str());
+  s.next_layer().connect({asio::ip::make_address("127.0.0.1"), static_cast<uint16_t>(port)}, ec);
+  timeval tv{20, 0};
+  setsockopt(s.next_layer().native_handle(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  if (!ec) s.handshake(ssl::stream_base::client, ec);
+  if (ec) {
+    r.error = ec.message();
+    return r;
+  }
+  asio::write(s, asio::buffer(request), ec);
+  char buf[4096];
+  for (;;) {
+    const size_t n = s.read_some(asio::buffer(buf), ec);
+    r.raw.append(buf, n);
+    if (ec) break;
+  }
+  return r;
+}
+
+std::string Get(const std::string& path, const std::string& key = "") {
+  std::string r = "GET " + path + " HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n";
+  if (!key.empty()) r += "Authorization: Bearer " + key + "\r\n";
+  return r + "\r\n";
+}
+
+json BodyOf(const std::string& raw) {
+  const size_t at = raw.find("\r\n\r\n");
+  return json::parse(at == std::string::npos ? "" : raw.substr(at + 4), nullptr, false);
+}
+
+using CtlRun = testing::CommandResult;
+
+CtlRun Ctl(const std::string& args) {
+  return testing::RunCommand(std::string(SPARROWCTL) + " " + args);
+}
+
+TEST(SparrowdTlsTest, HttpsServesAndPlainHttpIsToldToUseHttps) {
+  Files f;
+  auto p = StartTls(f);
+  ASSERT_NE(p, nullptr);
+  const int port = p->http_port();
+  EXPECT_NE(p->Stdout().find("HTTP listening on https://"), std::string::npos) << p->Stdout();
+
+  const HttpsReply health = Https(port, f.Path("sparrow.crt"), Get("/health"));
+  ASSERT_EQ(health.error, "");
+  EXPECT_EQ(StatusOf(health.raw), 200) << health.raw;
+
+  // A generation, streamed, over TLS: the session's reads and writes all go through it.
+  const std::string body = R"({"prompt":"Once upon a time","max_tokens":12,"stream":true})";
+  const HttpsReply gen = Https(port, f.Path("sparrow.crt"),
+                               "POST /v1/completions HTTP/1.1\r\nHost: localhost\r\n"
+                               "Connection: close\r\nContent-Type: application/json\r\n"
+                               "Content-Length: " +
+                                   std::to_string(body.size()) + "\r\n\r\n" + body);
+  ASSERT_EQ(gen.error, "");
+  EXPECT_EQ(StatusOf(gen.raw), 200) << gen.raw;
+  EXPECT_NE(gen.raw.find("data: [DONE]"), std::string::npos) << gen.raw;
+
+  // The admin API over TLS, with its key.
+  const HttpsReply status = Https(port, f.Path("sparrow.crt"), Get("/admin/v1/status", kAdminKey));
+  ASSERT_EQ(status.error, "");
+  EXPECT_EQ(StatusOf(status.raw), 200) << status.raw;
+  EXPECT_EQ(BodyOf(status.raw)["model"]["id"], "stories260K");
+
+  // The certificate names 127.0.0.1 too, as a laptop dialling the address would check.
+  EXPECT_EQ(Https(port, f.Path("sparrow.crt"), Get("/health"), "127.0.0.1").error, "");
+
+  // Plain HTTP to the HTTPS port: a readable 400, not a silent close.
+  const std::string plain = RawExchange("127.0.0.1", port, Get("/health"));
+  EXPECT_EQ(StatusOf(plain), 400) << plain;
+  EXPECT_EQ(BodyOf(plain)["error"]["code"], "https_required") << plain;
+
+  // A client that trusts another certificate refuses the server, and the server counts it.
+  const HttpsReply untrusted = Https(port, f.Path("other.crt"), Get("/health"));
+  EXPECT_NE(untrusted.error, "");
+  EXPECT_EQ(untrusted.raw, "");
+
+  // TLS 1.1 and older are refused.
+  const HttpsReply old =
+      Https(port, f.Path("sparrow.crt"), Get("/health"), "localhost", TLS1_1_VERSION);
+  EXPECT_NE(old.error, "");
+
+  const HttpsReply metrics = Https(port, f.Path("sparrow.crt"), Get("/metrics"));
+  ASSERT_EQ(metrics.error, "");
+  const std::string name = "sparrow_http_tls_handshake_failures_total ";
+  const size_t at = metrics.raw.find("\n" + name);
+  ASSERT_NE(at, std::string::npos) << metrics.raw;
+  EXPECT_GE(std::stoi(metrics.raw.substr(at + 1 + name.size())), 3) << metrics.raw;
+}
+
+TEST(SparrowdTlsTest, SparrowctlPinsTheCertificateAndExplainsTlsFailures) {
+  Files f;
+  auto p = StartTls(f);
+  ASSERT_NE(p, nullptr);
+  EXPECT_NE(p->Stdout().find("(TLS)"), std::string::npos) << p->Stdout();
+  const std::string target = "--port " + std::to_string(p->grpc_port()) + " ";
+  setenv("SPARROW_ADMIN_KEY", kAdminKey, 1);
+
+  const CtlRun ok = Ctl(target + "--ca " + f.Path("sparrow.crt") + " --json status");
+  ASSERT_EQ(ok.exit_code, 0) << ok.out;
+  EXPECT_EQ(json::parse(ok.out, nullptr, false)["model"]["id"], "stories260K") << ok.out;
+  const CtlRun gen =
+      Ctl(target + "--ca " + f.Path("sparrow.crt") + " generate 'Once upon' --max-tokens 4");
+  EXPECT_EQ(gen.exit_code, 0) << gen.out;
+
+  // Another certificate: not trusted, and the advice names --ca.
+  const CtlRun wrong = Ctl(target + "--ca " + f.Path("other.crt") + " status");
+  EXPECT_EQ(wrong.exit_code, 1) << wrong.out;
+  EXPECT_NE(wrong.out.find("--ca"), std::string::npos) << wrong.out;
+
+  // No TLS at all against a TLS server: unreachable, with the hint to add --ca.
+  const CtlRun plain = Ctl(target + "--timeout-ms 3000 status");
+  EXPECT_EQ(plain.exit_code, 1) << plain.out;
+  EXPECT_NE(plain.out.find("add --ca"), std::string::npos) << plain.out;
+
+  // A --ca file that is not a certificate is a usage error, said before any connection.
+  const CtlRun bad = Ctl(target + "--ca " + f.Path("sparrow.key") + " status");
+  EXPECT_EQ(bad.exit_code, 2) << bad.out;
+  EXPECT_NE(bad.out.find("sparrow.key"), std::string::npos) << bad.out;
+  unsetenv("SPARROW_ADMIN_KEY");
+}
+
+TEST(SparrowdTlsTest, SparrowctlCertWritesAPairTheServerAccepts) {
+  Files f;
+  const CtlRun made = Ctl("cert --out " + f.dir + " --name device.local --ip 10.9.8.7");
+  ASSERT_EQ(made.exit_code, 0) << made.out;
+  struct stat st {};
+  ASSERT_EQ(stat(f.Path("sparrow.key").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);  // the private key is the owner's only
+  auto p = StartTls(f);                 // sparrow.crt/.key are now the ones sparrowctl wrote
+  ASSERT_NE(p, nullptr);
+  const HttpsReply r = Https(p->http_port(), f.Path("sparrow.crt"), Get("/health"), "device.local");
+  EXPECT_EQ(r.error, "");
+  EXPECT_EQ(StatusOf(r.raw), 200) << r.raw;
+  EXPECT_EQ(Https(p->http_port(), f.Path("sparrow.crt"), Get("/health"), "10.9.8.7").error, "");
+  // A name the certificate does not list fails the client's check.
+  EXPECT_NE(Https(p->http_port(), f.Path("sparrow.crt"), Get("/health"), "elsewhere.example").error,
+            "");
+
+  const CtlRun bad = Ctl("cert --out " + f.dir + " --ip 300.1.1.1");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.out.find("300.1.1.1"), std::string::npos) << bad.out;
+}
+
+// What a start that must fail printed ("" if it started after all).
+struct Refusal {
+  std::string err;
+};
+
+Refusal StartFails(std::vector<std::string> args) {
+  SparrowdProcess::Options o;
+  o.args = {"--model", testing::ModelPath("stories260K.gguf"), "--port", "0", "--grpc-port", "0"};
+  o.args.insert(o.args.end(), args.begin(), args.end());
+  std::string error;
+  auto p = SparrowdProcess::Start(SparrowdProcess::Binary(SPARROWD), o, &error);
+  Refusal r;
+  if (p != nullptr) return r;  // it started: the caller's expectation fails
+  r.err = error;
+  return r;
+}
+
+TEST(SparrowdTlsTest, OffLoopbackTheServerWantsTlsOrAnExplicitAllowInsecure) {
+  Files f;
+  const Refusal clear = StartFails({"--host", "0.0.0.0", "--api-key", "k"});
+  EXPECT_NE(clear.err.find("--allow-insecure"), std::string::npos) << clear.err;
+
+  // With the switch it starts, and says loudly what that means.
+  SparrowdProcess::Options o;
+  o.args = {"--model",         testing::ModelPath("stories260K.gguf"),
+            "--port",          "0",
+            "--host",          "0.0.0.0",
+            "--api-key",       "k",
+            "--grpc-port",     "-1",
+            "--allow-insecure"};
+  std::string error;
+  auto p = SparrowdProcess::Start(SparrowdProcess::Binary(SPARROWD), o, &error);
+  ASSERT_NE(p, nullptr) << error;
+  EXPECT_NE(p->Stdout().find("INSECURE"), std::string::npos) << p->Stdout();
+  p.reset();
+
+  // With TLS it starts without the switch.
+  o.args = {"--model",     testing::ModelPath("stories260K.gguf"),
+            "--port",      "0",
+            "--host",      "0.0.0.0",
+            "--api-key",   "k",
+            "--grpc-port", "-1",
+            "--tls-cert",  f.Path("sparrow.crt"),
+            "--tls-key",   f.Path("sparrow.key")};
+  p = SparrowdProcess::Start(SparrowdProcess::Binary(SPARROWD), o, &error);
+  ASSERT_NE(p, nullptr) << error;
+  EXPECT_EQ(p->Stdout().find("INSECURE"), std::string::npos) << p->Stdout();
+}
+
+TEST(SparrowdTlsTest, BadCertificateFilesStopTheStartNamingTheFile) {
+  Files f;
+  f.Write("junk.pem", "not a certificate\n");
+  const Refusal junk =
+      StartFails({"--tls-cert", f.Path("junk.pem"), "--tls-key", f.Path("sparrow.key")});
+  EXPECT_NE(junk.err.find("junk.pem"), std::string::npos) << junk.err;
+  const Refusal missing =
+      StartFails({"--tls-cert", f.Path("nope.crt"), "--tls-key", f.Path("sparrow.key")});
+  EXPECT_NE(missing.err.find("nope.crt"), std::string::npos) << missing.err;
+  // The key of another certificate.
+  const Refusal mismatch =
+      StartFails({"--tls-cert", f.Path("sparrow.crt"), "--tls-key", f.Path("other.key")});
+  EXPECT_NE(mismatch.err.find("is not the key of"), std::string::npos) << mismatch.err;
+  const Refusal half = StartFails({"--tls-cert", f.Path("sparrow.crt")});
+  EXPECT_NE(half.err.find("'tls_key'"), std::string::npos) << half.err;
+}
+
+}  // namespace
+}  // namespace sparrow
