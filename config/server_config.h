@@ -33,6 +33,7 @@ struct ServerConfig {
   int64_t allow_insecure = 0;
   // Model.
   std::string model = "../shared/models/stories260K.gguf";
+  std::string model_dir;      // .gguf files the admin API may reload; "" -> reload is off
   std::string model_id;       // "" -> the model file name without .gguf
   std::string chat_template;  // "" -> detect from the GGUF; or chatml, llama2, llama3, ...
   // Engine.

@@ -90,7 +90,11 @@ int main(int argc, char** argv) {
                                                                            : kExitStartup;
   }
   auto& ctx = **ctx_or;
-  for (const auto& w : ctx.tokenizer->warnings()) spdlog::warn(Msg(config, "tokenizer: " + w));
+  // Released once described below: a reload must be able to free it.
+  std::shared_ptr<sparrow::server::ServedModel> first = ctx.served();
+  for (const auto& w : first->tokenizer->warnings()) {
+    spdlog::warn(Msg(config, "tokenizer: " + w));
+  }
   auto admin = sparrow::server::AdminController::Start(ctx);
   if (!admin.ok()) {
     std::fprintf(stderr, "sparrowd: %s\n", admin.status().message().c_str());
@@ -107,11 +111,15 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "sparrowd: %s\n", http.status().message().c_str());
     return kExitStartup;
   }
-  spdlog::info(Msg(config, "model '" + ctx.model_id + "' from " + config.model + ", n_ctx " +
-                               std::to_string(ctx.n_ctx) + ", chat template " +
-                               (ctx.chat_template.size() < 16 && !ctx.chat_template.empty()
-                                    ? ctx.chat_template
+  spdlog::info(Msg(config, "model '" + first->model_id + "' from " + config.model + ", n_ctx " +
+                               std::to_string(first->n_ctx) + ", chat template " +
+                               (first->chat_template.size() < 16 && !first->chat_template.empty()
+                                    ? first->chat_template
                                     : std::string("auto"))));
+  first.reset();
+  if (!config.model_dir.empty()) {
+    spdlog::info(Msg(config, "admin reload may switch to the models in " + config.model_dir));
+  }
   const bool tls = !config.tls_cert.empty();
   if (tls) {
     spdlog::info(Msg(config, "TLS on for HTTP and gRPC with certificate " + config.tls_cert));
@@ -159,7 +167,7 @@ int main(int argc, char** argv) {
   std::thread grpc_stop;
   if (grpc) grpc_stop = std::thread([&] { grpc->Shutdown(deadline + kFlushMargin); });
 #endif
-  ctx.scheduler->Shutdown(deadline);
+  ctx.served()->scheduler->Shutdown(deadline);
   if (!(*http)->WaitForResponses(kFlushMargin)) {
     spdlog::warn(Msg(config, "some HTTP responses were not completely written before exit"));
   }

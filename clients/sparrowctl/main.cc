@@ -198,6 +198,10 @@ int main(int argc, char** argv) {
   auto* level = app.add_subcommand("log-level", "Set the server's log level");
   std::string level_value;
   level->add_option("level", level_value, "trace, debug, info, warn, error or off")->required();
+  auto* reload = app.add_subcommand("reload", "Switch to another model of the server's model_dir");
+  std::string reload_name;
+  reload->add_option("model", reload_name, "File name in model_dir (see: models)")->required();
+  app.add_subcommand("models", "The models reload can switch to");
   auto* watch = app.add_subcommand("watch", "Live view of the server (like top)");
   int count = 0;
   watch->add_option("--count", count, "Stop after this many events (0: until Ctrl-C)");
@@ -306,6 +310,33 @@ int main(int argc, char** argv) {
     adminpb::SetLogLevelResponse r;
     const grpc::Status st = c.admin().SetLogLevel(&ctx, req, &r);
     return st.ok() ? Print(r, json, "log level " + r.level() + "\n") : Fail(c, st);
+  }
+  if (cmd == "reload") {
+    grpc::ClientContext ctx;
+    c.Prepare(&ctx, true, /*with_deadline=*/false);  // loading a model takes its time
+    adminpb::ReloadRequest req;
+    req.set_model(reload_name);
+    adminpb::ReloadResponse r;
+    const grpc::Status st = c.admin().Reload(&ctx, req, &r);
+    return st.ok() ? Print(r, json,
+                           "now serving " + r.model().id() + " (" + r.model().file() + ", was " +
+                               r.previous() + ")\n")
+                   : Fail(c, st);
+  }
+  if (cmd == "models") {
+    grpc::ClientContext ctx;
+    c.Prepare(&ctx, true);
+    adminpb::ListModelsResponse r;
+    const grpc::Status st = c.admin().ListModels(&ctx, adminpb::ListModelsRequest(), &r);
+    if (!st.ok()) return Fail(c, st);
+    std::string human;
+    for (const auto& m : r.data()) {
+      char line[512];
+      std::snprintf(line, sizeof line, "%s %-40s %10.1f MiB\n", m.serving() ? "*" : " ",
+                    m.name().c_str(), static_cast<double>(m.bytes()) / (1 << 20));
+      human += line;
+    }
+    return Print(r, json, human.empty() ? "model_dir has no .gguf files\n" : human);
   }
   if (cmd == "watch") return Watch(c, json, count);
   if (cmd == "generate" || cmd == "chat") {

@@ -25,7 +25,7 @@ std::string ResultName(const Status& s) {
 
 Result<std::shared_ptr<AdminController>> AdminController::Start(ServerContext& ctx) {
   std::shared_ptr<AdminController> a(new AdminController(ctx));
-  a->model_ = DescribeModel(ctx);
+  a->model_ = DescribeModel(*ctx.served());
   SPARROW_ASSIGN_OR_RETURN(a->audit_, AuditLog::Open(ctx.config.audit_log, &ctx.metrics));
   a->thread_ = std::thread([p = a.get()] { p->Run(); });
   return a;
@@ -49,7 +49,7 @@ void AdminController::Run() {
   auto next = Clock::now();
   while (!stop_) {
     lock.unlock();
-    const int64_t generated = ctx_.scheduler->Stats().generated_tokens;
+    const int64_t generated = ctx_.served()->scheduler->Stats().generated_tokens;
     lock.lock();
     samples_.emplace_back(Clock::now(), generated);
     while (samples_.size() > kMaxSamples) samples_.pop_front();
@@ -64,8 +64,13 @@ void AdminController::Run() {
   }
 }
 
+ModelStatus AdminController::Model() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return model_;
+}
+
 ServerStatus AdminController::Snapshot() const {
-  ServerStatus s = CollectStatus(ctx_, model_);
+  ServerStatus s = CollectStatus(ctx_, Model());
   s.event_subscribers = static_cast<int64_t>(hub_.subscribers());
   std::lock_guard<std::mutex> lock(mu_);
   if (!samples_.empty()) {
@@ -128,6 +133,84 @@ Status AdminController::Resume(const AdminCaller& who) {
   if (was) spdlog::warn("admin: resumed: admitting generations again");
   Done(who, "resume", json::object(), Status::Ok());
   return Status::Ok();
+}
+
+Result<std::vector<ModelFile>> AdminController::Models() const {
+  if (ctx_.config.model_dir.empty()) {
+    return InvalidArgument(
+        "no model_dir is configured: start sparrowd with --model-dir DIR to "
+        "switch models");
+  }
+  return ListModelDir(ctx_.config.model_dir);
+}
+
+Result<std::string> AdminController::Reload(const AdminCaller& who, const std::string& name,
+                                            ReloadRefusal* refusal) {
+  const json args = {{"model", name}};
+  auto refuse = [&](Status s, std::string code) -> Result<std::string> {
+    refusal->status = s;
+    refusal->code = std::move(code);
+    Done(who, "reload", args, s);
+    return s;
+  };
+  if (ctx_.config.model_dir.empty()) {
+    return refuse(InvalidArgument("reload is off: sparrowd was started without --model-dir"),
+                  "reload_disabled");
+  }
+  std::unique_lock<std::mutex> one_at_a_time(reload_mu_, std::try_to_lock);
+  if (!one_at_a_time.owns_lock()) {
+    return refuse(Unavailable("another reload is in progress; retry when it is done"),
+                  "reload_in_progress");
+  }
+  auto file = ResolveModelName(ctx_.config.model_dir, name);
+  if (!file.ok()) {
+    return refuse(file.status(), file.status().code() == StatusCode::kNotFound
+                                     ? "model_not_found"
+                                     : "invalid_model_name");
+  }
+  // Loaded while the old model serves, so a file that fails leaves everything as it was. The
+  // sparsity settings (a profile) belong to the model the server started with.
+  spdlog::info("admin: reload: loading {}", file->path);
+  ServerConfig load_config = ctx_.config;
+  load_config.sparsity.assign(1, '0');  // (not = "0": GCC 12 misreports that as -Wrestrict)
+  load_config.profile.clear();
+  auto next = LoadServedModel(load_config, file->path, "");
+  if (!next.ok()) {
+    spdlog::warn("admin: reload of {} failed, the old model keeps serving: {}", file->name,
+                 next.status().message());
+    std::string context = "the old model keeps serving; loading '";
+    context.append(file->name).append("' failed");
+    return refuse(next.status().WithContext(context), "model_load_failed");
+  }
+  // Drain: running and queued requests finish on the old model, up to shutdown_timeout_ms.
+  const bool was_draining = ctx_.draining.exchange(true);
+  std::shared_ptr<ServedModel> old = ctx_.served();
+  const auto deadline = Clock::now() + std::chrono::milliseconds(ctx_.config.shutdown_timeout_ms);
+  for (;;) {
+    const SchedulerStats st = old->scheduler->Stats();
+    if (st.running == 0 && st.waiting == 0) break;
+    if (Clock::now() >= deadline) {
+      for (const auto& r : ctx_.requests.List(false)) ctx_.requests.Cancel(r.id);
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  const ModelStatus described = DescribeModel(**next);
+  ctx_.SwapServed(std::move(*next));
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    model_ = described;
+    samples_.clear();  // the new scheduler counts from zero
+  }
+  if (!was_draining) ctx_.draining.store(false);
+  const std::string previous = old->model_id;
+  // Requests still on the old model (cancelled ones writing their last bytes) hold it; it goes
+  // when they do.
+  old.reset();
+  spdlog::warn("admin: reload: now serving '{}' from {} (was '{}')", described.id, file->path,
+               previous);
+  Done(who, "reload", args, Status::Ok());
+  return previous;
 }
 
 Status AdminController::SetLogLevel(const AdminCaller& who, const std::string& level) {

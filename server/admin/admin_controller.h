@@ -18,6 +18,7 @@
 #include "server/admin/audit_log.h"
 #include "server/admin/event_hub.h"
 #include "server/admin/server_status.h"
+#include "server/core/model_dir.h"
 #include "server/core/server_context.h"
 
 namespace sparrow::server {
@@ -40,6 +41,23 @@ class AdminController {
   // finish. Idempotent.
   Status Drain(const AdminCaller& who);
   Status Resume(const AdminCaller& who);
+  // What a reload that did not happen returns: the status and a machine-readable code
+  // (reload_disabled, reload_in_progress, invalid_model_name, model_not_found,
+  // model_load_failed).
+  struct ReloadRefusal {
+    Status status;
+    std::string code;
+  };
+  // Switches the server to the model `name` in model_dir: loads it while the old one serves,
+  // then drains (running requests get up to shutdown_timeout_ms, then are cancelled), swaps and
+  // admits again. A model that fails to load leaves the old one serving and returns the
+  // loader's error. One reload at a time. Returns the previous model's id, or the refusal.
+  Result<std::string> Reload(const AdminCaller& who, const std::string& name,
+                             ReloadRefusal* refusal);
+  // The models reload can switch to (the .gguf files of model_dir).
+  Result<std::vector<ModelFile>> Models() const;
+  ModelStatus Model() const;
+
   // trace, debug, info, warn, error, off. InvalidArgument naming the value otherwise.
   Status SetLogLevel(const AdminCaller& who, const std::string& level);
   // An admin call that was refused before it ran (bad body, unknown route): audited only.
@@ -62,7 +80,8 @@ class AdminController {
 
   ServerContext& ctx_;
   std::unique_ptr<AuditLog> audit_;
-  ModelStatus model_;  // described once at start
+  ModelStatus model_;     // described at start and at each reload; guarded by mu_
+  std::mutex reload_mu_;  // held by the one reload in progress
   EventHub hub_;
 
   // Generated-token counts once a second, newest last, for tokens/s over 10 s and 60 s.

@@ -28,15 +28,15 @@ int64_t ProcessRssBytes() {
   return static_cast<int64_t>(pages_resident) * sysconf(_SC_PAGESIZE);
 }
 
-ModelStatus DescribeModel(const ServerContext& ctx) {
+ModelStatus DescribeModel(const ServedModel& served) {
   ModelStatus m;
-  const GgufFile& f = ctx.model->file();
-  m.id = ctx.model_id;
+  const GgufFile& f = served.model->file();
+  m.id = served.model_id;
   m.file = f.path().substr(f.path().find_last_of('/') + 1);
   m.file_bytes = static_cast<int64_t>(f.file_size());
-  const ArchSpec* arch = ctx.model->config().arch;
+  const ArchSpec* arch = served.model->config().arch;
   m.architecture = arch ? std::string(arch->name) : "";
-  m.n_ctx = ctx.n_ctx;
+  m.n_ctx = served.n_ctx;
   for (const auto& t : f.tensors()) ++m.tensor_types[std::string(TensorTypeName(t.type))];
   return m;
 }
@@ -47,10 +47,11 @@ ServerStatus CollectStatus(const ServerContext& ctx, const ModelStatus& model) {
   s.model = model;
   s.uptime_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - ctx.started).count();
-  s.threads = ctx.pool ? ctx.pool->size() : 0;
+  const std::shared_ptr<ServedModel> served = ctx.served();
+  s.threads = served->pool ? served->pool->size() : 0;
   s.log_level = std::string(spdlog::level::to_string_view(spdlog::get_level()).data(),
                             spdlog::level::to_string_view(spdlog::get_level()).size());
-  const SchedulerStats st = ctx.scheduler->Stats();
+  const SchedulerStats st = served->scheduler->Stats();
   s.running = st.running;
   s.waiting = st.waiting;
   s.draining = ctx.draining.load();
@@ -67,7 +68,7 @@ ServerStatus CollectStatus(const ServerContext& ctx, const ModelStatus& model) {
   s.kv_blocks_used = st.kv.used_blocks;
   s.kv_blocks_cached = st.kv.cached_blocks;
   s.kv_blocks_free = st.kv.free_blocks;
-  s.kv_block_size = ctx.scheduler->options().kv_block_size;
+  s.kv_block_size = served->scheduler->options().kv_block_size;
   s.prefix_hit_rate = st.kv.prefix_lookups > 0 ? static_cast<double>(st.kv.prefix_hits) /
                                                      static_cast<double>(st.kv.prefix_lookups)
                                                : 0.0;
@@ -97,18 +98,21 @@ json RequestJson(const RequestSnapshot& r, const Tokenizer* tokenizer_for_prompt
   return j;
 }
 
+json ModelStatusJson(const ModelStatus& m) {
+  return {{"id", m.id},
+          {"file", m.file},
+          {"file_bytes", m.file_bytes},
+          {"architecture", m.architecture},
+          {"n_ctx", m.n_ctx},
+          {"tensor_types", m.tensor_types}};
+}
+
 json StatusJson(const ServerStatus& s) {
   json requests = json::array();
   for (const auto& r : s.requests) requests.push_back(RequestJson(r, nullptr));
   return {
       {"version", s.version},
-      {"model",
-       {{"id", s.model.id},
-        {"file", s.model.file},
-        {"file_bytes", s.model.file_bytes},
-        {"architecture", s.model.architecture},
-        {"n_ctx", s.model.n_ctx},
-        {"tensor_types", s.model.tensor_types}}},
+      {"model", ModelStatusJson(s.model)},
       {"uptime_s", s.uptime_s},
       {"threads", s.threads},
       {"log_level", s.log_level},

@@ -49,12 +49,13 @@ struct ServerStatus {
 // The process's resident set size, from /proc/self/statm (0 where unavailable).
 int64_t ProcessRssBytes();
 
-// The served model; fixed for the life of a context, so callers describe it once.
-ModelStatus DescribeModel(const ServerContext& ctx);
+// The served model; fixed until a reload, so callers describe it once per model.
+ModelStatus DescribeModel(const ServedModel& served);
 // Everything but the throughput, which the caller measures over time (AdminController).
 ServerStatus CollectStatus(const ServerContext& ctx, const ModelStatus& model);
 
 nlohmann::json StatusJson(const ServerStatus& s);
+nlohmann::json ModelStatusJson(const ModelStatus& m);
 nlohmann::json RequestJson(const RequestSnapshot& r, const Tokenizer* tokenizer_for_prompt);
 
 }  // namespace sparrow::server

@@ -13,12 +13,12 @@ bool Fail(GenerationError* e, Status status, std::string param, std::string code
 }
 
 // The prompt as token ids; false with `*error` filled when it cannot be made.
-bool Tokens(const ServerContext& ctx, const GenerationSpec& spec, std::vector<int32_t>* out,
+bool Tokens(const ServedModel& m, const GenerationSpec& spec, std::vector<int32_t>* out,
             GenerationError* error) {
-  const Tokenizer& tok = *ctx.tokenizer;
+  const Tokenizer& tok = *m.tokenizer;
   switch (spec.kind) {
     case PromptKind::kChat: {
-      auto rendered = RenderChatTemplate(spec.messages, ctx.chat_template, true);
+      auto rendered = RenderChatTemplate(spec.messages, m.chat_template, true);
       if (!rendered.ok()) return Fail(error, rendered.status(), spec.fields.messages);
       // The template's markers are control tokens; what clients wrote is text (no forged turns).
       *out = tok.TokenizeTemplated(rendered->text, /*add_special=*/true, rendered->content);
@@ -46,16 +46,16 @@ bool Tokens(const ServerContext& ctx, const GenerationSpec& spec, std::vector<in
 
 }  // namespace
 
-bool ResolveGeneration(const ServerContext& ctx, const GenerationSpec& spec,
-                       ResolvedGeneration* out, GenerationError* error) {
+bool ResolveGeneration(const ServedModel& m, const GenerationSpec& spec, ResolvedGeneration* out,
+                       GenerationError* error) {
   const GenerationSpec::FieldNames& f = spec.fields;
-  if (!spec.model.empty() && spec.model != ctx.model_id) {
+  if (!spec.model.empty() && spec.model != m.model_id) {
     return Fail(error,
                 NotFound("The model '" + spec.model + "' does not exist; this server serves '" +
-                         ctx.model_id + "'"),
+                         m.model_id + "'"),
                 f.model, "model_not_found");
   }
-  if (!Tokens(ctx, spec, &out->prompt, error)) return false;
+  if (!Tokens(m, spec, &out->prompt, error)) return false;
   const std::string& prompt_field = spec.kind == PromptKind::kChat ? f.messages : f.prompt;
   if (out->prompt.empty()) {
     return Fail(error, InvalidArgument("'" + prompt_field + "' gives an empty prompt"),
@@ -63,17 +63,17 @@ bool ResolveGeneration(const ServerContext& ctx, const GenerationSpec& spec,
   }
 
   const int64_t n_prompt = static_cast<int64_t>(out->prompt.size());
-  const int64_t room = ctx.n_ctx - n_prompt;
+  const int64_t room = m.n_ctx - n_prompt;
   if (spec.max_tokens && *spec.max_tokens < 1) {
     return Fail(error,
                 InvalidArgument("'" + f.max_tokens + "' is " + std::to_string(*spec.max_tokens) +
                                 "; it must be at least 1"),
                 f.max_tokens);
   }
-  if (spec.max_tokens && n_prompt + *spec.max_tokens > ctx.n_ctx) {
+  if (spec.max_tokens && n_prompt + *spec.max_tokens > m.n_ctx) {
     return Fail(error,
                 InvalidArgument("This model's maximum context length is " +
-                                std::to_string(ctx.n_ctx) + " tokens. However, you requested " +
+                                std::to_string(m.n_ctx) + " tokens. However, you requested " +
                                 std::to_string(n_prompt + *spec.max_tokens) + " tokens (" +
                                 std::to_string(n_prompt) + " in the prompt, " +
                                 std::to_string(*spec.max_tokens) + " for the completion)."),
@@ -82,7 +82,7 @@ bool ResolveGeneration(const ServerContext& ctx, const GenerationSpec& spec,
   if (room < 1) {
     return Fail(
         error,
-        InvalidArgument("This model's maximum context length is " + std::to_string(ctx.n_ctx) +
+        InvalidArgument("This model's maximum context length is " + std::to_string(m.n_ctx) +
                         " tokens. However, the prompt has " + std::to_string(n_prompt) +
                         " tokens, leaving no room for the completion."),
         prompt_field, "context_length_exceeded");
@@ -123,7 +123,7 @@ bool ResolveGeneration(const ServerContext& ctx, const GenerationSpec& spec,
   return true;
 }
 
-Status SubmitGeneration(ServerContext& ctx, const ResolvedGeneration& g,
+Status SubmitGeneration(const ServerContext& ctx, ServedModel& m, const ResolvedGeneration& g,
                         const std::vector<std::shared_ptr<RequestSink>>& sinks) {
   if (ctx.draining.load()) {
     return Unavailable("the server is draining (an operator stopped admissions); retry later");
@@ -141,7 +141,7 @@ Status SubmitGeneration(ServerContext& ctx, const ResolvedGeneration& g,
     r.sink = sinks[i];
     group.push_back(std::move(r));
   }
-  return ctx.scheduler->SubmitGroup(std::move(group));
+  return m.scheduler->SubmitGroup(std::move(group));
 }
 
 }  // namespace sparrow::server

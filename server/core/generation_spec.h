@@ -4,7 +4,7 @@
 // template, tokenizes (client text never becomes control tokens), checks the context, fills
 // the defaults and validates; SubmitGeneration builds the scheduler requests around the
 // frontend's sinks. HTTP and gRPC therefore accept, default and refuse the same requests.
-// Pure functions over a ServerContext; thread-safe.
+// Pure functions over the served model; thread-safe.
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -67,13 +67,14 @@ struct ResolvedGeneration {
 };
 
 // Either fills `*out` and returns true, or fills `*error`.
-bool ResolveGeneration(const ServerContext& ctx, const GenerationSpec& spec,
+bool ResolveGeneration(const ServedModel& model, const GenerationSpec& spec,
                        ResolvedGeneration* out, GenerationError* error);
 
-// Submits the n choices as one group (the prompt is computed once), `sinks[i]` receiving
-// choice i; choices after the first get distinct seeds. The scheduler's refusal (queue full,
-// shutting down) comes back as its Status; no sink is called then.
-Status SubmitGeneration(ServerContext& ctx, const ResolvedGeneration& g,
+// Submits the n choices as one group to `model`'s scheduler (the prompt is computed once),
+// `sinks[i]` receiving choice i; choices after the first get distinct seeds. The scheduler's
+// refusal (queue full, shutting down) and the server's drain come back as a Status; no sink is
+// called then. The caller keeps `model` alive until the sinks are done.
+Status SubmitGeneration(const ServerContext& ctx, ServedModel& model, const ResolvedGeneration& g,
                         const std::vector<std::shared_ptr<RequestSink>>& sinks);
 
 }  // namespace sparrow::server

@@ -1,9 +1,5 @@
 #include "server/core/server_context.h"
 
-#include <algorithm>
-#include <cstdlib>
-#include <thread>
-
 namespace sparrow::server {
 
 std::string JoinHostPort(const std::string& host, int port) {
@@ -11,83 +7,13 @@ std::string JoinHostPort(const std::string& host, int port) {
   return (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
 }
 
-std::string ModelIdFromPath(const std::string& path) {
-  std::string name = path.substr(path.find_last_of('/') + 1);
-  if (name.size() > 5 && name.ends_with(".gguf")) name.resize(name.size() - 5);
-  return name;
-}
-
-Result<std::shared_ptr<const SparsePlan>> MakeSparsePlanFromConfig(const ServerConfig& config,
-                                                                   const Model& model,
-                                                                   kernels::ThreadPool* pool) {
-  SparsityOptions o;
-  const std::string& s = config.sparsity;
-  char* end = nullptr;
-  o.sparsity = std::strtod(s.c_str(), &end);
-  if (s.empty() || end != s.c_str() + s.size() || !(o.sparsity >= 0 && o.sparsity < 1)) {
-    return InvalidArgument("config: 'sparsity' must be a number in [0, 1), got '" + s + "'");
-  }
-  if (config.sparsity_method == "cats") {
-    o.method = ThresholdMethod::kCats;
-  } else if (config.sparsity_method == "teal-down") {
-    o.method = ThresholdMethod::kTealDown;
-  } else if (config.sparsity_method == "predictor") {
-    o.method = ThresholdMethod::kPredictor;
-  } else {
-    return InvalidArgument("config: 'sparsity_method' must be cats, teal-down or predictor, got '" +
-                           config.sparsity_method + "'");
-  }
-  o.profile_path = config.profile;
-  auto plan = MakeSparsePlan(model, o, pool);
-  if (!plan.ok()) return plan.status().WithContext("config: sparsity");
-  return plan;
-}
-
 Result<std::unique_ptr<ServerContext>> CreateServerContext(const ServerConfig& config) {
   auto ctx = std::make_unique<ServerContext>();
   ctx->config = config;
   SPARROW_ASSIGN_OR_RETURN(ctx->auth, Authenticator::FromConfig(config, &ctx->metrics));
-  SPARROW_ASSIGN_OR_RETURN(ctx->model, Model::Load(config.model));
-  SPARROW_ASSIGN_OR_RETURN(ctx->tokenizer, LoadTokenizer(ctx->model->file()));
-  ctx->model_id = config.model_id.empty() ? ModelIdFromPath(config.model) : config.model_id;
-
-  if (!config.chat_template.empty()) {
-    ctx->chat_template = config.chat_template;
-  } else {
-    auto jinja = ctx->model->file().GetString("tokenizer.chat_template");
-    if (jinja.ok()) ctx->chat_template = std::string(*jinja);
-  }
-
-  const int64_t n_ctx_train = ctx->model->config().n_ctx_train;
-  ctx->n_ctx = config.n_ctx > 0 ? config.n_ctx : n_ctx_train;
-  if (ctx->n_ctx <= 0) ctx->n_ctx = 2048;
-  if (n_ctx_train > 0 && ctx->n_ctx > n_ctx_train) {
-    return InvalidArgument("config: 'n_ctx' is " + std::to_string(config.n_ctx) +
-                           " but the model '" + config.model + "' was trained for " +
-                           std::to_string(n_ctx_train) + " positions");
-  }
-
-  const int threads = config.threads > 0
-                          ? static_cast<int>(config.threads)
-                          : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  ctx->pool = std::make_unique<kernels::ThreadPool>(threads);
-
-  SchedulerOptions opts;
-  opts.n_ctx = ctx->n_ctx;
-  opts.kv_block_size = config.kv_block_size;
-  opts.kv_blocks = config.kv_blocks;
-  opts.max_running = config.max_running;
-  opts.max_queue = config.max_queue;
-  opts.step_token_budget = config.step_token_budget;
-  opts.step_time_target_ms = static_cast<double>(config.step_time_target_ms);
-  const Tokenizer* tok = ctx->tokenizer.get();
-  opts.is_eog = [tok](int32_t id) { return tok->IsEog(id); };
-  SPARROW_ASSIGN_OR_RETURN(ctx->sparse_plan,
-                           MakeSparsePlanFromConfig(config, *ctx->model, ctx->pool.get()));
-  opts.make_ffn = [plan = ctx->sparse_plan](const Model& m, kernels::ThreadPool* pool) {
-    return MakeFeedForward(m, plan, pool);
-  };
-  ctx->scheduler = std::make_unique<Scheduler>(*ctx->model, ctx->pool.get(), opts);
+  auto served = LoadServedModel(config, config.model, config.model_id);
+  if (!served.ok()) return served.status();
+  ctx->SwapServed(std::move(*served));
   return ctx;
 }
 

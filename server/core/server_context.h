@@ -1,23 +1,21 @@
 #pragma once
-// ServerContext: everything one sparrowd process serves with: the model, its tokenizer, the
-// compute pool, the scheduler, the configuration and the metrics. Frontends (HTTP, gRPC) share
-// one context and reach the engine only through `scheduler`.
+// ServerContext: everything one sparrowd process serves with: the model being served (with its
+// tokenizer and scheduler, swapped as a whole by the admin API's reload), the configuration,
+// the metrics, the keys and the request registry. Frontends (HTTP, gRPC) share one context and
+// reach the engine only through the served model's scheduler.
 // Thread-safe to use from many threads (every member is); build and destroy on one thread.
 #include <atomic>
 #include <chrono>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "config/server_config.h"
 #include "engine/common/result.h"
-#include "engine/kernels/thread_pool.h"
-#include "engine/model/model.h"
-#include "engine/sched/scheduler.h"
-#include "engine/sparse/sparse_plan.h"
-#include "engine/tokenizer/tokenizer.h"
 #include "server/core/auth.h"
 #include "server/core/metrics.h"
 #include "server/core/request_registry.h"
+#include "server/core/served_model.h"
 
 namespace sparrow::server {
 
@@ -25,15 +23,6 @@ class AdminController;
 
 struct ServerContext {
   ServerConfig config;
-  std::string model_id;       // what clients name in "model"
-  std::string chat_template;  // a template family name or the GGUF Jinja text
-  int64_t n_ctx = 0;          // positions one request may use (prompt + output)
-  // Declaration order is destruction order in reverse: the scheduler goes first, while the
-  // model, pool and metrics its sinks use are still alive.
-  std::unique_ptr<Model> model;
-  std::unique_ptr<Tokenizer> tokenizer;
-  std::unique_ptr<kernels::ThreadPool> pool;
-  std::shared_ptr<const SparsePlan> sparse_plan;  // null: dense
   Metrics metrics;
   std::unique_ptr<Authenticator> auth;
   RequestRegistry requests;
@@ -41,7 +30,26 @@ struct ServerContext {
   // running and queued ones finish.
   std::atomic<bool> draining{false};
   std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
-  std::unique_ptr<Scheduler> scheduler;
+
+  // The model new requests go to. A request keeps the one it got for its whole life.
+  std::shared_ptr<ServedModel> served() const {
+    std::lock_guard<std::mutex> lock(served_mu_);
+    return served_;
+  }
+  // Makes `next` the model new requests get; returns the one it replaces.
+  std::shared_ptr<ServedModel> SwapServed(std::shared_ptr<ServedModel> next) {
+    std::lock_guard<std::mutex> lock(served_mu_);
+    std::swap(served_, next);
+    return next;
+  }
+
+ private:
+  // Declared before `admin` and after `metrics`: destroyed after the admin API's thread is gone
+  // and before the metrics its sinks count into.
+  mutable std::mutex served_mu_;
+  std::shared_ptr<ServedModel> served_;  // guarded by served_mu_
+
+ public:
   // The admin API (server/admin), set by whoever serves it; null: not served. Goes first on
   // destruction: its status thread reads the rest.
   std::shared_ptr<AdminController> admin;
@@ -51,15 +59,7 @@ struct ServerContext {
 // file or the setting at fault.
 Result<std::unique_ptr<ServerContext>> CreateServerContext(const ServerConfig& config);
 
-// The sparse plan the config asks for (keys sparsity, profile, sparsity_method); null for dense.
-Result<std::shared_ptr<const SparsePlan>> MakeSparsePlanFromConfig(const ServerConfig& config,
-                                                                   const Model& model,
-                                                                   kernels::ThreadPool* pool);
-
 // "host:port", with an IPv6 address in brackets ("[::1]:8080") as URLs and gRPC want it.
 std::string JoinHostPort(const std::string& host, int port);
-
-// The model id for a model path: its file name without ".gguf".
-std::string ModelIdFromPath(const std::string& path);
 
 }  // namespace sparrow::server

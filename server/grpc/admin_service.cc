@@ -3,6 +3,7 @@
 #include <google/protobuf/util/json_util.h>
 
 #include <mutex>
+#include <thread>
 
 #include "server/admin/admin_controller.h"
 #include "server/grpc/grpc_auth.h"
@@ -147,6 +148,10 @@ class FailedWatch final : public grpc::ServerWriteReactor<adminpb::Event> {
 }  // namespace
 
 bool StatusFromJson(const std::string& text, adminpb::ServerStatus* out, std::string* error) {
+  return ProtoFromJson(text, out, error);
+}
+
+bool ProtoFromJson(const std::string& text, google::protobuf::Message* out, std::string* error) {
   google::protobuf::util::JsonParseOptions opts;
   opts.ignore_unknown_fields = false;
   const auto st = google::protobuf::util::JsonStringToMessage(text, out, opts);
@@ -199,9 +204,10 @@ grpc::ServerUnaryReactor* AdminService::ListRequests(grpc::CallbackServerContext
   AdminCaller who;
   if (auto* r = Check(context, "ListRequests", &who)) return r;
   const bool with_prompt = request->include_prompt();
+  const std::shared_ptr<ServedModel> served = ctx_.served();
   const auto list = with_prompt ? ctx_.admin->RequestsWithPrompts(who) : ctx_.admin->Requests();
   for (const auto& req : list) {
-    FillRequest(req, with_prompt ? ctx_.tokenizer.get() : nullptr, response->add_data());
+    FillRequest(req, with_prompt ? served->tokenizer.get() : nullptr, response->add_data());
   }
   return Done(context, grpc::Status::OK);
 }
@@ -246,6 +252,58 @@ grpc::ServerUnaryReactor* AdminService::SetLogLevel(grpc::CallbackServerContext*
   const Status s = ctx_.admin->SetLogLevel(who, request->level());
   if (!s.ok()) return Done(context, ToGrpcStatus(s));
   response->set_level(request->level());
+  return Done(context, grpc::Status::OK);
+}
+
+grpc::ServerUnaryReactor* AdminService::Reload(grpc::CallbackServerContext* context,
+                                               const adminpb::ReloadRequest* request,
+                                               adminpb::ReloadResponse* response) {
+  AdminCaller who;
+  if (auto* r = Check(context, "Reload", &who)) return r;
+  // Loading takes seconds: on a thread of its own, finishing the call from there, so gRPC's
+  // callback threads keep serving.
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  std::thread([this, reactor, controller = ctx_.admin, who, name = request->model(), response] {
+    AdminController::ReloadRefusal refusal;
+    auto result = controller->Reload(who, name, &refusal);
+    grpc::Status status = grpc::Status::OK;
+    std::string error;
+    if (!result.ok()) {
+      status = ToGrpcStatus(refusal.status);
+      if (refusal.code == "reload_disabled" || refusal.code == "model_load_failed") {
+        status = grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, refusal.status.message());
+      } else if (refusal.code == "reload_in_progress") {
+        status = grpc::Status(grpc::StatusCode::ABORTED, refusal.status.message());
+      }
+    } else if (!ProtoFromJson(ModelStatusJson(controller->Model()).dump(),
+                              response->mutable_model(), &error)) {
+      status = grpc::Status(grpc::StatusCode::INTERNAL, "model status: " + error);
+    } else {
+      response->set_previous(*result);
+    }
+    ctx_.metrics.RecordResponse("grpc", GrpcCodeName(status.error_code()));
+    reactor->Finish(status);
+  }).detach();
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* AdminService::ListModels(grpc::CallbackServerContext* context,
+                                                   const adminpb::ListModelsRequest*,
+                                                   adminpb::ListModelsResponse* response) {
+  AdminCaller who;
+  if (auto* r = Check(context, "ListModels", &who)) return r;
+  auto models = ctx_.admin->Models();
+  if (!models.ok()) {
+    return Done(context,
+                grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, models.status().message()));
+  }
+  const std::string serving = ctx_.admin->Model().file;
+  for (const auto& m : *models) {
+    adminpb::ModelFile* f = response->add_data();
+    f->set_name(m.name);
+    f->set_bytes(m.bytes);
+    f->set_serving(m.name == serving);
+  }
   return Done(context, grpc::Status::OK);
 }
 

@@ -34,6 +34,12 @@ class AdminService final : public adminpb::Admin::CallbackService {
   grpc::ServerUnaryReactor* SetLogLevel(grpc::CallbackServerContext* context,
                                         const adminpb::SetLogLevelRequest* request,
                                         adminpb::SetLogLevelResponse* response) override;
+  grpc::ServerUnaryReactor* Reload(grpc::CallbackServerContext* context,
+                                   const adminpb::ReloadRequest* request,
+                                   adminpb::ReloadResponse* response) override;
+  grpc::ServerUnaryReactor* ListModels(grpc::CallbackServerContext* context,
+                                       const adminpb::ListModelsRequest* request,
+                                       adminpb::ListModelsResponse* response) override;
   grpc::ServerWriteReactor<adminpb::Event>* WatchEvents(
       grpc::CallbackServerContext* context, const adminpb::WatchEventsRequest* request) override;
 
@@ -49,5 +55,7 @@ class AdminService final : public adminpb::Admin::CallbackService {
 
 // The status JSON (server_status.h) as the proto; false if a field does not fit (a bug).
 bool StatusFromJson(const std::string& json, adminpb::ServerStatus* out, std::string* error);
+// Any message from JSON with the same field names, strictly (unknown fields fail).
+bool ProtoFromJson(const std::string& json, google::protobuf::Message* out, std::string* error);
 
 }  // namespace sparrow::server

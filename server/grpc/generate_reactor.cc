@@ -64,6 +64,9 @@ void LogCall(const ServerContext& ctx, const grpc::Status& status, const FinishI
 // What the gRPC threads and the scheduler thread share. The sink's on_ready holds it by
 // shared_ptr, so a late callback after OnDone finds `reactor` null instead of a dead object.
 struct GenerateReactor::Shared {
+  // The model the request runs on, kept while the sink (which uses its tokenizer) lives: first,
+  // so it is destroyed last.
+  std::shared_ptr<ServedModel> served;
   std::mutex mu;
   GenerateReactor* reactor = nullptr;  // null once gRPC is done with the RPC
   std::shared_ptr<StreamingSink> sink;
@@ -156,9 +159,11 @@ void GenerateReactor::Shared::Pump() {
 GenerateReactor::GenerateReactor(ServerContext& ctx, std::shared_ptr<Shared> shared)
     : ctx_(ctx), shared_(std::move(shared)) {}
 
-GenerateReactor* GenerateReactor::Start(ServerContext& ctx, const ResolvedGeneration& generation,
+GenerateReactor* GenerateReactor::Start(ServerContext& ctx, std::shared_ptr<ServedModel> served,
+                                        const ResolvedGeneration& generation,
                                         ActiveRequest origin) {
   auto shared = std::make_shared<Shared>();
+  shared->served = std::move(served);
   auto* reactor = new GenerateReactor(ctx, shared);
   shared->reactor = reactor;
   shared->logprobs = generation.logprobs;
@@ -167,12 +172,12 @@ GenerateReactor* GenerateReactor::Start(ServerContext& ctx, const ResolvedGenera
   sink_opts.stop = generation.stop;
   sink_opts.logprobs = true;  // the per-token records carry the ids each message reports
   std::weak_ptr<Shared> weak = shared;
-  shared->sink =
-      std::make_shared<StreamingSink>(*ctx.tokenizer, std::move(sink_opts), &ctx.metrics, [weak] {
-        if (auto s = weak.lock()) s->Pump();
-      });
+  shared->sink = std::make_shared<StreamingSink>(*shared->served->tokenizer, std::move(sink_opts),
+                                                 &ctx.metrics, [weak] {
+                                                   if (auto s = weak.lock()) s->Pump();
+                                                 });
 
-  Status st = SubmitGeneration(ctx, generation, {shared->sink});
+  Status st = SubmitGeneration(ctx, *shared->served, generation, {shared->sink});
   if (!st.ok()) {
     const grpc::Status status = ToGrpcStatus(st);
     ctx.metrics.RecordResponse("grpc", GrpcCodeName(status.error_code()));
@@ -223,10 +228,15 @@ void GenerateReactor::OnCancel() {
 
 void GenerateReactor::OnDone() {
   RequestRegistry::Ticket ticket;
+  // Let go of the model here, on gRPC's thread: were the sink's callback (on the scheduler's
+  // step thread) the last holder of a model a reload replaced, its scheduler would be destroyed
+  // by its own thread. The scheduler goes before the tokenizer the sink uses.
+  std::shared_ptr<ServedModel> served;
   {
     std::lock_guard<std::mutex> lock(shared_->mu);
     shared_->reactor = nullptr;
     ticket = std::move(shared_->ticket);
+    served = std::move(shared_->served);
   }
   delete this;
 }

@@ -20,11 +20,12 @@ namespace sparrow::server {
 
 class GenerateReactor final : public grpc::ServerWriteReactor<v1::GenerateResponse> {
  public:
-  // Submits the request; when the scheduler refuses it (queue full, too long) the RPC finishes
-  // at once with that status. Owned by gRPC until OnDone. While it runs the request is listed
-  // in ctx.requests; `origin` gives its route, client and key.
-  static GenerateReactor* Start(ServerContext& ctx, const ResolvedGeneration& generation,
-                                ActiveRequest origin = {});
+  // Submits the request to `served` (resolved against it), which the reactor keeps until the
+  // end; when the scheduler refuses it (queue full, too long) the RPC finishes at once with that
+  // status. Owned by gRPC until OnDone. While it runs the request is listed in ctx.requests;
+  // `origin` gives its route, client and key.
+  static GenerateReactor* Start(ServerContext& ctx, std::shared_ptr<ServedModel> served,
+                                const ResolvedGeneration& generation, ActiveRequest origin = {});
   // An RPC that fails before anything was submitted (validation, auth).
   static grpc::ServerWriteReactor<v1::GenerateResponse>* Fail(ServerContext& ctx,
                                                               const grpc::Status& status);

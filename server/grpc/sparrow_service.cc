@@ -59,10 +59,11 @@ grpc::ServerWriteReactor<v1::GenerateResponse>* SparrowService::Resolve(const Ge
                                                                         ActiveRequest origin) {
   ResolvedGeneration g;
   GenerationError error;
-  if (!ResolveGeneration(ctx_, spec, &g, &error)) {
+  std::shared_ptr<ServedModel> served = ctx_.served();
+  if (!ResolveGeneration(*served, spec, &g, &error)) {
     return GenerateReactor::Fail(ctx_, ToGrpcStatus(error.status));
   }
-  return GenerateReactor::Start(ctx_, g, std::move(origin));
+  return GenerateReactor::Start(ctx_, std::move(served), g, std::move(origin));
 }
 
 grpc::ServerUnaryReactor* SparrowService::Tokenize(grpc::CallbackServerContext* context,
@@ -70,10 +71,11 @@ grpc::ServerUnaryReactor* SparrowService::Tokenize(grpc::CallbackServerContext* 
                                                    v1::TokenizeResponse* response) {
   grpc::Status auth = Authorize(ctx_, *context, AuthScope::kApiKey, "Tokenize", nullptr);
   if (!auth.ok()) return Done(context, auth);
-  Status st = CheckModel(request->model(), ctx_.model_id);
+  const std::shared_ptr<ServedModel> served = ctx_.served();
+  Status st = CheckModel(request->model(), served->model_id);
   if (!st.ok()) return Done(context, ToGrpcStatus(st));
   const bool add_special = request->has_add_special() ? request->add_special() : true;
-  const Tokenizer& tok = *ctx_.tokenizer;
+  const Tokenizer& tok = *served->tokenizer;
   for (int32_t id : tok.Tokenize(request->text(), add_special, request->parse_special())) {
     response->add_tokens(id);
     response->add_pieces(std::string(tok.piece(id, /*special=*/true)));
@@ -86,9 +88,10 @@ grpc::ServerUnaryReactor* SparrowService::Detokenize(grpc::CallbackServerContext
                                                      v1::DetokenizeResponse* response) {
   grpc::Status auth = Authorize(ctx_, *context, AuthScope::kApiKey, "Detokenize", nullptr);
   if (!auth.ok()) return Done(context, auth);
-  Status st = CheckModel(request->model(), ctx_.model_id);
+  const std::shared_ptr<ServedModel> served = ctx_.served();
+  Status st = CheckModel(request->model(), served->model_id);
   if (!st.ok()) return Done(context, ToGrpcStatus(st));
-  const Tokenizer& tok = *ctx_.tokenizer;
+  const Tokenizer& tok = *served->tokenizer;
   st = CheckTokenIds(request->tokens(), tok.n_vocab(), "tokens");
   if (!st.ok()) return Done(context, ToGrpcStatus(st));
   const std::vector<int32_t> ids(request->tokens().begin(), request->tokens().end());
@@ -105,18 +108,19 @@ grpc::ServerUnaryReactor* SparrowService::ListModels(grpc::CallbackServerContext
                                                      v1::ListModelsResponse* response) {
   grpc::Status auth = Authorize(ctx_, *context, AuthScope::kApiKey, "ListModels", nullptr);
   if (!auth.ok()) return Done(context, auth);
-  const ModelConfig& mc = ctx_.model->config();
+  const std::shared_ptr<ServedModel> served = ctx_.served();
+  const ModelConfig& mc = served->model->config();
   v1::ModelInfo* info = response->add_models();
-  info->set_id(ctx_.model_id);
+  info->set_id(served->model_id);
   if (mc.arch != nullptr) info->set_architecture(std::string(mc.arch->name));
-  info->set_n_vocab(ctx_.tokenizer->n_vocab());
-  info->set_n_ctx(ctx_.n_ctx);
+  info->set_n_vocab(served->tokenizer->n_vocab());
+  info->set_n_ctx(served->n_ctx);
   int64_t n_params = 0;
-  for (const GgufTensorInfo& t : ctx_.model->file().tensors()) {
+  for (const GgufTensorInfo& t : served->model->file().tensors()) {
     n_params += static_cast<int64_t>(t.n_elements);
   }
   info->set_n_params(n_params);
-  info->set_path(ctx_.config.model.substr(ctx_.config.model.find_last_of('/') + 1));
+  info->set_path(served->path.substr(served->path.find_last_of('/') + 1));
   return Done(context, grpc::Status::OK);
 }
 

@@ -1,6 +1,9 @@
 #include "server/http/admin_routes.h"
 
+#include <atomic>
 #include <boost/asio/this_coro.hpp>
+#include <optional>
+#include <thread>
 
 #include "server/admin/admin_controller.h"
 #include "server/http/http_status.h"
@@ -69,8 +72,9 @@ asio::awaitable<bool> ListRequests(HttpExchange& ex) {
   const bool with_prompt = p == "1" || p == "true";
   const auto list = with_prompt ? admin->RequestsWithPrompts(Caller(ex)) : admin->Requests();
   json data = json::array();
+  const std::shared_ptr<ServedModel> served = ex.ctx.served();
   for (const auto& r : list) {
-    data.push_back(RequestJson(r, with_prompt ? ex.ctx.tokenizer.get() : nullptr));
+    data.push_back(RequestJson(r, with_prompt ? served->tokenizer.get() : nullptr));
   }
   const json body = {{"object", "list"}, {"data", data}};
   co_return co_await Reply(ex, JsonResponse(ex.req, http::status::ok, body));
@@ -127,6 +131,65 @@ asio::awaitable<bool> SetLogLevel(HttpExchange& ex) {
   co_return co_await Reply(ex, JsonResponse(ex.req, http::status::ok, body));
 }
 
+// POST /admin/v1/reload {"model": NAME}: switch to another model of model_dir.
+asio::awaitable<bool> Reload(HttpExchange& ex) {
+  AdminController* admin = Controller(ex);
+  if (!admin) co_return co_await Reply(ex, NotServing(ex));
+  const json in = json::parse(ex.req.body(), nullptr, /*allow_exceptions=*/false);
+  if (!in.is_object() || !in.contains("model") || !in["model"].is_string()) {
+    const std::string why = "the body must be a JSON object {\"model\": \"NAME.gguf\"}";
+    admin->RecordRefused(Caller(ex), "reload", why);
+    co_return co_await Reply(
+        ex, ErrorResponse(ex.req, http::status::bad_request, why, "model", "invalid_body"));
+  }
+  // Loading takes seconds: on a thread of its own, so this connection's strand and the other
+  // connections on the io thread keep going.
+  struct Job {
+    AdminController::ReloadRefusal refusal;
+    std::optional<Result<std::string>> result;
+    std::atomic<bool> done{false};
+  };
+  auto job = std::make_shared<Job>();
+  auto wakeup = std::make_shared<Wakeup>(co_await asio::this_coro::executor);
+  std::thread([controller = ex.ctx.admin, who = Caller(ex), name = in["model"].get<std::string>(),
+               job, wakeup] {
+    job->result = controller->Reload(who, name, &job->refusal);
+    job->done.store(true);
+    wakeup->Notify();
+  }).detach();
+  while (!job->done.load()) co_await wakeup->Wait(std::chrono::milliseconds(250));
+  const Result<std::string>& result = *job->result;
+  const AdminController::ReloadRefusal& refusal = job->refusal;
+  if (!result.ok()) {
+    http::status status = HttpStatusFor(refusal.status.code());
+    if (refusal.code == "reload_disabled") status = http::status::forbidden;
+    if (refusal.code == "reload_in_progress") status = http::status::conflict;
+    if (refusal.code == "model_load_failed") status = http::status::unprocessable_entity;
+    co_return co_await Reply(
+        ex, ErrorResponse(ex.req, status, refusal.status.message(), "model", refusal.code));
+  }
+  const json body = {{"model", ModelStatusJson(admin->Model())}, {"previous", *result}};
+  co_return co_await Reply(ex, JsonResponse(ex.req, http::status::ok, body));
+}
+
+// GET /admin/v1/models: the models reload can switch to.
+asio::awaitable<bool> Models(HttpExchange& ex) {
+  AdminController* admin = Controller(ex);
+  if (!admin) co_return co_await Reply(ex, NotServing(ex));
+  auto models = admin->Models();
+  if (!models.ok()) {
+    co_return co_await Reply(ex, ErrorResponse(ex.req, http::status::forbidden,
+                                               models.status().message(), "", "reload_disabled"));
+  }
+  const std::string serving = admin->Model().file;
+  json data = json::array();
+  for (const auto& m : *models) {
+    data.push_back({{"name", m.name}, {"bytes", m.bytes}, {"serving", m.name == serving}});
+  }
+  const json body = {{"object", "list"}, {"data", data}};
+  co_return co_await Reply(ex, JsonResponse(ex.req, http::status::ok, body));
+}
+
 // SSE: "event: status" every second and "event: action" per admin action, until the client
 // leaves or the server shuts down.
 asio::awaitable<bool> Events(HttpExchange& ex) {
@@ -174,6 +237,8 @@ void AddAdminRoutes(HttpRouter& r) {
   r.Add({http::verb::post, "/admin/v1/drain", AuthScope::kAdmin, Drain});
   r.Add({http::verb::post, "/admin/v1/resume", AuthScope::kAdmin, Resume});
   r.Add({http::verb::put, "/admin/v1/log-level", AuthScope::kAdmin, SetLogLevel});
+  r.Add({http::verb::post, "/admin/v1/reload", AuthScope::kAdmin, Reload});
+  r.Add({http::verb::get, "/admin/v1/models", AuthScope::kAdmin, Models});
   r.Add({http::verb::get, "/admin/v1/events", AuthScope::kAdmin, Events});
 }
 

@@ -23,6 +23,9 @@ constexpr int kClientClosedRequest = 499;
 
 // The n generations of one HTTP request.
 struct Job {
+  // The model it runs on, kept until the sinks (which use its tokenizer) are gone: first, so it
+  // is destroyed last.
+  std::shared_ptr<ServedModel> served;
   PreparedGeneration prep;
   ResponseMeta meta;
   std::shared_ptr<Wakeup> wakeup;
@@ -47,10 +50,10 @@ bool SubmitAll(HttpExchange& ex, const GenerationLimits& limits, Job* job, HttpR
     so.max_pending_chunks = limits.max_pending_chunks;
     so.max_pending_bytes = std::max<size_t>(1, limits.max_buffered_bytes / g.n);
     auto wakeup = job->wakeup;
-    sinks.push_back(std::make_shared<StreamingSink>(*ctx.tokenizer, so, &ctx.metrics,
+    sinks.push_back(std::make_shared<StreamingSink>(*job->served->tokenizer, so, &ctx.metrics,
                                                     [wakeup] { wakeup->Notify(); }));
   }
-  Status s = SubmitGeneration(ctx, g, {sinks.begin(), sinks.end()});
+  Status s = SubmitGeneration(ctx, *job->served, g, {sinks.begin(), sinks.end()});
   if (!s.ok()) {
     const bool full = s.code() == StatusCode::kResourceExhausted;
     const bool draining = s.code() == StatusCode::kUnavailable;
@@ -86,7 +89,7 @@ void NoteUsage(const Job& job, RequestLog* log) {
   }
 }
 
-asio::awaitable<bool> Collect(HttpStream& stream, const HttpRequest& req, ServerContext& ctx,
+asio::awaitable<bool> Collect(HttpStream& stream, const HttpRequest& req,
                               const GenerationLimits& limits, Job& job, RequestLog* log) {
   std::vector<ChoiceResult> results(job.sinks.size());
   auto next_check = std::chrono::steady_clock::now() + kPoll;
@@ -126,9 +129,9 @@ asio::awaitable<bool> Collect(HttpStream& stream, const HttpRequest& req, Server
     results[i].finish_reason = job.sinks[i]->finish_reason();
     if (!job.prep.echo_text.empty()) results[i].text = job.prep.echo_text + results[i].text;
   }
-  json body =
-      FullResponse(job.meta, results, job.prep.gen.logprobs, job.prep.gen.top_logprobs,
-                   *ctx.tokenizer, log->prompt_tokens, log->completion_tokens, log->cached_tokens);
+  json body = FullResponse(job.meta, results, job.prep.gen.logprobs, job.prep.gen.top_logprobs,
+                           *job.served->tokenizer, log->prompt_tokens, log->completion_tokens,
+                           log->cached_tokens);
   HttpResponse res = JsonResponse(req, http::status::ok, body);
   res.set("X-Request-Id", job.ticket.id());
   co_return co_await WriteResponse(stream, std::move(res), log, limits.write_timeout);
@@ -140,7 +143,7 @@ asio::awaitable<bool> WriteEvent(HttpStream& stream, const std::string& payload,
   co_return co_await WriteEventBytes(stream, "data: " + payload + "\n\n", chunked, timeout);
 }
 
-asio::awaitable<bool> Stream(HttpStream& stream, const HttpRequest& req, ServerContext& ctx,
+asio::awaitable<bool> Stream(HttpStream& stream, const HttpRequest& req,
                              const GenerationLimits& limits, Job& job, RequestLog* log) {
   const bool chunked = req.version() >= 11;
   if (!co_await StartEventStream(stream, req, job.ticket.id(), log, limits.write_timeout)) {
@@ -178,7 +181,7 @@ asio::awaitable<bool> Stream(HttpStream& stream, const HttpRequest& req, ServerC
       for (const auto& c : chunks) {
         const json lp = job.prep.gen.logprobs
                             ? LogprobsJson(job.meta.chat, c.tokens, job.prep.gen.top_logprobs,
-                                           *ctx.tokenizer, offsets[i])
+                                           *job.served->tokenizer, offsets[i])
                             : null_lp;
         offsets[i] += c.text.size();
         if (!co_await WriteEvent(
@@ -230,22 +233,23 @@ asio::awaitable<bool> HandleGeneration(HttpExchange& ex, bool chat,
   ServerContext& ctx = ex.ctx;
   RequestLog* log = ex.log;
   Job job;
+  job.served = ctx.served();
   GenerationError err;
-  if (!PrepareGeneration(ctx, chat, req.body(), &job.prep, &err)) {
+  if (!PrepareGeneration(*job.served, chat, req.body(), &job.prep, &err)) {
     co_return co_await WriteResponse(stream,
                                      ErrorResponse(req, HttpStatusFor(err.status.code()),
                                                    err.status.message(), err.param, err.code),
                                      log, limits.write_timeout);
   }
   log->stream = job.prep.stream;
-  log->model = ctx.model_id;
-  job.meta = MakeResponseMeta(chat, ctx.model_id);
+  log->model = job.served->model_id;
+  job.meta = MakeResponseMeta(chat, job.served->model_id);
   job.wakeup = std::make_shared<Wakeup>(co_await asio::this_coro::executor);
   HttpResponse error;
   if (!SubmitAll(ex, limits, &job, &error))
     co_return co_await WriteResponse(stream, std::move(error), log, limits.write_timeout);
-  if (job.prep.stream) co_return co_await Stream(stream, req, ctx, limits, job, log);
-  co_return co_await Collect(stream, req, ctx, limits, job, log);
+  if (job.prep.stream) co_return co_await Stream(stream, req, limits, job, log);
+  co_return co_await Collect(stream, req, limits, job, log);
 }
 
 }  // namespace sparrow::server

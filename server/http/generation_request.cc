@@ -36,7 +36,7 @@ void FillSampling(const openai::GenerationFields& g, GenerationSpec* spec,
 
 }  // namespace
 
-bool PrepareGeneration(const ServerContext& ctx, bool chat, const std::string& body,
+bool PrepareGeneration(const ServedModel& model, bool chat, const std::string& body,
                        PreparedGeneration* out, GenerationError* error) {
   std::string param;
   auto parsed = openai::ParseRequestBody(body, &param);
@@ -66,11 +66,12 @@ bool PrepareGeneration(const ServerContext& ctx, bool chat, const std::string& b
       spec.text = r->prompt;
     }
     if (r->echo) {
-      out->echo_text =
-          r->prompt_tokens.empty() ? r->prompt : ctx.tokenizer->Detokenize(r->prompt_tokens, true);
+      out->echo_text = r->prompt_tokens.empty()
+                           ? r->prompt
+                           : model.tokenizer->Detokenize(r->prompt_tokens, true);
     }
   }
-  return ResolveGeneration(ctx, spec, &out->gen, error);
+  return ResolveGeneration(model, spec, &out->gen, error);
 }
 
 }  // namespace sparrow::server

@@ -19,7 +19,7 @@ struct PreparedGeneration {
 };
 
 // Either `*out` is filled (returns true) or `*error` is.
-bool PrepareGeneration(const ServerContext& ctx, bool chat, const std::string& body,
+bool PrepareGeneration(const ServedModel& model, bool chat, const std::string& body,
                        PreparedGeneration* out, GenerationError* error);
 
 }  // namespace sparrow::server

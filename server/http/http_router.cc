@@ -20,19 +20,20 @@ asio::awaitable<bool> Reply(HttpExchange& ex, HttpResponse res) {
   co_return co_await WriteResponse(ex.stream, std::move(res), ex.log, ex.opts.write_timeout);
 }
 
-json ModelJson(const ServerContext& ctx) {
-  return json{{"id", ctx.model_id},
+json ModelJson(const ServedModel& m) {
+  return json{{"id", m.model_id},
               {"object", "model"},
               {"created", 0},
               {"owned_by", "sparrow"},
-              {"context_length", ctx.n_ctx}};
+              {"context_length", m.n_ctx}};
 }
 
 // (JSON bodies are built before co_await: GCC 12 cannot compile a braced list inside one.)
 // Draining answers 503 so that a load balancer or supervisor stops sending new work.
 asio::awaitable<bool> Health(HttpExchange& ex) {
   const bool draining = ex.ctx.draining.load();
-  const json body = {{"status", draining ? "draining" : "ok"}, {"model", ex.ctx.model_id}};
+  const json body = {{"status", draining ? "draining" : "ok"},
+                     {"model", ex.ctx.served()->model_id}};
   co_return co_await Reply(
       ex,
       JsonResponse(ex.req, draining ? http::status::service_unavailable : http::status::ok, body));
@@ -42,24 +43,25 @@ asio::awaitable<bool> MetricsPage(HttpExchange& ex) {
   HttpResponse res(http::status::ok, ex.req.version());
   res.set(http::field::content_type, "text/plain; version=0.0.4");
   res.keep_alive(ex.req.keep_alive());
-  res.body() = ex.ctx.metrics.Render(ex.ctx.scheduler->Stats());
+  res.body() = ex.ctx.metrics.Render(ex.ctx.served()->scheduler->Stats());
   res.prepare_payload();
   co_return co_await Reply(ex, std::move(res));
 }
 
 asio::awaitable<bool> ListModels(HttpExchange& ex) {
-  const json body = {{"object", "list"}, {"data", json::array({ModelJson(ex.ctx)})}};
+  const json body = {{"object", "list"}, {"data", json::array({ModelJson(*ex.ctx.served())})}};
   co_return co_await Reply(ex, JsonResponse(ex.req, http::status::ok, body));
 }
 
 asio::awaitable<bool> GetModel(HttpExchange& ex) {
   const std::string_view id = ex.path.substr(std::string_view("/v1/models/").size());
-  if (id != ex.ctx.model_id) {
+  const std::shared_ptr<ServedModel> served = ex.ctx.served();
+  if (id != served->model_id) {
     co_return co_await Reply(ex, ErrorResponse(ex.req, http::status::not_found,
                                                "The model '" + std::string(id) + "' does not exist",
                                                "model", "model_not_found"));
   }
-  co_return co_await Reply(ex, JsonResponse(ex.req, http::status::ok, ModelJson(ex.ctx)));
+  co_return co_await Reply(ex, JsonResponse(ex.req, http::status::ok, ModelJson(*served)));
 }
 
 HttpHandler Generation(bool chat) {

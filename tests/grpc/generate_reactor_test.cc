@@ -18,7 +18,7 @@ v1::GenerateRequest LongRequest(const server::ServerContext& ctx) {
   req.set_prompt("Once upon a time");
   req.mutable_options()->mutable_sampling()->set_temperature(1.0f);
   req.mutable_options()->mutable_sampling()->set_seed(7);
-  req.mutable_options()->set_max_tokens(ctx.n_ctx - 8);
+  req.mutable_options()->set_max_tokens(ctx.served()->n_ctx - 8);
   return req;
 }
 
@@ -41,13 +41,13 @@ TEST(GenerateReactorTest, ClientCancelFreesKvBlocks) {
     ASSERT_TRUE(status.ok() || status.error_code() == grpc::StatusCode::CANCELLED)
         << status.error_message();
     ASSERT_TRUE(WaitForIdle(server->ctx()));
-    EXPECT_EQ(server->ctx().scheduler->Stats().kv.used_blocks, 0);
-    cancelled = server->ctx().scheduler->Stats().requests_cancelled >= 1;
+    EXPECT_EQ(server->ctx().served()->scheduler->Stats().kv.used_blocks, 0);
+    cancelled = server->ctx().served()->scheduler->Stats().requests_cancelled >= 1;
   }
   EXPECT_TRUE(cancelled);
-  EXPECT_GE(server->ctx().scheduler->Stats().requests_cancelled, 1);
+  EXPECT_GE(server->ctx().served()->scheduler->Stats().requests_cancelled, 1);
   // Counted in /metrics, by the scheduler's finish reason and by the gRPC status.
-  const std::string m = server->ctx().metrics.Render(server->ctx().scheduler->Stats());
+  const std::string m = server->ctx().metrics.Render(server->ctx().served()->scheduler->Stats());
   EXPECT_NE(m.find("sparrow_requests_total{status=\"cancelled\"} "), std::string::npos) << m;
   EXPECT_NE(m.find("sparrow_responses_total{frontend=\"grpc\",code=\"CANCELLED\"} "),
             std::string::npos)
@@ -99,7 +99,7 @@ TEST(GenerateReactorTest, ShutdownEndsOpenStreams) {
               status.error_code() == grpc::StatusCode::UNAVAILABLE)
       << status.error_code() << " " << status.error_message();
   EXPECT_TRUE(WaitForIdle(server->ctx()));
-  EXPECT_EQ(server->ctx().scheduler->Stats().kv.used_blocks, 0);
+  EXPECT_EQ(server->ctx().served()->scheduler->Stats().kv.used_blocks, 0);
 }
 
 }  // namespace

@@ -107,7 +107,7 @@ TEST(GrpcServerTest, ApiKeyIsRequiredWhenConfigured) {
   v1::GenerateResponse m;
   EXPECT_FALSE(reader->Read(&m));
   EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::UNAUTHENTICATED);
-  EXPECT_EQ(server->ctx().scheduler->Stats().requests_finished, 0);
+  EXPECT_EQ(server->ctx().served()->scheduler->Stats().requests_finished, 0);
 }
 
 TEST(GrpcServerTest, ShutdownIsIdempotent) {

@@ -165,7 +165,7 @@ TEST_F(SparrowServiceTest, MultiByteTextAndByteTokensCrossTheWire) {
   EXPECT_EQ(joined, " \xC3\xA9\xE4\xB8\x8A");  // SPM's leading space, then the bytes
   EXPECT_GT(tres.pieces_size(), 2);            // byte tokens: partial characters
 
-  const int32_t lead = server_->ctx().tokenizer->FindToken("<0xC3>");
+  const int32_t lead = server_->ctx().served()->tokenizer->FindToken("<0xC3>");
   ASSERT_GE(lead, 0);
   grpc::ClientContext c2;
   v1::DetokenizeRequest dreq;
@@ -192,7 +192,7 @@ TEST_F(SparrowServiceTest, ListModelsDescribesTheServedModel) {
   EXPECT_EQ(m.id(), "stories260K");
   EXPECT_EQ(m.architecture(), "llama");
   EXPECT_EQ(m.n_vocab(), 512);
-  EXPECT_EQ(m.n_ctx(), server_->ctx().n_ctx);
+  EXPECT_EQ(m.n_ctx(), server_->ctx().served()->n_ctx);
   EXPECT_GT(m.n_params(), 200000);
   EXPECT_EQ(m.path(), "stories260K.gguf");  // the file name only, never the server's directories
 }
@@ -230,7 +230,7 @@ TEST_F(SparrowServiceTest, InvalidRequestsNameTheField) {
 
   // A prompt longer than the context is refused by the scheduler, still INVALID_ARGUMENT.
   req = v1::GenerateRequest();
-  for (int64_t i = 0; i < server_->ctx().n_ctx + 10; ++i) req.add_prompt_tokens(300);
+  for (int64_t i = 0; i < server_->ctx().served()->n_ctx + 10; ++i) req.add_prompt_tokens(300);
   StreamResult r = Collect(server_->stub(), req);
   EXPECT_EQ(r.status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
 

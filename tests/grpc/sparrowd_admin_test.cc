@@ -173,6 +173,8 @@ TEST(SparrowdAdminTest, EveryRouteAndRpcChecksTheAdminKey) {
                                      {"POST", "/admin/v1/drain", ""},
                                      {"POST", "/admin/v1/resume", ""},
                                      {"PUT", "/admin/v1/log-level", R"({"level":"info"})"},
+                                     {"GET", "/admin/v1/models", ""},
+                                     {"POST", "/admin/v1/reload", R"({"model":"x"})"},
                                      {"GET", "/admin/v1/nothing-here", ""}};
   for (const Route& r : routes) {
     SCOPED_TRACE(r.method + " " + r.path);
@@ -182,7 +184,10 @@ TEST(SparrowdAdminTest, EveryRouteAndRpcChecksTheAdminKey) {
     EXPECT_EQ(StatusOf(inference), 403);
     EXPECT_EQ(BodyOf(inference)["error"]["code"], "insufficient_scope");
     const int ok = StatusOf(Call(port, r.method, r.path, kAdminKey, r.body));
-    const int want = r.path.ends_with("req-999") || r.path.ends_with("nothing-here") ? 404 : 200;
+    // Without --model-dir the model routes answer 403 reload_disabled past the key check.
+    const int want = r.path.ends_with("req-999") || r.path.ends_with("nothing-here") ? 404
+                     : r.path.ends_with("models") || r.path.ends_with("reload")      ? 403
+                                                                                     : 200;
     EXPECT_EQ(ok, want);
   }
   // The admin key is good for inference too; the inference key for nothing admin.
@@ -333,6 +338,130 @@ TEST(SparrowdAdminTest, DrainLetsStreamsFinishAndRefusesNewWorkUntilResume) {
   EXPECT_EQ(BodyOf(Call(port, "POST", "/admin/v1/resume", kAdminKey))["draining"], false);
   EXPECT_EQ(StatusOf(RawExchange("127.0.0.1", port, Completion(5, false))), 200);
   EXPECT_EQ(StatusOf(Call(port, "GET", "/health", "")), 200);
+}
+
+// A model_dir with two real models (symlinks, as an operator would make them), a file that
+// is not a model, and something that is not a .gguf at all.
+void MakeModelDir(const Files& f) {
+  const std::string dir = f.Path("models");
+  mkdir(dir.c_str(), 0700);
+  symlink(testing::ModelPath("stories260K.gguf").c_str(), (dir + "/stories260K.gguf").c_str());
+  symlink(testing::ModelPath("aidreams260K-q8_0.gguf").c_str(), (dir + "/aidreams.gguf").c_str());
+  f.Write("models/broken.gguf", "GGUF but not really a model");
+  f.Write("models/notes.txt", "not a model");
+  f.Write("secret.gguf", "outside model_dir");
+}
+
+std::string ReloadBody(const std::string& name) {
+  return json{{"model", name}}.dump();
+}
+
+TEST(SparrowdAdminTest, ReloadSwitchesModelsAfterStreamsFinishAndKeepsTheOldOneOnFailure) {
+  Files f;
+  MakeModelDir(f);
+  auto p = Start(f, {"--model-dir", f.Path("models"), "--max-running", "1"});
+  ASSERT_NE(p, nullptr);
+  const int port = p->http_port();
+
+  const json models = BodyOf(Call(port, "GET", "/admin/v1/models", kAdminKey));
+  ASSERT_EQ(models["data"].size(), 3u) << models.dump();  // the .gguf entries only
+  EXPECT_EQ(models["data"][0]["name"], "aidreams.gguf");
+  EXPECT_EQ(models["data"][2]["name"], "stories260K.gguf");
+  EXPECT_EQ(models["data"][2]["serving"], true);
+
+  // Names that reach outside model_dir, or nothing, are refused before anything is loaded.
+  for (const std::string bad :
+       {"../secret.gguf", "../secret", "/etc/passwd", "models/x.gguf", ".hidden.gguf", ""}) {
+    SCOPED_TRACE(bad);
+    const std::string r = Call(port, "POST", "/admin/v1/reload", kAdminKey, ReloadBody(bad));
+    EXPECT_EQ(StatusOf(r), 400) << r;
+    EXPECT_EQ(BodyOf(r)["error"]["code"], "invalid_model_name") << r;
+  }
+  const std::string missing =
+      Call(port, "POST", "/admin/v1/reload", kAdminKey, ReloadBody("nope.gguf"));
+  EXPECT_EQ(StatusOf(missing), 404) << missing;
+  EXPECT_EQ(BodyOf(missing)["error"]["code"], "model_not_found");
+  EXPECT_EQ(StatusOf(Call(port, "POST", "/admin/v1/reload", kAdminKey, "{\"model\": 5}")), 400);
+
+  // A file that does not load: the loader's error, and the old model keeps serving.
+  const std::string broken =
+      Call(port, "POST", "/admin/v1/reload", kAdminKey, ReloadBody("broken"));
+  EXPECT_EQ(StatusOf(broken), 422) << broken;
+  EXPECT_EQ(BodyOf(broken)["error"]["code"], "model_load_failed");
+  EXPECT_NE(BodyOf(broken)["error"]["message"].get<std::string>().find("broken.gguf"),
+            std::string::npos)
+      << broken;
+  const std::string still = RawExchange("127.0.0.1", port, Completion(4, false));
+  EXPECT_EQ(StatusOf(still), 200) << still;
+  EXPECT_EQ(BodyOf(still)["model"], "stories260K");
+  EXPECT_EQ(BodyOf(Call(port, "GET", "/health", ""))["status"], "ok");
+
+  // A stream in flight finishes on the old model; then the new one serves.
+  auto stream = std::async(std::launch::async,
+                           [&] { return RawExchange("127.0.0.1", port, Completion(600, true)); });
+  WaitForRequests(port, [](const json& d) { return d.size() == 1; });
+  const std::string reloaded =
+      Call(port, "POST", "/admin/v1/reload", kAdminKey, ReloadBody("aidreams.gguf"));
+  ASSERT_EQ(StatusOf(reloaded), 200) << reloaded;
+  EXPECT_EQ(BodyOf(reloaded)["model"]["id"], "aidreams");
+  EXPECT_EQ(BodyOf(reloaded)["previous"], "stories260K");
+  const std::string s = stream.get();
+  EXPECT_EQ(StatusOf(s), 200);
+  EXPECT_NE(s.find("\"finish_reason\":\"length\""), std::string::npos) << s.substr(0, 400);
+  EXPECT_NE(s.find("\"model\":\"stories260K\""), std::string::npos);
+
+  const std::string after = RawExchange("127.0.0.1", port, Completion(4, false));
+  EXPECT_EQ(StatusOf(after), 200) << after;
+  EXPECT_EQ(BodyOf(after)["model"], "aidreams");
+  EXPECT_EQ(BodyOf(Call(port, "GET", "/v1/models", kApiKey))["data"][0]["id"], "aidreams");
+  EXPECT_EQ(BodyOf(Call(port, "GET", "/admin/v1/status", kAdminKey))["model"]["file"],
+            "aidreams.gguf");
+  EXPECT_EQ(BodyOf(Call(port, "GET", "/admin/v1/status", kAdminKey))["draining"], false);
+
+  // Back over gRPC, and sparrowctl lists and switches too.
+  auto stub = AdminStub(p->grpc_port());
+  {
+    grpc::ClientContext c;
+    WithKey(&c, kAdminKey);
+    adminpb::ListModelsResponse r;
+    ASSERT_TRUE(stub->ListModels(&c, {}, &r).ok());
+    ASSERT_EQ(r.data_size(), 3);
+    EXPECT_TRUE(r.data(0).serving());
+  }
+  {
+    grpc::ClientContext c;
+    WithKey(&c, kAdminKey);
+    adminpb::ReloadRequest req;
+    req.set_model("../secret");
+    adminpb::ReloadResponse r;
+    EXPECT_EQ(stub->Reload(&c, req, &r).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  }
+  {
+    grpc::ClientContext c;
+    WithKey(&c, kAdminKey);
+    adminpb::ReloadRequest req;
+    req.set_model("broken.gguf");
+    adminpb::ReloadResponse r;
+    EXPECT_EQ(stub->Reload(&c, req, &r).error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  }
+  const CtlRun ctl = Ctl(p->grpc_port(), f.Path("admin.keys"), "--json reload stories260K");
+  ASSERT_EQ(ctl.exit_code, 0) << ctl.out;
+  const json out = json::parse(ctl.out, nullptr, false);
+  EXPECT_EQ(out["model"]["id"], "stories260K") << ctl.out;
+  EXPECT_EQ(out["previous"], "aidreams") << ctl.out;
+  const CtlRun listed = Ctl(p->grpc_port(), f.Path("admin.keys"), "models");
+  EXPECT_EQ(listed.exit_code, 0) << listed.out;
+  EXPECT_NE(listed.out.find("* stories260K.gguf"), std::string::npos) << listed.out;
+  EXPECT_EQ(BodyOf(RawExchange("127.0.0.1", port, Completion(4, false)))["model"], "stories260K");
+
+  // Every attempt is in the audit log, refusals included.
+  const std::string audit = f.Read("audit.jsonl");
+  size_t reloads = 0;
+  for (size_t at = audit.find("\"action\":\"reload\""); at != std::string::npos;
+       at = audit.find("\"action\":\"reload\"", at + 1)) {
+    ++reloads;
+  }
+  EXPECT_EQ(reloads, 6u + 1 + 1 + 1 + 1 + 2 + 1) << audit;
 }
 
 TEST(SparrowdAdminTest, ListsRequestsWithoutPromptsAndCancelsOneById) {

@@ -37,13 +37,13 @@ std::unique_ptr<TestServer> TestServer::Start(ServerConfig config) {
 TestServer::~TestServer() {
   // gRPC first: its calls cancel their scheduler requests and wait for them.
   if (server_) server_->Shutdown(std::chrono::milliseconds(2000));
-  if (ctx_) ctx_->scheduler->Shutdown(std::chrono::milliseconds(0));
+  if (ctx_) ctx_->served()->scheduler->Shutdown(std::chrono::milliseconds(0));
 }
 
 bool WaitForIdle(server::ServerContext& ctx) {
   const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   while (std::chrono::steady_clock::now() < until) {
-    const SchedulerStats s = ctx.scheduler->Stats();
+    const SchedulerStats s = ctx.served()->scheduler->Stats();
     if (s.kv.used_blocks == 0 && s.running == 0 && s.waiting == 0) return true;
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }

@@ -1,0 +1,49 @@
+#pragma once
+// ServedModel: one loaded model with everything that serves it: its tokenizer, chat template,
+// context length, sparse plan, compute pool and scheduler. A request holds the ServedModel it
+// started on (a shared_ptr) until its last token, so switching the server to another model
+// (the admin API's reload) never pulls a model, a tokenizer or a scheduler out from under a
+// request. Immutable once built; the scheduler inside is thread-safe.
+#include <memory>
+#include <string>
+
+#include "config/server_config.h"
+#include "engine/common/result.h"
+#include "engine/kernels/thread_pool.h"
+#include "engine/model/model.h"
+#include "engine/sched/scheduler.h"
+#include "engine/sparse/sparse_plan.h"
+#include "engine/tokenizer/tokenizer.h"
+
+namespace sparrow::server {
+
+struct ServedModel {
+  std::string model_id;       // what clients name in "model"
+  std::string path;           // the GGUF file
+  std::string chat_template;  // a template family name or the GGUF Jinja text
+  int64_t n_ctx = 0;          // positions one request may use (prompt + output)
+  // Declaration order is destruction order in reverse: the scheduler goes first, while the
+  // model, tokenizer and pool its step thread and sinks use are still alive.
+  std::unique_ptr<Model> model;
+  std::unique_ptr<Tokenizer> tokenizer;
+  std::unique_ptr<kernels::ThreadPool> pool;
+  std::shared_ptr<const SparsePlan> sparse_plan;  // null: dense
+  std::unique_ptr<Scheduler> scheduler;
+};
+
+// Loads the GGUF at `path` with the engine settings of `config` (threads, n_ctx, KV cache,
+// batching, sparsity) and starts its scheduler. `model_id` "" means the file name without
+// .gguf. Errors name the file or the setting at fault.
+Result<std::shared_ptr<ServedModel>> LoadServedModel(const ServerConfig& config,
+                                                     const std::string& path,
+                                                     const std::string& model_id);
+
+// The sparse plan the config asks for (keys sparsity, profile, sparsity_method); null for dense.
+Result<std::shared_ptr<const SparsePlan>> MakeSparsePlanFromConfig(const ServerConfig& config,
+                                                                   const Model& model,
+                                                                   kernels::ThreadPool* pool);
+
+// The model id for a model path: its file name without ".gguf".
+std::string ModelIdFromPath(const std::string& path);
+
+}  // namespace sparrow::server
