@@ -11,6 +11,7 @@ PACKAGES=(
   libboost-dev libyaml-cpp-dev                                             # HTTP (Beast), config
   libssl-dev openssl                                                       # TLS, certificates
   clang libclang-rt-14-dev   # libFuzzer and sanitizer runtimes for the fuzz target
+  chromium                   # the web dashboard's test drives it headless (playwright-core)
 )
 
 missing=()

@@ -1,6 +1,7 @@
 #include "server/http/http_router.h"
 
 #include "server/http/admin_routes.h"
+#include "server/http/dashboard_routes.h"
 #include "server/http/generation_handler.h"
 
 namespace sparrow::server {
@@ -11,7 +12,7 @@ using json = nlohmann::json;
 
 bool PathMatches(const HttpRoute& r, std::string_view path) {
   if (!r.path.empty() && r.path.back() == '/') {
-    return path.size() > r.path.size() && path.starts_with(r.path);
+    return path.size() >= r.path.size() && path.starts_with(r.path);
   }
   return path == r.path;
 }
@@ -151,6 +152,7 @@ HttpRouter MakeSparrowRouter() {
   r.Add({http::verb::post, "/v1/completions", AuthScope::kApiKey, Generation(false)});
   r.Add({http::verb::post, "/v1/chat/completions", AuthScope::kApiKey, Generation(true)});
   AddAdminRoutes(r);
+  AddDashboardRoutes(r);
   return r;
 }
 

@@ -7,11 +7,11 @@ export function arg(name, fallback) {
   return i >= 0 ? process.argv[i + 1] : fallback;
 }
 
-// Starts sparrowd with port 0 (and gRPC on port 0 when `grpc`), resolving with the ports it
-// prints once it listens.
-export function startServer(sparrowd, model, { grpc = false } = {}) {
+// Starts sparrowd with port 0 (and gRPC on port 0 when `grpc`), and any further `args`,
+// resolving with the ports it prints once it listens.
+export function startServer(sparrowd, model, { grpc = false, args = [] } = {}) {
   const child = spawn(sparrowd, ['--model', model, '--port', '0', '--grpc-port', grpc ? '0' : '-1',
-                                 '--threads', '1'], { stdio: ['ignore', 'pipe', 'pipe'] });
+                                 '--threads', '1', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
   let stderr = '';
   child.stderr.on('data', (d) => { stderr += d; });
   return new Promise((resolve, reject) => {
