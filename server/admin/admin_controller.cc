@@ -49,9 +49,12 @@ void AdminController::Run() {
   auto next = Clock::now();
   while (!stop_) {
     lock.unlock();
-    const int64_t generated = ctx_.served()->scheduler->Stats().generated_tokens;
+    const std::shared_ptr<ServedModel> served = ctx_.served();
+    const int64_t generated = served->scheduler->Stats().generated_tokens;
     lock.lock();
-    samples_.emplace_back(Clock::now(), generated);
+    // A count read just before a reload's swap belongs to the old scheduler: not a sample of
+    // the new one, which counts from zero.
+    if (served == ctx_.served()) samples_.emplace_back(Clock::now(), generated);
     while (samples_.size() > kMaxSamples) samples_.pop_front();
     if (hub_.subscribers() > 0) {
       lock.unlock();

@@ -48,6 +48,7 @@ asio::awaitable<bool> Serve(HttpExchange& ex) {
 
 void AddDashboardRoutes(HttpRouter& r) {
   r.Add({http::verb::get, "/dashboard", AuthScope::kOpen, Redirect});
+  r.Add({http::verb::get, "/dashboard/", AuthScope::kOpen, Serve, /*exact=*/true});
   r.Add({http::verb::get, "/dashboard/", AuthScope::kOpen, Serve});
 }
 

@@ -11,8 +11,8 @@ namespace asio = boost::asio;
 using json = nlohmann::json;
 
 bool PathMatches(const HttpRoute& r, std::string_view path) {
-  if (!r.path.empty() && r.path.back() == '/') {
-    return path.size() >= r.path.size() && path.starts_with(r.path);
+  if (!r.exact && !r.path.empty() && r.path.back() == '/') {
+    return path.size() > r.path.size() && path.starts_with(r.path);
   }
   return path == r.path;
 }

@@ -39,9 +39,10 @@ using HttpHandler = std::function<boost::asio::awaitable<bool>(HttpExchange&)>;
 
 struct HttpRoute {
   http::verb method;
-  std::string path;  // exact, or a prefix when it ends in '/'
+  std::string path;  // exact, or a prefix when it ends in '/' (then matching more after it)
   AuthScope scope;
   HttpHandler handler;
+  bool exact = false;  // a path ending in '/' that means itself (a directory's index page)
 };
 
 class HttpRouter {

@@ -24,6 +24,13 @@ TEST(HttpRouterTest, FindsRoutesAndTellsUnknownPathsFromWrongMethods) {
   ASSERT_NE(r.Find(http::verb::get, "/v1/models/stories260K").route, nullptr);
   EXPECT_EQ(r.Find(http::verb::get, "/v1/models/").error, http::status::not_found);
   EXPECT_EQ(r.Find(http::verb::get, "/health/x").error, http::status::not_found);
+  // Unless the route says it is exact: the dashboard's index and its files, all without a key.
+  for (const char* path : {"/dashboard", "/dashboard/", "/dashboard/dashboard.js"}) {
+    SCOPED_TRACE(path);
+    auto d = r.Find(http::verb::get, path);
+    ASSERT_NE(d.route, nullptr);
+    EXPECT_EQ(d.route->scope, AuthScope::kOpen);
+  }
 }
 
 TEST(HttpRouterTest, NewRoutesPlugInWithTheirScope) {
