@@ -47,7 +47,11 @@ async function client() {
       body: JSON.stringify({ prompt: 'Once upon a time', max_tokens: maxTokens, stream: true,
                              temperature: 0.8 }),
     });
-    await res.text();
+    const text = await res.text();
+    if (!res.ok) {
+      console.error(`a load request failed: ${res.status} ${text}`);
+      process.exit(1);
+    }
   }
 }
 
