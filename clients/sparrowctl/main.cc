@@ -10,9 +10,11 @@
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
+#include <nlohmann/json.hpp>
 #include <thread>
 
 #include "clients/sparrowctl/ctl_client.h"
+#include "clients/sparrowctl/ctl_config.h"
 #include "clients/sparrowctl/ctl_render.h"
 #include "clients/sparrowctl/self_signed_cert.h"
 #include "config/version.h"
@@ -46,6 +48,31 @@ bool WriteFile(const std::string& path, const std::string& text, bool secret, st
   ::close(fd);
   if (!ok) *error = "cannot write '" + path + "'";
   return ok;
+}
+
+int ListDevices(const ctl::CtlConfig& config, const std::string& path, bool json) {
+  if (json) {
+    nlohmann::json devices = nlohmann::json::array();
+    for (const auto& [name, d] : config.devices) {
+      devices.push_back({{"name", name},
+                         {"host", d.host},
+                         {"port", d.port != 0 ? d.port : 50051},
+                         {"tls", !d.ca.empty()}});
+    }
+    const nlohmann::json out = {
+        {"config", path}, {"default", config.default_device}, {"devices", devices}};
+    std::printf("%s\n", out.dump().c_str());
+    return 0;
+  }
+  if (config.devices.empty()) {
+    std::printf("no devices in %s\n", path.c_str());
+    return 0;
+  }
+  for (const auto& [name, d] : config.devices) {
+    std::printf("%s %-16s %s:%d%s\n", name == config.default_device ? "*" : " ", name.c_str(),
+                d.host.c_str(), d.port != 0 ? d.port : 50051, d.ca.empty() ? "" : "  (TLS)");
+  }
+  return 0;
 }
 
 int MakeCert(const std::string& dir, ctl::CertRequest req, bool json) {
@@ -170,15 +197,23 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", std::string("sparrowctl ") + kSparrowVersion);
   app.require_subcommand(1);
   ctl::Target t;
-  if (const char* h = std::getenv("SPARROW_HOST")) t.host = h;
-  std::string key_file, api_key_file;
+  const char* env_host = std::getenv("SPARROW_HOST");
+  if (env_host != nullptr) t.host = env_host;
+  std::string key_file, api_key_file, config_file, device;
   bool json = false;
-  app.add_option("--host", t.host, "sparrowd's address (env SPARROW_HOST)")->capture_default_str();
-  app.add_option("--port", t.port, "sparrowd's gRPC port")->capture_default_str();
+  app.add_option("--device", device,
+                 "A device of the config file (env SPARROW_DEVICE; default: its 'default')");
+  app.add_option(
+      "--config", config_file,
+      "Device list (default: " + ctl::DefaultCtlConfigPath() + "; env SPARROW_CTL_CONFIG)");
+  auto* host_opt = app.add_option("--host", t.host, "sparrowd's address (env SPARROW_HOST)")
+                       ->capture_default_str();
+  auto* port_opt = app.add_option("--port", t.port, "sparrowd's gRPC port")->capture_default_str();
   app.add_option("--key-file", key_file, "File holding the admin key (env SPARROW_ADMIN_KEY)");
   app.add_option("--api-key-file", api_key_file,
                  "File holding an inference key, for generate/chat (env SPARROW_API_KEY)");
-  app.add_option("--timeout-ms", t.timeout_ms, "Deadline of each call")->capture_default_str();
+  auto* timeout_opt =
+      app.add_option("--timeout-ms", t.timeout_ms, "Deadline of each call")->capture_default_str();
   app.add_option("--ca", t.ca_file,
                  "TLS: trust this certificate (the server's tls_cert) (env SPARROW_CA)");
   app.add_flag("--tls", t.tls, "TLS with the system's trusted roots (a CA-signed server)");
@@ -213,6 +248,7 @@ int main(int argc, char** argv) {
   auto* chat = app.add_subcommand("chat", "One chat turn with the model's template, streamed");
   chat->add_option("message", prompt, "What the user says")->required();
   chat->add_option("--max-tokens", max_tokens, "Tokens to generate (server default: 128)");
+  app.add_subcommand("devices", "List the devices of the config file");
   auto* cert = app.add_subcommand(
       "cert", "On the device: make a self-signed certificate and key for sparrowd's TLS");
   std::string cert_dir = ".";
@@ -232,10 +268,43 @@ int main(int argc, char** argv) {
 
   const std::string cmd = app.get_subcommands().front()->get_name();
   if (cmd == "cert") return MakeCert(cert_dir, cert_req, json);
+  std::string error;
+  // The device list: flags, then the environment, then the device's entry, then defaults.
+  ctl::CtlConfig config;
+  const bool config_given = !config_file.empty();
+  if (!config_given) config_file = ctl::DefaultCtlConfigPath();
+  if (!ctl::LoadCtlConfig(config_file, config_given, &config, &error)) {
+    std::fprintf(stderr, "sparrowctl: %s\n", error.c_str());
+    return kExitUsage;
+  }
+  if (cmd == "devices") return ListDevices(config, config_file, json);
+  if (device.empty()) {
+    if (const char* d = std::getenv("SPARROW_DEVICE")) device = d;
+  }
+  // The default device only when no address was given at all.
+  if (device.empty() && host_opt->count() == 0 && env_host == nullptr) {
+    device = config.default_device;
+  }
+  if (!device.empty()) {
+    const auto it = config.devices.find(device);
+    if (it == config.devices.end()) {
+      std::fprintf(stderr, "sparrowctl: no device '%s' in %s (sparrowctl devices lists them)\n",
+                   device.c_str(), config_file.c_str());
+      return kExitUsage;
+    }
+    const ctl::DeviceEntry& d = it->second;
+    if (host_opt->count() == 0 && env_host == nullptr) t.host = d.host;
+    if (port_opt->count() == 0 && d.port != 0) t.port = d.port;
+    if (timeout_opt->count() == 0 && d.timeout_ms != 0) t.timeout_ms = d.timeout_ms;
+    if (t.ca_file.empty() && std::getenv("SPARROW_CA") == nullptr) t.ca_file = d.ca;
+    if (key_file.empty() && std::getenv("SPARROW_ADMIN_KEY") == nullptr) key_file = d.key_file;
+    if (api_key_file.empty() && std::getenv("SPARROW_API_KEY") == nullptr) {
+      api_key_file = d.api_key_file;
+    }
+  }
   if (t.ca_file.empty()) {
     if (const char* ca = std::getenv("SPARROW_CA")) t.ca_file = ca;
   }
-  std::string error;
   if (!key_file.empty()) {
     t.admin_key = ctl::ReadKeyFile(key_file, &error);
   } else if (const char* k = std::getenv("SPARROW_ADMIN_KEY")) {

@@ -153,9 +153,10 @@ std::string ReadFor(int fd, std::chrono::milliseconds span) {
 
 using CtlRun = testing::CommandResult;
 
-// Runs sparrowctl; stdout and stderr together.
+// Runs sparrowctl; stdout and stderr together. The operator's own device list stays out.
 CtlRun Ctl(int grpc_port, const std::string& key_file, const std::string& args) {
-  return testing::RunCommand(std::string(SPARROWCTL) + " --port " + std::to_string(grpc_port) +
+  return testing::RunCommand("SPARROW_CTL_CONFIG=/dev/null " + std::string(SPARROWCTL) +
+                             " --port " + std::to_string(grpc_port) +
                              (key_file.empty() ? "" : " --key-file " + key_file) + " " + args);
 }
 

@@ -125,7 +125,9 @@ json BodyOf(const std::string& raw) {
 using CtlRun = testing::CommandResult;
 
 CtlRun Ctl(const std::string& args) {
-  return testing::RunCommand(std::string(SPARROWCTL) + " " + args);
+  // The operator's own device list stays out.
+  return testing::RunCommand("SPARROW_CTL_CONFIG=/dev/null " + std::string(SPARROWCTL) + " " +
+                             args);
 }
 
 TEST(SparrowdTlsTest, HttpsServesAndPlainHttpIsToldToUseHttps) {
@@ -206,6 +208,20 @@ TEST(SparrowdTlsTest, SparrowctlPinsTheCertificateAndExplainsTlsFailures) {
   const CtlRun plain = Ctl(target + "--timeout-ms 3000 status");
   EXPECT_EQ(plain.exit_code, 1) << plain.out;
   EXPECT_NE(plain.out.find("add --ca"), std::string::npos) << plain.out;
+
+  // A device list names the same device: address, certificate and key come from it.
+  f.Write("admin.key", std::string("laptop ") + kAdminKey + "\n");
+  f.Write("ctl.yaml", "default: here\ndevices:\n  here:\n    host: 127.0.0.1\n    port: " +
+                          std::to_string(p->grpc_port()) +
+                          "\n    ca: sparrow.crt\n    key_file: admin.key\n");
+  unsetenv("SPARROW_ADMIN_KEY");
+  const CtlRun by_device = Ctl("--config " + f.Path("ctl.yaml") + " --json status");
+  ASSERT_EQ(by_device.exit_code, 0) << by_device.out;
+  EXPECT_EQ(json::parse(by_device.out, nullptr, false)["model"]["id"], "stories260K");
+  const CtlRun no_such = Ctl("--config " + f.Path("ctl.yaml") + " --device tablet status");
+  EXPECT_EQ(no_such.exit_code, 2) << no_such.out;
+  EXPECT_NE(no_such.out.find("tablet"), std::string::npos) << no_such.out;
+  setenv("SPARROW_ADMIN_KEY", kAdminKey, 1);
 
   // A --ca file that is not a certificate is a usage error, said before any connection.
   const CtlRun bad = Ctl(target + "--ca " + f.Path("sparrow.key") + " status");
