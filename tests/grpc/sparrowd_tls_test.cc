@@ -3,6 +3,7 @@
 // that says so), gRPC over TLS for sparrowctl with --ca (and the advice it prints without it or
 // with another certificate), the start-up rules (non-loopback needs TLS or --allow-insecure; bad
 // certificate files stop the server with a message naming them).
+#include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 #include <openssl/ssl.h>
 #include <sys/stat.h>
@@ -14,10 +15,12 @@
 #include <boost/asio/ssl.hpp>
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "clients/sparrowctl/self_signed_cert.h"
+#include "sparrow/admin/v1/admin.grpc.pb.h"
 #include "tests/util/sparrowd_process.h"
 #include "tests/util/test_paths.h"
 
@@ -56,7 +59,7 @@ struct Files {
   }
 };
 
-std::unique_ptr<SparrowdProcess> StartTls(const Files& f) {
+std::unique_ptr<SparrowdProcess> StartTls(const Files& f, std::vector<std::string> extra = {}) {
   SparrowdProcess::Options o;
   o.args = {"--model",     testing::ModelPath("stories260K.gguf"),
             "--port",      "0",
@@ -65,6 +68,7 @@ std::unique_ptr<SparrowdProcess> StartTls(const Files& f) {
             "--admin-key", kAdminKey,
             "--tls-cert",  f.Path("sparrow.crt"),
             "--tls-key",   f.Path("sparrow.key")};
+  o.args.insert(o.args.end(), extra.begin(), extra.end());
   std::string error;
   auto p = SparrowdProcess::Start(SparrowdProcess::Binary(SPARROWD), o, &error);
   EXPECT_NE(p, nullptr) << error;
@@ -182,6 +186,131 @@ TEST(SparrowdTlsTest, HttpsServesAndPlainHttpIsToldToUseHttps) {
   const size_t at = metrics.raw.find("\n" + name);
   ASSERT_NE(at, std::string::npos) << metrics.raw;
   EXPECT_GE(std::stoi(metrics.raw.substr(at + 1 + name.size())), 3) << metrics.raw;
+}
+
+std::string Request(const std::string& method, const std::string& path, const std::string& key,
+                    const std::string& body) {
+  std::string r = method + " " + path + " HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n";
+  if (!key.empty()) r += "Authorization: Bearer " + key + "\r\n";
+  r += "Content-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
+       "\r\n\r\n";
+  return r + body;
+}
+
+TEST(SparrowdTlsTest, EveryAdminRouteAndRpcOverTlsChecksTheKey) {
+  Files f;
+  const std::string api_key = "tls-inference-key";
+  auto p = StartTls(f, {"--api-key", api_key, "--auth-failure-limit", "1000"});
+  ASSERT_NE(p, nullptr);
+  struct Route {
+    std::string method, path, body;
+    int with_admin_key;  // without --model-dir the model routes are 403 reload_disabled
+  };
+  const std::vector<Route> routes = {{"GET", "/admin/v1/status", "", 200},
+                                     {"GET", "/admin/v1/requests", "", 200},
+                                     {"DELETE", "/admin/v1/requests/req-9", "", 404},
+                                     {"POST", "/admin/v1/drain", "", 200},
+                                     {"POST", "/admin/v1/resume", "", 200},
+                                     {"PUT", "/admin/v1/log-level", R"({"level":"info"})", 200},
+                                     {"GET", "/admin/v1/models", "", 403},
+                                     {"POST", "/admin/v1/reload", R"({"model":"x"})", 403}};
+  const std::string ca = f.Path("sparrow.crt");
+  for (const Route& r : routes) {
+    SCOPED_TRACE(r.method + " " + r.path);
+    auto status = [&](const std::string& key) {
+      const HttpsReply reply = Https(p->http_port(), ca, Request(r.method, r.path, key, r.body));
+      EXPECT_EQ(reply.error, "");
+      return StatusOf(reply.raw);
+    };
+    EXPECT_EQ(status(""), 401);
+    EXPECT_EQ(status("wrong-key-wrong-key"), 401);
+    EXPECT_EQ(status(api_key), 403);
+    EXPECT_EQ(status(kAdminKey), r.with_admin_key);
+  }
+
+  grpc::SslCredentialsOptions tls;
+  std::ifstream in(ca);
+  std::stringstream pem;
+  pem << in.rdbuf();
+  tls.pem_root_certs = pem.str();
+  auto stub = admin::v1::Admin::NewStub(grpc::CreateChannel(
+      "localhost:" + std::to_string(p->grpc_port()), grpc::SslCredentials(tls)));
+  namespace adminpb = admin::v1;
+  using Code = grpc::StatusCode;
+  struct Rpc {
+    const char* name;
+    std::function<grpc::Status(grpc::ClientContext*)> call;
+    Code with_admin_key;
+  };
+  const std::vector<Rpc> rpcs = {
+      {"GetStatus",
+       [&](grpc::ClientContext* c) {
+         adminpb::ServerStatus s;
+         return stub->GetStatus(c, {}, &s);
+       },
+       Code::OK},
+      {"ListRequests",
+       [&](grpc::ClientContext* c) {
+         adminpb::ListRequestsResponse r;
+         return stub->ListRequests(c, {}, &r);
+       },
+       Code::OK},
+      {"CancelRequest",
+       [&](grpc::ClientContext* c) {
+         adminpb::CancelRequestRequest req;
+         req.set_id("req-9");
+         adminpb::CancelRequestResponse r;
+         return stub->CancelRequest(c, req, &r);
+       },
+       Code::NOT_FOUND},
+      {"Drain",
+       [&](grpc::ClientContext* c) {
+         adminpb::DrainResponse r;
+         return stub->Drain(c, {}, &r);
+       },
+       Code::OK},
+      {"Resume",
+       [&](grpc::ClientContext* c) {
+         adminpb::DrainResponse r;
+         return stub->Resume(c, {}, &r);
+       },
+       Code::OK},
+      {"SetLogLevel",
+       [&](grpc::ClientContext* c) {
+         adminpb::SetLogLevelRequest req;
+         req.set_level("info");
+         adminpb::SetLogLevelResponse r;
+         return stub->SetLogLevel(c, req, &r);
+       },
+       Code::OK},
+      {"ListModels",
+       [&](grpc::ClientContext* c) {
+         adminpb::ListModelsResponse r;
+         return stub->ListModels(c, {}, &r);
+       },
+       Code::FAILED_PRECONDITION},
+      {"Reload",
+       [&](grpc::ClientContext* c) {
+         adminpb::ReloadRequest req;
+         req.set_model("x");
+         adminpb::ReloadResponse r;
+         return stub->Reload(c, req, &r);
+       },
+       Code::FAILED_PRECONDITION},
+  };
+  for (const Rpc& rpc : rpcs) {
+    SCOPED_TRACE(rpc.name);
+    auto code = [&](const std::string& key) {
+      grpc::ClientContext c;
+      if (!key.empty()) c.AddMetadata("authorization", "Bearer " + key);
+      c.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
+      return rpc.call(&c).error_code();
+    };
+    EXPECT_EQ(code(""), Code::UNAUTHENTICATED);
+    EXPECT_EQ(code("wrong-key-wrong-key"), Code::UNAUTHENTICATED);
+    EXPECT_EQ(code(api_key), Code::PERMISSION_DENIED);
+    EXPECT_EQ(code(kAdminKey), rpc.with_admin_key);
+  }
 }
 
 TEST(SparrowdTlsTest, SparrowctlPinsTheCertificateAndExplainsTlsFailures) {
