@@ -115,6 +115,17 @@ int Print(const google::protobuf::Message& m, bool json, const std::string& huma
   return 0;
 }
 
+// One unary admin call: the admin key and, unless the call is slow, a deadline; the answer
+// printed as JSON or as human(answer).
+template <class Response, class Call, class Human>
+int AdminCall(ctl::CtlClient& c, bool json, Call call, Human human, bool with_deadline = true) {
+  grpc::ClientContext ctx;
+  c.Prepare(&ctx, /*admin=*/true, with_deadline);
+  Response r;
+  const grpc::Status st = call(&ctx, &r);
+  return st.ok() ? Print(r, json, human(r)) : Fail(c, st);
+}
+
 int TerminalWidth() {
   winsize w{};
   if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &w) == 0 && w.ws_col > 0) return w.ws_col;
@@ -329,29 +340,23 @@ int main(int argc, char** argv) {
   ctl::CtlClient& c = *client;
 
   if (cmd == "status") {
-    grpc::ClientContext ctx;
-    c.Prepare(&ctx, true);
-    adminpb::ServerStatus s;
-    const grpc::Status st = c.admin().GetStatus(&ctx, adminpb::GetStatusRequest(), &s);
-    return st.ok() ? Print(s, json, ctl::RenderStatus(s)) : Fail(c, st);
+    return AdminCall<adminpb::ServerStatus>(
+        c, json, [&](auto* ctx, auto* r) { return c.admin().GetStatus(ctx, {}, r); },
+        [](const adminpb::ServerStatus& s) { return ctl::RenderStatus(s); });
   }
   if (cmd == "requests") {
-    grpc::ClientContext ctx;
-    c.Prepare(&ctx, true);
     adminpb::ListRequestsRequest req;
     req.set_include_prompt(with_prompt);
-    adminpb::ListRequestsResponse r;
-    const grpc::Status st = c.admin().ListRequests(&ctx, req, &r);
-    return st.ok() ? Print(r, json, ctl::RenderRequests(r.data())) : Fail(c, st);
+    return AdminCall<adminpb::ListRequestsResponse>(
+        c, json, [&](auto* ctx, auto* r) { return c.admin().ListRequests(ctx, req, r); },
+        [](const adminpb::ListRequestsResponse& r) { return ctl::RenderRequests(r.data()); });
   }
   if (cmd == "cancel") {
-    grpc::ClientContext ctx;
-    c.Prepare(&ctx, true);
     adminpb::CancelRequestRequest req;
     req.set_id(cancel_id);
-    adminpb::CancelRequestResponse r;
-    const grpc::Status st = c.admin().CancelRequest(&ctx, req, &r);
-    return st.ok() ? Print(r, json, "cancelled " + cancel_id + "\n") : Fail(c, st);
+    return AdminCall<adminpb::CancelRequestResponse>(
+        c, json, [&](auto* ctx, auto* r) { return c.admin().CancelRequest(ctx, req, r); },
+        [&](const auto&) { return "cancelled " + cancel_id + "\n"; });
   }
   if (cmd == "drain" || cmd == "resume") {
     adminpb::DrainResponse r;
@@ -372,40 +377,36 @@ int main(int argc, char** argv) {
     return Print(r, json, human);
   }
   if (cmd == "log-level") {
-    grpc::ClientContext ctx;
-    c.Prepare(&ctx, true);
     adminpb::SetLogLevelRequest req;
     req.set_level(level_value);
-    adminpb::SetLogLevelResponse r;
-    const grpc::Status st = c.admin().SetLogLevel(&ctx, req, &r);
-    return st.ok() ? Print(r, json, "log level " + r.level() + "\n") : Fail(c, st);
+    return AdminCall<adminpb::SetLogLevelResponse>(
+        c, json, [&](auto* ctx, auto* r) { return c.admin().SetLogLevel(ctx, req, r); },
+        [](const adminpb::SetLogLevelResponse& r) { return "log level " + r.level() + "\n"; });
   }
   if (cmd == "reload") {
-    grpc::ClientContext ctx;
-    c.Prepare(&ctx, true, /*with_deadline=*/false);  // loading a model takes its time
     adminpb::ReloadRequest req;
     req.set_model(reload_name);
-    adminpb::ReloadResponse r;
-    const grpc::Status st = c.admin().Reload(&ctx, req, &r);
-    return st.ok() ? Print(r, json,
-                           "now serving " + r.model().id() + " (" + r.model().file() + ", was " +
-                               r.previous() + ")\n")
-                   : Fail(c, st);
+    return AdminCall<adminpb::ReloadResponse>(
+        c, json, [&](auto* ctx, auto* r) { return c.admin().Reload(ctx, req, r); },
+        [](const adminpb::ReloadResponse& r) {
+          return "now serving " + r.model().id() + " (" + r.model().file() + ", was " +
+                 r.previous() + ")\n";
+        },
+        /*with_deadline=*/false);  // loading a model takes its time
   }
   if (cmd == "models") {
-    grpc::ClientContext ctx;
-    c.Prepare(&ctx, true);
-    adminpb::ListModelsResponse r;
-    const grpc::Status st = c.admin().ListModels(&ctx, adminpb::ListModelsRequest(), &r);
-    if (!st.ok()) return Fail(c, st);
-    std::string human;
-    for (const auto& m : r.data()) {
-      char line[512];
-      std::snprintf(line, sizeof line, "%s %-40s %10.1f MiB\n", m.serving() ? "*" : " ",
-                    m.name().c_str(), static_cast<double>(m.bytes()) / (1 << 20));
-      human += line;
-    }
-    return Print(r, json, human.empty() ? "model_dir has no .gguf files\n" : human);
+    return AdminCall<adminpb::ListModelsResponse>(
+        c, json, [&](auto* ctx, auto* r) { return c.admin().ListModels(ctx, {}, r); },
+        [](const adminpb::ListModelsResponse& r) {
+          std::string human;
+          for (const auto& m : r.data()) {
+            char line[512];
+            std::snprintf(line, sizeof line, "%s %-40s %10.1f MiB\n", m.serving() ? "*" : " ",
+                          m.name().c_str(), static_cast<double>(m.bytes()) / (1 << 20));
+            human += line;
+          }
+          return human.empty() ? std::string("model_dir has no .gguf files\n") : human;
+        });
   }
   if (cmd == "watch") return Watch(c, json, count);
   if (cmd == "generate" || cmd == "chat") {

@@ -216,6 +216,16 @@ Result<std::string> AdminController::Reload(const AdminCaller& who, const std::s
   return previous;
 }
 
+void AdminController::ReloadInBackground(std::shared_ptr<AdminController> self, AdminCaller who,
+                                         std::string name, ReloadDone done) {
+  std::thread([self = std::move(self), who = std::move(who), name = std::move(name),
+               done = std::move(done)] {
+    ReloadRefusal refusal;
+    const Result<std::string> result = self->Reload(who, name, &refusal);
+    done(result, refusal);
+  }).detach();
+}
+
 Status AdminController::SetLogLevel(const AdminCaller& who, const std::string& level) {
   static const char* kLevels[] = {"trace", "debug", "info", "warn", "error", "off"};
   Status s;

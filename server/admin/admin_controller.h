@@ -8,6 +8,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -54,6 +55,11 @@ class AdminController {
   // loader's error. One reload at a time. Returns the previous model's id, or the refusal.
   Result<std::string> Reload(const AdminCaller& who, const std::string& name,
                              ReloadRefusal* refusal);
+  // Reload on a thread of its own (loading takes seconds; a frontend's threads must keep
+  // serving), then `done` with its result, on that thread. `self` keeps the controller alive.
+  using ReloadDone = std::function<void(const Result<std::string>&, const ReloadRefusal&)>;
+  static void ReloadInBackground(std::shared_ptr<AdminController> self, AdminCaller who,
+                                 std::string name, ReloadDone done);
   // The models reload can switch to (the .gguf files of model_dir).
   Result<std::vector<ModelFile>> Models() const;
   ModelStatus Model() const;

@@ -25,9 +25,11 @@ Result<std::vector<ModelFile>> ListModelDir(const std::string& dir) {
   std::vector<ModelFile> out;
   for (fs::directory_iterator it(root, ec), end; !ec && it != end; it.increment(ec)) {
     const std::string name = it->path().filename().string();
-    if (!PlainName(name) || !name.ends_with(".gguf")) continue;
-    auto m = ResolveModelName(dir, name);
-    if (m.ok()) out.push_back(std::move(*m));
+    std::error_code entry_ec;
+    // is_regular_file and file_size follow symlinks, as ResolveModelName does.
+    if (!PlainName(name) || !name.ends_with(".gguf") || !it->is_regular_file(entry_ec)) continue;
+    const auto bytes = it->file_size(entry_ec);
+    out.push_back({name, it->path().string(), entry_ec ? 0 : static_cast<int64_t>(bytes)});
   }
   if (ec) return IoError("model_dir '" + dir + "' cannot be read: " + ec.message());
   std::sort(out.begin(), out.end(),

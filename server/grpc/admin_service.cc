@@ -3,7 +3,6 @@
 #include <google/protobuf/util/json_util.h>
 
 #include <mutex>
-#include <thread>
 
 #include "server/admin/admin_controller.h"
 #include "server/grpc/grpc_auth.h"
@@ -260,30 +259,30 @@ grpc::ServerUnaryReactor* AdminService::Reload(grpc::CallbackServerContext* cont
                                                adminpb::ReloadResponse* response) {
   AdminCaller who;
   if (auto* r = Check(context, "Reload", &who)) return r;
-  // Loading takes seconds: on a thread of its own, finishing the call from there, so gRPC's
-  // callback threads keep serving.
+  // Finished from the reload's own thread, so gRPC's callback threads keep serving.
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  std::thread([this, reactor, controller = ctx_.admin, who, name = request->model(), response] {
-    AdminController::ReloadRefusal refusal;
-    auto result = controller->Reload(who, name, &refusal);
-    grpc::Status status = grpc::Status::OK;
-    std::string error;
-    if (!result.ok()) {
-      status = ToGrpcStatus(refusal.status);
-      if (refusal.code == "reload_disabled" || refusal.code == "model_load_failed") {
-        status = grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, refusal.status.message());
-      } else if (refusal.code == "reload_in_progress") {
-        status = grpc::Status(grpc::StatusCode::ABORTED, refusal.status.message());
-      }
-    } else if (!ProtoFromJson(ModelStatusJson(controller->Model()).dump(),
-                              response->mutable_model(), &error)) {
-      status = grpc::Status(grpc::StatusCode::INTERNAL, "model status: " + error);
-    } else {
-      response->set_previous(*result);
-    }
-    ctx_.metrics.RecordResponse("grpc", GrpcCodeName(status.error_code()));
-    reactor->Finish(status);
-  }).detach();
+  AdminController::ReloadInBackground(
+      ctx_.admin, who, request->model(),
+      [this, reactor, response](const Result<std::string>& result,
+                                const AdminController::ReloadRefusal& refusal) {
+        grpc::Status status = grpc::Status::OK;
+        std::string error;
+        if (!result.ok()) {
+          status = ToGrpcStatus(refusal.status);
+          if (refusal.code == "reload_disabled" || refusal.code == "model_load_failed") {
+            status = grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, refusal.status.message());
+          } else if (refusal.code == "reload_in_progress") {
+            status = grpc::Status(grpc::StatusCode::ABORTED, refusal.status.message());
+          }
+        } else if (!ProtoFromJson(ModelStatusJson(ctx_.admin->Model()).dump(),
+                                  response->mutable_model(), &error)) {
+          status = grpc::Status(grpc::StatusCode::INTERNAL, "model status: " + error);
+        } else {
+          response->set_previous(*result);
+        }
+        ctx_.metrics.RecordResponse("grpc", GrpcCodeName(status.error_code()));
+        reactor->Finish(status);
+      });
   return reactor;
 }
 

@@ -3,7 +3,6 @@
 #include <atomic>
 #include <boost/asio/this_coro.hpp>
 #include <optional>
-#include <thread>
 
 #include "server/admin/admin_controller.h"
 #include "server/http/http_status.h"
@@ -142,24 +141,25 @@ asio::awaitable<bool> Reload(HttpExchange& ex) {
     co_return co_await Reply(
         ex, ErrorResponse(ex.req, http::status::bad_request, why, "model", "invalid_body"));
   }
-  // Loading takes seconds: on a thread of its own, so this connection's strand and the other
-  // connections on the io thread keep going.
-  struct Job {
-    AdminController::ReloadRefusal refusal;
+  struct Outcome {
     std::optional<Result<std::string>> result;
+    AdminController::ReloadRefusal refusal;
     std::atomic<bool> done{false};
   };
-  auto job = std::make_shared<Job>();
+  auto outcome = std::make_shared<Outcome>();
   auto wakeup = std::make_shared<Wakeup>(co_await asio::this_coro::executor);
-  std::thread([controller = ex.ctx.admin, who = Caller(ex), name = in["model"].get<std::string>(),
-               job, wakeup] {
-    job->result = controller->Reload(who, name, &job->refusal);
-    job->done.store(true);
-    wakeup->Notify();
-  }).detach();
-  while (!job->done.load()) co_await wakeup->Wait(std::chrono::milliseconds(250));
-  const Result<std::string>& result = *job->result;
-  const AdminController::ReloadRefusal& refusal = job->refusal;
+  AdminController::ReloadInBackground(
+      ex.ctx.admin, Caller(ex), in["model"].get<std::string>(),
+      [outcome, wakeup](const Result<std::string>& result,
+                        const AdminController::ReloadRefusal& refusal) {
+        outcome->result = result;
+        outcome->refusal = refusal;
+        outcome->done.store(true);
+        wakeup->Notify();
+      });
+  while (!outcome->done.load()) co_await wakeup->Wait(std::chrono::milliseconds(250));
+  const Result<std::string>& result = *outcome->result;
+  const AdminController::ReloadRefusal& refusal = outcome->refusal;
   if (!result.ok()) {
     http::status status = HttpStatusFor(refusal.status.code());
     if (refusal.code == "reload_disabled") status = http::status::forbidden;
