@@ -23,6 +23,20 @@ void RegisterMkModelCommand(CLI::App& app, MkModelOptions& o, int& exit_code) {
   cmd->add_option("--seed", o.seed, "Random seed of the weights")->capture_default_str();
   cmd->add_option("-t,--threads", o.threads, "Threads (0: all hardware threads)")
       ->check(CLI::Range(0, 256));
+  cmd->add_option("--format", o.format,
+                  "gguf, or pwri: PowerInfer's sparse format (ffn_down_t and a predictor fc1/fc2 "
+                  "that chooses --active of the neurons per token)")
+      ->capture_default_str();
+  cmd->add_option("--ffn", o.ffn, "pwri: relu (ReLU-gated, arch llama) or drelu (arch bamboo)")
+      ->capture_default_str();
+  cmd->add_option("--predictor-rank", o.predictor_rank,
+                  "pwri: predictor rank, a multiple of 32, >= 128 (0: n_embd/8)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--active", o.active, "pwri: mean share of neurons predicted active per token")
+      ->capture_default_str();
+  cmd->add_option("--hot-profile", o.hot_profile,
+                  "pwri: neuron activation frequencies, uniform or powerlaw:A (f ~ rank^-A)")
+      ->capture_default_str();
   cmd->callback([&o, &exit_code] { exit_code = RunMkModel(o); });
 }
 
@@ -40,6 +54,31 @@ int RunMkModel(const MkModelOptions& o) {
                  o.type.c_str());
     return 1;
   }
+  if (o.format != "gguf" && o.format != "pwri") {
+    std::fprintf(stderr, "sparrow mkmodel: unknown --format '%s' (known: gguf, pwri)\n",
+                 o.format.c_str());
+    return 1;
+  }
+  if (o.ffn != "relu" && o.ffn != "drelu") {
+    std::fprintf(stderr, "sparrow mkmodel: unknown --ffn '%s' (known: relu, drelu)\n",
+                 o.ffn.c_str());
+    return 1;
+  }
+  auto hot = ParseHotProfile(o.hot_profile);
+  if (!hot.ok()) {
+    std::fprintf(stderr, "sparrow mkmodel: %s\n", hot.status().ToString().c_str());
+    return 1;
+  }
+  if (o.format != "pwri" && (hot->power > 0.0 || o.ffn != "relu" || o.predictor_rank != 0)) {
+    std::fprintf(stderr,
+                 "sparrow mkmodel: --ffn, --predictor-rank and --hot-profile need --format pwri\n");
+    return 1;
+  }
+  spec.pwri = o.format == "pwri";
+  spec.drelu = o.ffn == "drelu";
+  spec.predictor_rank = o.predictor_rank;
+  spec.active = o.active;
+  spec.hot = *hot;
   spec.shape = *shape;
   spec.ftype = *ftype;
   spec.n_layer = o.layers;
@@ -58,6 +97,12 @@ int RunMkModel(const MkModelOptions& o) {
   std::fprintf(stderr, "wrote %s: %s %s, %.1f M parameters, %.1f MiB of tensors, vocab %lld\n",
                o.out.c_str(), o.shape.c_str(), o.type.c_str(), summary->n_params / 1e6,
                summary->data_bytes / 1048576.0, static_cast<long long>(summary->n_vocab));
+  if (spec.pwri) {
+    std::fprintf(stderr,
+                 "predictor aims at %.1f%% of neurons per token; %.1f%% of neurons carry 80%% of "
+                 "activations (hot profile %s)\n",
+                 100.0 * summary->active, 100.0 * summary->hot_set_80, o.hot_profile.c_str());
+  }
   return 0;
 }
 

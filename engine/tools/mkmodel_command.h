@@ -16,7 +16,12 @@ struct MkModelOptions {
   std::string vocab = "../shared/models/vocab/ggml-vocab-llama-spm.gguf";
   int64_t layers = 0;  // 0: the shape's depth
   uint64_t seed = 1;
-  int threads = 0;  // 0: all hardware threads
+  int threads = 0;              // 0: all hardware threads
+  std::string format = "gguf";  // or "pwri" (PowerInfer's sparse format)
+  std::string ffn = "relu";     // pwri: relu (arch llama) or drelu (arch bamboo)
+  int64_t predictor_rank = 0;
+  double active = 0.5;
+  std::string hot_profile = "uniform";
 };
 
 void RegisterMkModelCommand(CLI::App& app, MkModelOptions& opts, int& exit_code);

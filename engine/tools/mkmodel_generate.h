@@ -8,6 +8,7 @@
 #include <string>
 
 #include "engine/common/result.h"
+#include "engine/tools/mkmodel_pwri.h"
 #include "engine/tools/mkmodel_shapes.h"
 
 namespace sparrow::tools {
@@ -21,12 +22,23 @@ struct SyntheticModelSpec {
   uint64_t seed = 1;
   int threads = 1;       // quantizing threads
   bool verbose = false;  // progress on stderr
+  // PowerInfer's format (magic PWRI, ffn_down_t, predictor fc1/fc2; see mkmodel_pwri.h) with a
+  // ReLU-gated FFN (arch llama) or dReLU (arch bamboo). Only for llama-architecture shapes.
+  bool pwri = false;
+  bool drelu = false;
+  int64_t predictor_rank = 0;  // 0: n_embd / 8, at least 128, a multiple of 32
+  double active = 0.5;         // mean share of neurons the predictor chooses
+  HotProfile hot;
 };
 
 struct SyntheticModelSummary {
   int64_t n_vocab = 0;
   uint64_t n_params = 0;
   uint64_t data_bytes = 0;
+  // PWRI files: the mean predicted-active share the construction aims at, and the share of
+  // neurons that carries 80% of activations (over all layers).
+  double active = 0.0;
+  double hot_set_80 = 0.0;
 };
 
 Result<SyntheticModelSummary> WriteSyntheticModel(const SyntheticModelSpec& spec);

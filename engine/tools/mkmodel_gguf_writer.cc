@@ -159,7 +159,9 @@ Status GgufStreamWriter::Begin(const std::string& path) {
   buffer_.resize(8 << 20);  // few large writes instead of many small ones
   std::setvbuf(file_, buffer_.data(), _IOFBF, buffer_.size());
   std::vector<uint8_t> head;
-  head.insert(head.end(), {'G', 'G', 'U', 'F'});
+  head.reserve(64 + kv_bytes_.size() + tensors_.size() * 96);
+  const std::string_view magic = pwri_magic_ ? "PWRI" : "GGUF";
+  head.insert(head.end(), magic.begin(), magic.end());
   Put<uint32_t>(head, 3);
   Put<uint64_t>(head, tensors_.size());
   Put<uint64_t>(head, kv_count_);

@@ -22,6 +22,10 @@ class GgufStreamWriter {
   GgufStreamWriter(const GgufStreamWriter&) = delete;
   GgufStreamWriter& operator=(const GgufStreamWriter&) = delete;
 
+  // PowerInfer's sparse variant: the file starts with 'PWRI' instead of 'GGUF' (the rest is an
+  // ordinary GGUF v3). Only before Begin().
+  void UsePowerInferMagic() { pwri_magic_ = true; }
+
   // Metadata, written in the order added. Only before Begin().
   void AddString(std::string_view key, std::string_view value);
   void AddU32(std::string_view key, uint32_t value);
@@ -54,6 +58,7 @@ class GgufStreamWriter {
   Status WriteRaw(const void* data, size_t n);
   Status PadTo(uint64_t alignment);
 
+  bool pwri_magic_ = false;
   std::vector<uint8_t> kv_bytes_;
   uint64_t kv_count_ = 0;
   std::vector<TensorEntry> tensors_;

@@ -2,7 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <tuple>
+
 #include "engine/model/model.h"
+#include "engine/runtime/forward_pass.h"
+#include "engine/runtime/kv_cache.h"
 #include "tests/util/test_paths.h"
 
 namespace sparrow::tools {
@@ -91,6 +95,77 @@ TEST(WriteSyntheticModel, MissingVocabularyIsAnError) {
   ASSERT_FALSE(summary.ok());
   EXPECT_NE(summary.status().message().find("no-such-vocab"), std::string::npos);
   EXPECT_FALSE(testing::FileExists(spec.out_path));
+}
+
+// The measured share of neurons a PWRI file's predictor chooses per decoded token.
+double DecodedActiveShare(const Model& model, int n_tokens) {
+  ForwardPass pass(model, nullptr);
+  ContiguousKvCache cache(model.config().n_layer, n_tokens, model.config().kv_dim());
+  std::vector<float> logits;
+  int32_t token = 1;
+  for (int i = 0; i < n_tokens; ++i) {
+    const int32_t t[] = {token};
+    EXPECT_TRUE(pass.Run(t, i, cache, false, &logits).ok());
+    token = 100 + (token * 7919) % 20000;
+  }
+  const FfnCounters c = pass.ffn().counters();
+  EXPECT_GT(c.neurons_total, 0);
+  return static_cast<double>(c.neurons_computed) / static_cast<double>(c.neurons_total);
+}
+
+TEST(WriteSyntheticModel, PowerInferFormatChoosesTheAskedShareOfNeurons) {
+  for (const auto& [ffn, active, hot] :
+       {std::tuple{"relu", 0.3, 0.0}, std::tuple{"drelu", 0.5, 1.2}}) {
+    SCOPED_TRACE(std::string(ffn) + " " + std::to_string(active));
+    SyntheticModelSpec spec = TinySpec("tiny", ModelFileType::kQ4_0, TempPath("pwri.gguf"));
+    spec.pwri = true;
+    spec.drelu = std::string_view(ffn) == "drelu";
+    spec.active = active;
+    spec.hot.power = hot;
+    auto summary = WriteSyntheticModel(spec);
+    ASSERT_TRUE(summary.ok()) << summary.status().ToString();
+    EXPECT_NEAR(summary->active, active, 1e-3);
+    // Equal frequencies: 80% of activations need 80% of neurons; a power law needs fewer.
+    if (hot == 0.0) {
+      EXPECT_NEAR(summary->hot_set_80, 0.8, 0.01);
+    } else {
+      EXPECT_LT(summary->hot_set_80, 0.65);
+    }
+
+    auto model = Model::Load(spec.out_path);
+    ASSERT_TRUE(model.ok()) << model.status().ToString();
+    const ModelConfig& c = (*model)->config();
+    EXPECT_TRUE(c.powerinfer);
+    EXPECT_EQ(c.arch->name, spec.drelu ? "bamboo" : "llama");
+    EXPECT_EQ(c.ffn_kind, spec.drelu ? FfnKind::kDReluGlu : FfnKind::kReluGlu);
+    const LayerWeights& l = (*model)->weights().layers[0];
+    EXPECT_EQ(l.ffn_down.data, nullptr);
+    EXPECT_EQ(l.ffn_down_t.rows, 512);
+    EXPECT_EQ(l.pred_fc1.rows, 128);  // n_embd / 8 is under the least rank
+    EXPECT_EQ(l.pred_fc2.cols, 128);
+    EXPECT_NEAR(DecodedActiveShare(**model, 24), active, 0.06);
+  }
+}
+
+TEST(WriteSyntheticModel, PowerInferFormatRefusesWhatItCannotWrite) {
+  SyntheticModelSpec spec = TinySpec("tiny-qwen2", ModelFileType::kQ8_0, TempPath("pq.gguf"));
+  spec.pwri = true;
+  auto qwen = WriteSyntheticModel(spec);
+  ASSERT_FALSE(qwen.ok());
+  EXPECT_NE(qwen.status().message().find("llama-architecture"), std::string::npos);
+  spec = TinySpec("tiny", ModelFileType::kQ8_0, TempPath("pr.gguf"));
+  spec.pwri = true;
+  spec.predictor_rank = 100;
+  auto rank = WriteSyntheticModel(spec);
+  ASSERT_FALSE(rank.ok());
+  EXPECT_NE(rank.status().message().find("--predictor-rank 100"), std::string::npos);
+  spec.predictor_rank = 0;
+  spec.active = 1.0;
+  EXPECT_FALSE(WriteSyntheticModel(spec).ok());
+  EXPECT_FALSE(testing::FileExists(spec.out_path));
+  EXPECT_FALSE(ParseHotProfile("powerlaw:").ok());
+  EXPECT_FALSE(ParseHotProfile("zipf:1").ok());
+  EXPECT_EQ(ParseHotProfile("powerlaw:1.5")->power, 1.5);
 }
 
 }  // namespace
