@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
+#include <vector>
 
 #include "engine/kernels/gemm_walk.h"
 #include "engine/kernels/scalar_kernels.h"
@@ -28,6 +29,10 @@ namespace {
 #include "engine/kernels/x86/attention_ops.inc"
 //
 #include "engine/kernels/x86/sparse_ops.inc"
+//
+#include "engine/kernels/x86/gemm_q32_pack.inc"
+//
+#include "engine/kernels/x86/gemm_q32_avx2.inc"
 
 }  // namespace
 
@@ -53,6 +58,7 @@ void InstallAvx2Kernels(KernelTable* t) {
   t->vec_dot[id(TensorType::kQ6_K)] = DotQ6_K;
   t->gemm[id(TensorType::kQ4_K)] = {nullptr, nullptr, GemmQ4_K};  // Q8_K rows
   t->gemm[id(TensorType::kQ5_K)] = {nullptr, nullptr, GemmQ5_K};
+  t->gemm[id(TensorType::kQ4_0)] = {PackedQ32RowBytes, PackActQ4_0, GemmQ4_0Avx2};
   t->attn_scores = AttentionScores;
   t->exp_minus_max = ExpMinusMax;
   t->attn_mix = AttentionMix;

@@ -35,6 +35,8 @@ namespace {
 //
 #include "engine/kernels/x86/sparse_ops.inc"
 //
+#include "engine/kernels/x86/gemm_q32_pack.inc"
+//
 #include "engine/kernels/x86/gemm_q32_vnni.inc"
 //
 #include "engine/kernels/x86/gemm_float.inc"
