@@ -49,6 +49,7 @@ void InstallScalarKernels(KernelTable* t) {
   t->axpy_row[id(TensorType::kF16)] = AxpyRowF16;
   t->axpy_row[id(TensorType::kQ4_0)] = AxpyRowQ4_0;
   t->axpy_row[id(TensorType::kQ8_0)] = AxpyRowQ8_0;
+  t->accumulate_rows[id(TensorType::kQ4_0)] = AccumulateRowsQ4_0;
 }
 
 }  // namespace scalar

@@ -122,6 +122,15 @@ void MatMulRows(const WeightMatrix& w, const int32_t* rows, int64_t n, const flo
   constexpr int64_t kPerTask = 32;
   auto task = [&](int64_t t, int) {
     const int64_t end = std::min(n, (t + 1) * kPerTask);
+    if (p.gemm.gather != nullptr) {
+      const uint8_t* ptrs[kPerTask];
+      for (int64_t k = t * kPerTask; k < end; ++k) {
+        SPARROW_CHECK(rows[k] >= 0 && rows[k] < w.rows);
+        ptrs[k - t * kPerTask] = wdata + static_cast<size_t>(rows[k]) * w.row_stride_bytes;
+      }
+      p.gemm.gather(ptrs, end - t * kPerTask, p.act, w.cols, y + t * kPerTask);
+      return;
+    }
     for (int64_t k = t * kPerTask; k < end;) {
       // A run of consecutive rows goes to the kernel as one block of rows.
       int64_t run = 1;

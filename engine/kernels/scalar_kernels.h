@@ -69,6 +69,11 @@ void AxpyRowF32(float a, const void* row, float* y, int64_t n);
 void AxpyRowF16(float a, const void* row, float* y, int64_t n);
 void AxpyRowQ4_0(float a, const void* row, float* y, int64_t n);
 void AxpyRowQ8_0(float a, const void* row, float* y, int64_t n);
+// Q4_0 down rows accumulated through integers (the contract in sparse_ops.h), in groups of
+// kQ4_0AccumulateGroup rows.
+inline constexpr int kQ4_0AccumulateGroup = 16;
+void AccumulateRowsQ4_0(const uint8_t* const* rows, size_t offset, const float* alpha, int64_t n,
+                        float* y, int64_t len);
 
 // Fills every entry of `t` with the portable kernels.
 void InstallScalarKernels(KernelTable* t);

@@ -41,31 +41,35 @@ void AccumulateRows(const WeightMatrix& w, const int32_t* rows, int64_t n, const
   chunk = std::min(chunk, w.cols);
   const int64_t tasks = (w.cols + chunk - 1) / chunk;
 
-  // One token: the rows with a coefficient, accumulated span by span in registers.
+  // Token by token: the rows with a coefficient, accumulated span by span in registers (Q4_0:
+  // through integers, the only form its arithmetic has).
   const AccumulateRowsFn many = ActiveKernelTable().accumulate_rows[static_cast<int>(w.type)];
-  if (n_tokens == 1 && many != nullptr && w.cols % 32 == 0) {
+  if (many != nullptr && w.cols % 32 == 0) {
     thread_local std::vector<const uint8_t*> ptrs;
     thread_local std::vector<float> coef;
-    ptrs.clear();
-    coef.clear();
-    for (int64_t k = 0; k < n; ++k) {
-      const float a = alpha[rows[k]];
-      if (a == 0.0f) continue;
-      ptrs.push_back(Row(w, rows[k]));
-      coef.push_back(a);
-    }
-    const auto n_used = static_cast<int64_t>(ptrs.size());
-    const uint8_t* const* p = ptrs.data();
-    const float* c = coef.data();
-    auto span = [&](int64_t task, int) {
-      const int64_t c0 = task * chunk, len = std::min(chunk, w.cols - c0);
-      const size_t offset = static_cast<size_t>(c0 / traits->block_elems) * traits->block_bytes;
-      many(p, offset, c, n_used, out + c0, len);
-    };
-    if (pool && tasks > 1) {
-      pool->ParallelFor(tasks, span);
-    } else {
-      for (int64_t t = 0; t < tasks; ++t) span(t, 0);
+    for (int64_t t = 0; t < n_tokens; ++t) {
+      ptrs.clear();
+      coef.clear();
+      for (int64_t k = 0; k < n; ++k) {
+        const float a = alpha[t * lda + rows[k]];
+        if (a == 0.0f) continue;
+        ptrs.push_back(Row(w, rows[k]));
+        coef.push_back(a);
+      }
+      const auto n_used = static_cast<int64_t>(ptrs.size());
+      const uint8_t* const* p = ptrs.data();
+      const float* c = coef.data();
+      float* y = out + t * ldo;
+      auto span = [&](int64_t task, int) {
+        const int64_t c0 = task * chunk, len = std::min(chunk, w.cols - c0);
+        const size_t offset = static_cast<size_t>(c0 / traits->block_elems) * traits->block_bytes;
+        many(p, offset, c, n_used, y + c0, len);
+      };
+      if (pool && tasks > 1) {
+        pool->ParallelFor(tasks, span);
+      } else {
+        for (int64_t task = 0; task < tasks; ++task) span(task, 0);
+      }
     }
     return;
   }

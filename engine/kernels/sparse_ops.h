@@ -15,6 +15,12 @@ class ThreadPool;
 // alpha[t*lda + rows[k]] * w[rows[k], j], one fused multiply-add per term (for Q4_0/Q8_0 rows
 // the block scale is folded into the coefficient first: fma(alpha * d, q, out)); zero
 // coefficients are skipped. `w` holds one row per neuron (a transposed down projection).
+// Q4_0 rows go through integers instead: the rows with a nonzero coefficient, in order of k,
+// form groups of 16; for each group and 32-column block, with c_k = alpha_k * d_k (d_k the
+// row's block scale), m = max |c_k| (a block with m = 0 is skipped), e_k = nearbyint(c_k *
+// (32767 / m)) and s = m * (1 / 32767): out[j] = fma(s, float(sum over k of e_k * (q_kj - 8)),
+// out[j]). The coefficients are rounded to 16 bits per group and block (8 bits cost PowerInfer
+// parity: its Q4_0 file's logits moved past the 5% tolerance); the products are exact.
 void AccumulateRows(const WeightMatrix& w, const int32_t* rows, int64_t n, const float* alpha,
                     int64_t lda, int64_t n_tokens, float* out, int64_t ldo, ThreadPool* pool);
 

@@ -33,11 +33,18 @@ using GemmFn = void (*)(const void* w, size_t w_stride, int64_t n_rows, const vo
 // takes the activation rows in the vec-dot type as quantize_act writes them (F32: x where it
 // is). Batches of fewer than min_tokens tokens loop over vec_dot instead (where that streams a
 // single row faster than the kernel does).
+// y[i] = rows[i] . one packed activation row, for i < n_rows: the rows a sparse FFN gathers
+// (MatMulRows), scattered in memory; bit-identical to `run` on each row alone. Null: MatMulRows
+// hands runs of consecutive rows to `run`.
+using GemmGatherFn = void (*)(const uint8_t* const* rows, int64_t n_rows, const void* act,
+                              int64_t n, float* y);
+
 struct GemmKernel {
   size_t (*packed_row_bytes)(int64_t n) = nullptr;
   QuantizeActFn pack_act = nullptr;
   GemmFn run = nullptr;
   int64_t min_tokens = 1;
+  GemmGatherFn gather = nullptr;
 };
 
 inline constexpr int kNumTensorTypeIds = 31;  // ggml type ids 0..30

@@ -58,7 +58,8 @@ void InstallAvx2Kernels(KernelTable* t) {
   t->vec_dot[id(TensorType::kQ6_K)] = DotQ6_K;
   t->gemm[id(TensorType::kQ4_K)] = {nullptr, nullptr, GemmQ4_K};  // Q8_K rows
   t->gemm[id(TensorType::kQ5_K)] = {nullptr, nullptr, GemmQ5_K};
-  t->gemm[id(TensorType::kQ4_0)] = {PackedQ32RowBytes, PackActQ4_0, GemmQ4_0Avx2};
+  t->gemm[id(TensorType::kQ4_0)] = {PackedQ32RowBytes, PackActQ4_0, GemmQ4_0Avx2, 1,
+                                     GatherQ4_0Avx2};
   t->attn_scores = AttentionScores;
   t->exp_minus_max = ExpMinusMax;
   t->attn_mix = AttentionMix;
@@ -69,7 +70,7 @@ void InstallAvx2Kernels(KernelTable* t) {
   t->axpy_row[id(TensorType::kQ8_0)] = AxpyRowQ8_0;
   t->accumulate_rows[id(TensorType::kF32)] = AccumulateRowsT<UnpackF32>;
   t->accumulate_rows[id(TensorType::kF16)] = AccumulateRowsT<UnpackF16>;
-  t->accumulate_rows[id(TensorType::kQ4_0)] = AccumulateRowsT<UnpackQ4_0>;
+  t->accumulate_rows[id(TensorType::kQ4_0)] = AccumulateRowsQ4_0Int;
   t->accumulate_rows[id(TensorType::kQ8_0)] = AccumulateRowsT<UnpackQ8_0>;
 }
 

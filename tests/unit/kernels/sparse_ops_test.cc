@@ -5,12 +5,14 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstring>
 #include <vector>
 
 #include "engine/kernels/dequantize.h"
+#include "engine/kernels/fp16.h"
 #include "engine/kernels/thread_pool.h"
 #include "engine/kernels/vec_dot.h"
 #include "tests/unit/kernels/kernel_test_util.h"
@@ -50,6 +52,39 @@ float ReferenceFma(TensorType type, const std::vector<uint8_t>& row, int64_t i, 
   std::memcpy(&h, &row[static_cast<size_t>(i / 32) * block_bytes], 2);
   const float d = Fp16ToFp32(h);
   return std::fma(a * d, w / d, y);
+}
+
+// The Q4_0 contract of sparse_ops.h written out plainly: groups of 16 rows, per 32-column block
+// the coefficients alpha * d rounded to 16 bits on their largest, exact integer sums.
+void NaiveQ4_0Integer(const std::vector<const uint8_t*>& rows, size_t offset,
+                      const std::vector<float>& alpha, float* y, int64_t len) {
+  const size_t n = rows.size();
+  for (size_t k0 = 0; k0 < n; k0 += 16) {
+    const size_t k1 = std::min(n, k0 + 16);
+    for (int64_t b = 0; b < len / 32; ++b) {
+      std::vector<float> c;
+      std::vector<const uint8_t*> blk;
+      float m = 0.0f;
+      for (size_t k = k0; k < k1; ++k) {
+        blk.push_back(rows[k] + offset + static_cast<size_t>(b) * 18);
+        uint16_t h;
+        std::memcpy(&h, blk.back(), 2);
+        c.push_back(alpha[k] * Fp16ToFp32(h));
+        m = std::max(m, std::fabs(c.back()));
+      }
+      if (m == 0.0f) continue;
+      const float inv = 32767.0f / m, s = m * (1.0f / 32767.0f);
+      for (int j = 0; j < 32; ++j) {
+        int64_t sum = 0;
+        for (size_t k = 0; k < c.size(); ++k) {
+          const uint8_t byte = blk[k][2 + j % 16];
+          const int q = (j < 16 ? byte & 0xf : byte >> 4) - 8;
+          sum += static_cast<int64_t>(std::rint(c[k] * inv)) * q;
+        }
+        y[b * 32 + j] = std::fma(s, static_cast<float>(sum), y[b * 32 + j]);
+      }
+    }
+  }
 }
 
 int64_t ColsFor(TensorType t) {
@@ -105,7 +140,8 @@ TEST(SparseOpsTest, AxpyRowOfEveryTypeAndVariantMatchesTheReferenceArithmetic) {
   EXPECT_GE(covered, 4);  // F32, F16, Q4_0, Q8_0 at least in the scalar table
 }
 
-// Every accumulate_rows slot: many rows into a span at once, the bits of axpy_row row by row.
+// Every accumulate_rows slot: many rows into a span at once, the bits of axpy_row row by row
+// (Q4_0: of its integer contract).
 TEST(SparseOpsTest, AccumulateRowsSlotsEqualRowByRowAxpy) {
   std::vector<KernelIsa> isas = SimdIsas();
   isas.insert(isas.begin(), KernelIsa::kScalar);
@@ -127,7 +163,10 @@ TEST(SparseOpsTest, AccumulateRowsSlotsEqualRowByRowAxpy) {
         const size_t offset = RowBytes(type, 32);
         const auto y0 = RandomRow(len, 8);
         std::vector<float> want = y0, got = y0;
-        for (int k = 0; k < 9; ++k) {
+        if (type == TensorType::kQ4_0) {
+          NaiveQ4_0Integer(ptrs, offset, alpha, want.data(), len);
+        }
+        for (int k = 0; k < 9 && type != TensorType::kQ4_0; ++k) {
           // The reference reads the row from element 32 on, as the span does.
           std::vector<float> full(cols), tail(len);
           DequantizeRow(type, rows[k].data(), full.data(), cols);
@@ -177,6 +216,19 @@ TEST(SparseOpsTest, MatMulRowsEqualsTheRowsOfMatMul) {
 std::vector<float> NaiveAccumulate(const RandomMatrix& m, const std::vector<int32_t>& rows,
                                    const std::vector<float>& alpha, int64_t lda, int64_t n_tokens,
                                    std::vector<float> out, int64_t ldo) {
+  if (m.w.type == TensorType::kQ4_0) {
+    for (int64_t t = 0; t < n_tokens; ++t) {
+      std::vector<const uint8_t*> used;
+      std::vector<float> coef;
+      for (int32_t r : rows) {
+        if (alpha[t * lda + r] == 0.0f) continue;
+        used.push_back(m.Row(r));
+        coef.push_back(alpha[t * lda + r]);
+      }
+      NaiveQ4_0Integer(used, 0, coef, out.data() + t * ldo, m.w.cols);
+    }
+    return out;
+  }
   std::vector<float> row(m.w.cols);
   for (int32_t r : rows) {
     DequantizeRow(m.w.type, m.Row(r), row.data(), m.w.cols);
@@ -223,6 +275,32 @@ TEST(SparseOpsTest, AccumulateRowsMatchesTheReferenceForEveryTypeAndThreadCount)
       }
     }
   }
+}
+
+// Q4_0's integer accumulation stays within float noise of the exact sum of dequantized rows
+// times their coefficients: rounding the coefficients to 16 bits costs about 1e-5 of the
+// largest term.
+TEST(SparseOpsTest, Q4_0IntegerAccumulationIsCloseToTheExactSum) {
+  const int64_t cols = 256, n_rows = 40;
+  RandomMatrix m(TensorType::kQ4_0, cols, n_rows, 5);
+  std::vector<int32_t> rows;
+  for (int32_t r = 0; r < n_rows; r += 2) rows.push_back(r);  // 20 rows: a group and a half
+  auto alpha = RandomRow(n_rows, 9);
+  alpha[4] *= 100.0f;  // one large coefficient: the others keep their precision anyway
+  std::vector<double> exact(cols, 0.0);
+  std::vector<float> row(cols);
+  double largest = 0.0;
+  for (int32_t r : rows) {
+    DequantizeRow(TensorType::kQ4_0, m.Row(r), row.data(), cols);
+    for (int64_t j = 0; j < cols; ++j) {
+      exact[j] += static_cast<double>(alpha[r]) * row[j];
+      largest = std::max(largest, std::fabs(static_cast<double>(alpha[r]) * row[j]));
+    }
+  }
+  std::vector<float> got(cols, 0.0f);
+  AccumulateRows(m.w, rows.data(), static_cast<int64_t>(rows.size()), alpha.data(), n_rows, 1,
+                 got.data(), cols, nullptr);
+  for (int64_t j = 0; j < cols; ++j) EXPECT_NEAR(got[j], exact[j], 2e-4 * largest) << j;
 }
 
 TEST(SparseOpsTest, RoundToVecDotTypeRoundsAsTheDotProductDoes) {
