@@ -29,6 +29,8 @@ for f in $DENSE $PWRI; do [[ -f "$f" ]] || { echo "pwri_speed: no file $f" >&2; 
 [[ -z "$LLAMA_BENCH" || -x "$LLAMA_BENCH" ]] || { echo "pwri_speed: $LLAMA_BENCH is not executable" >&2; exit 2; }
 [[ -z "$POWERINFER" || -x "$POWERINFER" ]] || { echo "pwri_speed: $POWERINFER is not executable" >&2; exit 2; }
 
+SCRATCH="$(mktemp -d)"
+trap 'rm -rf "$SCRATCH"' EXIT
 median() { python3 -c 'import statistics,sys; print("%.3f" % statistics.median(map(float, sys.argv[1:])))' "$@"; }
 sparrow_tg() {  # model threads -> "tok/s active"
   "$SPARROW" bench -m "$1" -p 0 -n "$N" -t "$2" -r 1 --no-bandwidth --json 2>/dev/null |
@@ -38,8 +40,8 @@ llama_tg() {  # model threads
   "$LLAMA_BENCH" -m "$1" -p 0 -n "$N" -t "$2" -r 1 -o json 2>/dev/null |
     python3 -c 'import json,sys; print("%.3f" % json.load(sys.stdin)[0]["avg_ts"])'
 }
-powerinfer_tg() {  # model threads
-  "$POWERINFER" -m "$1" -p " Hello" -n "$N" -t "$2" --temp 0 --ignore-eos 2>&1 |
+powerinfer_tg() {  # model threads (run in a scratch folder: PowerInfer's main writes main.log)
+  (model="$(realpath "$1")" && cd "$SCRATCH" && "$POWERINFER" -m "$model" -p " Hello" -n "$N" -t "$2" --temp 0 --ignore-eos 2>&1) |
     python3 -c 'import re,sys
 m = [l for l in sys.stdin if "eval time" in l and "prompt" not in l]
 print(re.search(r"([0-9.]+) tokens per second", m[-1]).group(1))'

@@ -33,9 +33,11 @@ using GemmFn = void (*)(const void* w, size_t w_stride, int64_t n_rows, const vo
 // takes the activation rows in the vec-dot type as quantize_act writes them (F32: x where it
 // is). Batches of fewer than min_tokens tokens loop over vec_dot instead (where that streams a
 // single row faster than the kernel does).
-// y[i] = rows[i] . one packed activation row, for i < n_rows: the rows a sparse FFN gathers
-// (MatMulRows), scattered in memory; bit-identical to `run` on each row alone. Null: MatMulRows
-// hands runs of consecutive rows to `run`.
+// y[i] = rows[i] . one activation row, for i < n_rows: the rows a sparse FFN gathers
+// (MatMulRows), scattered in memory, so a kernel can fetch the next ones ahead. The activations
+// are packed by pack_act where `run` and pack_act are set, else the vec-dot type's row;
+// bit-identical to vec_dot on each row. Null: MatMulRows hands runs of consecutive rows to
+// `run`, or to vec_dot.
 using GemmGatherFn = void (*)(const uint8_t* const* rows, int64_t n_rows, const void* act,
                               int64_t n, float* y);
 
