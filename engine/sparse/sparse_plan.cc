@@ -28,6 +28,26 @@ std::vector<uint8_t> Transpose(const kernels::WeightMatrix& down, TensorType typ
   return out;
 }
 
+// Rows of `w` converted to `type` (the same layout: one row per neuron).
+std::vector<uint8_t> Requantize(const kernels::WeightMatrix& w, TensorType type) {
+  const size_t row_bytes = kernels::RowBytes(type, w.cols);
+  std::vector<uint8_t> out(row_bytes * w.rows);
+  std::vector<float> row(w.cols);
+  for (int64_t r = 0; r < w.rows; ++r) {
+    kernels::DequantizeRow(w.type, static_cast<const uint8_t*>(w.data) + r * w.row_stride_bytes,
+                           row.data(), w.cols);
+    kernels::QuantizeRow(type, row.data(), &out[r * row_bytes], w.cols);
+  }
+  return out;
+}
+
+// The types whose rows the sparse kernels accumulate directly (sparse_ops.h); others would go
+// through a scalar dequantization of every row, several times slower than the whole dense FFN.
+bool AccumulatesDirectly(TensorType type) {
+  return type == TensorType::kF32 || type == TensorType::kF16 || type == TensorType::kQ4_0 ||
+         type == TensorType::kQ8_0;
+}
+
 }  // namespace
 
 std::string_view SparsePolicyName(SparsePolicy p) {
@@ -79,8 +99,19 @@ Result<std::shared_ptr<const SparsePlan>> MakeSparsePlan(const Model& model,
           "--sparsity applies to SwiGLU models; this PowerInfer file chooses its neurons by its "
           "own predictors");
     }
-    for (const LayerWeights& l : model.weights().layers) {
+    const auto& layers = model.weights().layers;
+    plan->owned.resize(layers.size());
+    for (size_t il = 0; il < layers.size(); ++il) {
+      const LayerWeights& l = layers[il];
       plan->down_t.push_back(l.ffn_down_t);
+      if (!AccumulatesDirectly(l.ffn_down_t.type)) {
+        // K-quant rows (a Q4_K_M file): a copy in TransposedDownType's choice (Q8_0), read in
+        // place of the file's rows, whose pages are then never touched.
+        const TensorType type = TransposedDownType(l.ffn_down_t.type, c.n_embd);
+        plan->owned[il] = Requantize(l.ffn_down_t, type);
+        plan->down_t.back() = {type, plan->owned[il].data(), c.n_embd, c.n_ff,
+                               kernels::RowBytes(type, c.n_embd)};
+      }
       plan->pred_fc1.push_back(l.pred_fc1);
       plan->pred_fc2.push_back(l.pred_fc2);
       plan->pred_bias.emplace_back();

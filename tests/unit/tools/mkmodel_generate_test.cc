@@ -4,9 +4,11 @@
 
 #include <tuple>
 
+#include "engine/kernels/dequantize.h"
 #include "engine/model/model.h"
 #include "engine/runtime/forward_pass.h"
 #include "engine/runtime/kv_cache.h"
+#include "engine/sparse/sparse_plan.h"
 #include "tests/util/test_paths.h"
 
 namespace sparrow::tools {
@@ -145,6 +147,25 @@ TEST(WriteSyntheticModel, PowerInferFormatChoosesTheAskedShareOfNeurons) {
     EXPECT_EQ(l.pred_fc2.cols, 128);
     EXPECT_NEAR(DecodedActiveShare(**model, 24), active, 0.06);
   }
+}
+
+// A Q4_K_M file's K-quant down rows have no direct accumulation kernel: the sparse plan reads a
+// Q8_0 copy instead, and the predictor still picks the asked share.
+TEST(WriteSyntheticModel, PowerInferKQuantFilesRunOnAQ8_0DownCopy) {
+  SyntheticModelSpec spec = TinySpec("tiny", ModelFileType::kQ4_K_M, TempPath("pwri-k.gguf"));
+  spec.pwri = true;
+  spec.active = 0.4;
+  ASSERT_TRUE(WriteSyntheticModel(spec).ok());
+  auto model = Model::Load(spec.out_path);
+  ASSERT_TRUE(model.ok()) << model.status().ToString();
+  const TensorType file_type = (*model)->weights().layers[0].ffn_down_t.type;
+  EXPECT_TRUE(file_type == TensorType::kQ4_K || file_type == TensorType::kQ6_K)
+      << TensorTypeName(file_type);
+  auto plan = MakeSparsePlan(**model, {}, nullptr);
+  ASSERT_TRUE(plan.ok() && *plan) << plan.status().ToString();
+  EXPECT_EQ((*plan)->down_t[0].type, TensorType::kQ8_0);
+  EXPECT_EQ((*plan)->owned_bytes(), kernels::RowBytes(TensorType::kQ8_0, 256) * 512);
+  EXPECT_NEAR(DecodedActiveShare(**model, 24), 0.4, 0.06);
 }
 
 TEST(WriteSyntheticModel, PowerInferFormatRefusesWhatItCannotWrite) {
