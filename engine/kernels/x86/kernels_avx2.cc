@@ -59,9 +59,9 @@ void InstallAvx2Kernels(KernelTable* t) {
   t->gemm[id(TensorType::kQ4_K)] = {nullptr, nullptr, GemmQ4_K};  // Q8_K rows
   t->gemm[id(TensorType::kQ5_K)] = {nullptr, nullptr, GemmQ5_K};
   t->gemm[id(TensorType::kQ4_0)] = {PackedQ32RowBytes, PackActQ4_0, GemmQ32Avx2<BlockQ4_0>, 1,
-                                     GatherQ32Avx2<BlockQ4_0>};
+                                    GatherQ32Avx2<BlockQ4_0>};
   t->gemm[id(TensorType::kQ8_0)] = {PackedQ32RowBytes, PackActQ8_0, GemmQ32Avx2<BlockQ8_0>, 1,
-                                     GatherQ32Avx2<BlockQ8_0>};
+                                    GatherQ32Avx2<BlockQ8_0>};
   t->attn_scores = AttentionScores;
   t->exp_minus_max = ExpMinusMax;
   t->attn_mix = AttentionMix;
