@@ -75,12 +75,9 @@ TensorType TransposedDownType(TensorType type, int64_t n_embd) {
     case TensorType::kBF16:
       return type;
     case TensorType::kQ4_0:
-    case TensorType::kQ4_1:
-    case TensorType::kQ5_0:
-    case TensorType::kQ5_1:
     case TensorType::kQ8_0:
       return n_embd % 32 == 0 ? type : TensorType::kF16;
-    default:
+    default:  // types without a row-accumulation kernel (AccumulatesDirectly)
       return n_embd % 32 == 0 ? TensorType::kQ8_0 : TensorType::kF16;
   }
 }

@@ -72,10 +72,10 @@ std::unique_ptr<FeedForward> MakeFeedForward(const Model& model,
                                              kernels::ThreadPool* pool);
 
 // The tensor type of the transposed down copy built for a SwiGLU model whose ffn_down is `type`:
-// float types and the 32-element quantized types are kept (same bytes per token as the original,
-// so sparsity saves what it skips; bench/RESULTS.md has the perplexity of requantizing), K-quants
-// become Q8_0 (their 256-element blocks rarely tile n_embd rows as well), F16 where n_embd is not
-// a multiple of 32.
+// float types, Q4_0 and Q8_0 are kept (same bytes per token as the original, so sparsity saves
+// what it skips; bench/RESULTS.md has the perplexity of requantizing); the other types, whose
+// rows have no accumulation kernel (K-quants, Q4_1, Q5_0, Q5_1), become Q8_0; F16 where n_embd is
+// not a multiple of 32. PowerInfer files' K-quant ffn_down_t gets the same Q8_0 copy.
 TensorType TransposedDownType(TensorType type, int64_t n_embd);
 
 }  // namespace sparrow
