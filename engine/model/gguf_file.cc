@@ -24,29 +24,6 @@ bool MulOverflows(uint64_t a, uint64_t b, uint64_t* out) {
   return __builtin_mul_overflow(a, b, out);
 }
 
-// Size in bytes of one element of a scalar (non-string, non-array) value type; 0 otherwise.
-uint64_t ScalarSize(GgufValueType t) {
-  switch (t) {
-    case GgufValueType::kU8:
-    case GgufValueType::kI8:
-    case GgufValueType::kBool:
-      return 1;
-    case GgufValueType::kU16:
-    case GgufValueType::kI16:
-      return 2;
-    case GgufValueType::kU32:
-    case GgufValueType::kI32:
-    case GgufValueType::kF32:
-      return 4;
-    case GgufValueType::kU64:
-    case GgufValueType::kI64:
-    case GgufValueType::kF64:
-      return 8;
-    default:
-      return 0;
-  }
-}
-
 bool IsKnownValueType(uint32_t t) {
   return t <= static_cast<uint32_t>(GgufValueType::kF64);
 }
@@ -139,7 +116,7 @@ Status ReadValue(ByteReader& r, GgufValueType t, GgufValue* v, const std::string
     }
   } else {
     uint64_t bytes = 0;
-    if (MulOverflows(a.size, ScalarSize(a.elem_type), &bytes) || bytes > r.remaining()) {
+    if (MulOverflows(a.size, GgufScalarSize(a.elem_type), &bytes) || bytes > r.remaining()) {
       return Corrupt("key " + Quote(key) + " claims " + std::to_string(a.size) + " elements of " +
                      std::string(GgufValueTypeName(a.elem_type)) + " but only " +
                      std::to_string(r.remaining()) + " bytes remain");
@@ -166,6 +143,28 @@ T LoadLE(const uint8_t* p) {
 }
 
 }  // namespace
+
+uint64_t GgufScalarSize(GgufValueType t) {
+  switch (t) {
+    case GgufValueType::kU8:
+    case GgufValueType::kI8:
+    case GgufValueType::kBool:
+      return 1;
+    case GgufValueType::kU16:
+    case GgufValueType::kI16:
+      return 2;
+    case GgufValueType::kU32:
+    case GgufValueType::kI32:
+    case GgufValueType::kF32:
+      return 4;
+    case GgufValueType::kU64:
+    case GgufValueType::kI64:
+    case GgufValueType::kF64:
+      return 8;
+    default:
+      return 0;
+  }
+}
 
 std::string_view GgufValueTypeName(GgufValueType t) {
   switch (t) {

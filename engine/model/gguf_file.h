@@ -36,6 +36,9 @@ std::string_view GgufValueTypeName(GgufValueType t);
 
 // An array value. Numeric arrays keep their element type and are widened on access;
 // string arrays hold views into the mapping.
+// Size in bytes of one element of a scalar (non-string, non-array) value type; 0 otherwise.
+uint64_t GgufScalarSize(GgufValueType t);
+
 struct GgufArray {
   GgufValueType elem_type = GgufValueType::kU8;
   uint64_t size = 0;

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "engine/model/gguf_file.h"
+#include "engine/model/neuron_bundles.h"
 
 namespace sparrow {
 namespace {
@@ -41,6 +42,9 @@ Result<ModelConfig> ReadModelConfig(const GgufFile& f) {
   if (auto name = f.GetString("general.name"); name.ok()) c.name = std::string(*name);
   c.ffn_kind = c.arch->ffn;
   c.powerinfer = f.powerinfer();
+  if (!c.powerinfer) {  // a PowerInfer file converted to neuron bundles keeps its semantics
+    SPARROW_ASSIGN_OR_RETURN(c.powerinfer, f.GetBoolOr(bundle_keys::kPowerInfer, false));
+  }
   if (c.powerinfer) {
     if (c.ffn_kind == FfnKind::kSwiGlu) c.ffn_kind = FfnKind::kReluGlu;
     SPARROW_ASSIGN_OR_RETURN(double threshold, f.GetFloatOr("powerinfer.sparse_threshold", 0.0));

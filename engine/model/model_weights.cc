@@ -5,6 +5,7 @@
 #include "engine/kernels/dequantize.h"
 #include "engine/kernels/vec_dot.h"
 #include "engine/model/gguf_file.h"
+#include "engine/model/neuron_bundles.h"
 
 namespace sparrow {
 namespace {
@@ -76,17 +77,9 @@ class Binder {
   const GgufFile& f_;
 };
 
-// PowerInfer's per-layer tensors: ffn_down_t replaces ffn_down, and the predictor fc1/fc2 of a
-// rank that may differ per layer.
-Status BindPowerInferFfn(Binder& b, const std::string& p, const ModelConfig& c, LayerWeights& l) {
-  if (b.Has(p + "ffn_down.weight")) {
-    return Unsupported("tensor '" + p +
-                       "ffn_down.weight' in a PowerInfer file: its FFN down projection is "
-                       "expected transposed, as '" +
-                       p + "ffn_down_t.weight'");
-  }
-  SPARROW_ASSIGN_OR_RETURN(l.ffn_down_t,
-                           b.Matrix(p + "ffn_down_t.weight", c.n_embd, c.n_ff, "n_embd x n_ff"));
+// A PowerInfer predictor: fc1 (rank rows of n_embd) and fc2 (n_ff rows of rank), of a rank
+// that may differ per layer.
+Status BindPredictor(Binder& b, const std::string& p, const ModelConfig& c, LayerWeights& l) {
   SPARROW_ASSIGN_OR_RETURN(const GgufTensorInfo* fc1, b.Find(p + "fc1.weight", true));
   if (fc1->dims.size() != 2 || fc1->dims[1] == 0 || fc1->dims[1] > static_cast<uint64_t>(c.n_ff)) {
     return Corrupt("tensor '" + fc1->name + "' has shape " + Shape(fc1->dims) + ", expected " +
@@ -108,6 +101,50 @@ Status BindPowerInferFfn(Binder& b, const std::string& p, const ModelConfig& c, 
   return Status::Ok();
 }
 
+// PowerInfer's per-layer tensors: ffn_down_t replaces ffn_down, and the predictor.
+Status BindPowerInferFfn(Binder& b, const std::string& p, const ModelConfig& c, LayerWeights& l) {
+  if (b.Has(p + "ffn_down.weight")) {
+    return Unsupported("tensor '" + p +
+                       "ffn_down.weight' in a PowerInfer file: its FFN down projection is "
+                       "expected transposed, as '" +
+                       p + "ffn_down_t.weight'");
+  }
+  SPARROW_ASSIGN_OR_RETURN(l.ffn_down_t,
+                           b.Matrix(p + "ffn_down_t.weight", c.n_embd, c.n_ff, "n_embd x n_ff"));
+  return BindPredictor(b, p, c, l);
+}
+
+// One row matrix per row kind over a layer's records (n_ff rows, one record apart).
+kernels::WeightMatrix RecordRows(const LayerBundles& lb, TensorType type, uint64_t offset,
+                                 int64_t cols, int64_t rows) {
+  return {type, lb.records + offset, cols, rows, static_cast<size_t>(lb.record_bytes)};
+}
+
+// A converted file's FFN (neuron_bundles.h): gate, up and down rows inside the records (the gate
+// may be resident instead), a predictor where the model has PowerInfer's semantics.
+Status BindBundledFfn(Binder& b, const std::string& p, const ModelConfig& c,
+                      const NeuronBundleLayout& layout, const LayerBundles& lb, LayerWeights& l) {
+  for (const char* name : {"ffn_up.weight", "ffn_down.weight", "ffn_down_t.weight"}) {
+    if (b.Has(p + name)) {
+      return Corrupt("tensor '" + p + name +
+                     "' in a file of neuron bundles, whose FFN rows are in '" + p + "ffn_bundles'");
+    }
+  }
+  if (layout.gate_in_bundle) {
+    if (b.Has(p + "ffn_gate.weight")) {
+      return Corrupt("tensor '" + p + "ffn_gate.weight' in a file whose gate rows are bundled");
+    }
+    l.ffn_gate = RecordRows(lb, lb.gate_type, lb.gate_offset, c.n_embd, c.n_ff);
+  } else {
+    SPARROW_ASSIGN_OR_RETURN(l.ffn_gate,
+                             b.Matrix(p + "ffn_gate.weight", c.n_embd, c.n_ff, "n_embd x n_ff"));
+  }
+  l.ffn_up = RecordRows(lb, lb.up_type, lb.up_offset, c.n_embd, c.n_ff);
+  l.ffn_down_t = RecordRows(lb, lb.down_type, lb.down_offset, c.n_embd, c.n_ff);
+  if (c.powerinfer) return BindPredictor(b, p, c, l);
+  return Status::Ok();
+}
+
 }  // namespace
 
 Result<ModelWeights> BindModelWeights(const GgufFile& file, const ModelConfig& c) {
@@ -123,6 +160,12 @@ Result<ModelWeights> BindModelWeights(const GgufFile& file, const ModelConfig& c
   } else {
     w.output = w.token_embd;
     w.tied_output = true;
+  }
+
+  if (HasNeuronBundles(file)) {
+    SPARROW_ASSIGN_OR_RETURN(NeuronBundleLayout layout,
+                             ReadNeuronBundleLayout(file, c.n_layer, c.n_ff, c.n_embd));
+    w.bundles = std::make_shared<const NeuronBundleLayout>(std::move(layout));
   }
 
   w.layers.resize(c.n_layer);
@@ -143,6 +186,10 @@ Result<ModelWeights> BindModelWeights(const GgufFile& file, const ModelConfig& c
     SPARROW_ASSIGN_OR_RETURN(l.bk, b.Vector(p + "attn_k.bias", c.kv_dim(), bias));
     SPARROW_ASSIGN_OR_RETURN(l.bv, b.Vector(p + "attn_v.bias", c.kv_dim(), bias));
     SPARROW_ASSIGN_OR_RETURN(l.ffn_norm, b.Vector(p + "ffn_norm.weight", c.n_embd, true));
+    if (w.bundles) {
+      SPARROW_RETURN_IF_ERROR(BindBundledFfn(b, p, c, *w.bundles, w.bundles->layers[i], l));
+      continue;
+    }
     SPARROW_ASSIGN_OR_RETURN(l.ffn_gate,
                              b.Matrix(p + "ffn_gate.weight", c.n_embd, c.n_ff, "n_embd x n_ff"));
     SPARROW_ASSIGN_OR_RETURN(l.ffn_up,

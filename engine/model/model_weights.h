@@ -2,11 +2,13 @@
 // ModelWeights: the tensors of a transformer bound by role, with every shape and type checked
 // against the ModelConfig. Matrices point into the mmap'ed file (no copy); small vectors
 // (norms, biases) are converted to f32 once. Immutable after binding; thread-safe to read.
+#include <memory>
 #include <vector>
 
 #include "engine/common/result.h"
 #include "engine/kernels/matmul.h"
 #include "engine/model/model_config.h"
+#include "engine/model/neuron_bundles.h"
 
 namespace sparrow {
 
@@ -18,10 +20,12 @@ struct LayerWeights {
   std::vector<float> bq, bk, bv;  // empty when the architecture has no bias
   std::vector<float> ffn_norm;
   kernels::WeightMatrix ffn_gate, ffn_up;
-  kernels::WeightMatrix ffn_down;  // n_embd rows of n_ff; absent (data null) in PowerInfer files
-  // PowerInfer files: the down projection transposed (one row of n_embd per neuron) and the
-  // activation predictor logits = pred_fc2 . relu(pred_fc1 . x), x the residual before the FFN
-  // norm (pred_fc1: rank rows of n_embd, pred_fc2: n_ff rows of rank). Absent elsewhere.
+  // n_embd rows of n_ff; absent (data null) in PowerInfer files and files of neuron bundles.
+  kernels::WeightMatrix ffn_down;
+  // PowerInfer and bundled files: the down projection transposed (one row of n_embd per neuron).
+  // PowerInfer semantics: the activation predictor logits = pred_fc2 . relu(pred_fc1 . x), x the
+  // residual before the FFN norm (pred_fc1: rank rows of n_embd, pred_fc2: n_ff rows of rank).
+  // Absent elsewhere. In bundled files gate, up and down_t rows are one record apart.
   kernels::WeightMatrix ffn_down_t, pred_fc1, pred_fc2;
 };
 
@@ -31,6 +35,8 @@ struct ModelWeights {
   kernels::WeightMatrix output;  // token_embd when the file has no output.weight (tied)
   bool tied_output = false;
   std::vector<LayerWeights> layers;
+  // Files converted to neuron bundles (neuron_bundles.h): where each layer's records are.
+  std::shared_ptr<const NeuronBundleLayout> bundles;
 };
 
 // Binds the tensors of `file` (which must outlive the result). Errors name the tensor and

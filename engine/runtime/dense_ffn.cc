@@ -1,8 +1,10 @@
 #include "engine/runtime/dense_ffn.h"
 
 #include <algorithm>
+#include <numeric>
 
 #include "engine/kernels/matmul.h"
+#include "engine/kernels/sparse_ops.h"
 #include "engine/kernels/vec_ops.h"
 
 namespace sparrow {
@@ -22,6 +24,22 @@ void GatedActivation(FfnKind kind, float* gate, const float* up, int64_t n) {
   }
 }
 
+void DenseDown(const ModelConfig& c, const LayerWeights& l, float* h, int64_t n, float* out,
+               std::vector<int32_t>& all_rows, kernels::ThreadPool* pool) {
+  if (l.ffn_down.data != nullptr) {
+    kernels::MatMul(l.ffn_down, h, n, c.n_ff, out, c.n_embd, pool);
+    return;
+  }
+  if (static_cast<int64_t>(all_rows.size()) != c.n_ff) {
+    all_rows.resize(c.n_ff);
+    std::iota(all_rows.begin(), all_rows.end(), 0);
+  }
+  for (int64_t t = 0; t < n; ++t)
+    kernels::RoundToVecDotType(l.ffn_down_t.type, h + t * c.n_ff, c.n_ff);
+  std::fill_n(out, n * c.n_embd, 0.0f);
+  kernels::AccumulateRows(l.ffn_down_t, all_rows.data(), c.n_ff, h, c.n_ff, n, out, c.n_embd, pool);
+}
+
 DenseFfn::DenseFfn(const Model& model, kernels::ThreadPool* pool) : model_(model), pool_(pool) {}
 
 void DenseFfn::Compute(int64_t il, const FfnInput& in, float* out) {
@@ -36,7 +54,7 @@ void DenseFfn::Compute(int64_t il, const FfnInput& in, float* out) {
   kernels::MatMul(l.ffn_up, normed, n, c.n_embd, up_.data(), c.n_ff, pool_);
   if (observer_) observer_->OnPreActivations(il, in, gate_.data(), up_.data());
   GatedActivation(c.ffn_kind, gate_.data(), up_.data(), n * c.n_ff);
-  kernels::MatMul(l.ffn_down, gate_.data(), n, c.n_ff, out, c.n_embd, pool_);
+  DenseDown(c, l, gate_.data(), n, out, all_rows_, pool_);
   for (int64_t t = 0; in.decode != nullptr && t < n; ++t) {
     if (in.decode[t] == 0) continue;
     ++counters_.decode_tokens;

@@ -13,7 +13,8 @@ class ThreadPool;
 
 class DenseFfn : public FeedForward {
  public:
-  // The model must have ffn_down (every ordinary GGUF does); both must outlive this object.
+  // The model needs ffn_down or its rows ffn_down_t (files of neuron bundles); both must outlive
+  // this object.
   DenseFfn(const Model& model, kernels::ThreadPool* pool);
 
   void Compute(int64_t il, const FfnInput& in, float* out) override;
@@ -29,9 +30,16 @@ class DenseFfn : public FeedForward {
   FfnObserver* observer_ = nullptr;
   FfnCounters counters_;
   std::vector<float> gate_, up_;
+  std::vector<int32_t> all_rows_;
 };
 
 // h = act_gate(gate) * act_up(up) for the model's kind, in place into gate.
 void GatedActivation(FfnKind kind, float* gate, const float* up, int64_t n);
+
+// out (n rows of n_embd) = down . h (n rows of n_ff) for every neuron: by ffn_down, or where a
+// file has only the rows (neuron bundles), by accumulating all of ffn_down_t's rows with h
+// rounded as a dense product rounds it. `all_rows` is scratch.
+void DenseDown(const ModelConfig& c, const LayerWeights& l, float* h, int64_t n, float* out,
+               std::vector<int32_t>& all_rows, kernels::ThreadPool* pool);
 
 }  // namespace sparrow

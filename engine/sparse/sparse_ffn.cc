@@ -179,7 +179,7 @@ void SparseFfn::MixedBatch(int64_t il, const FfnInput& in, const float* logits, 
   }
   if (n_dense == 0) return;
   float* dense_out = Grow(dense_out_, static_cast<size_t>(n_dense * d));
-  kernels::MatMul(l.ffn_down, dense_in, n_dense, c.n_ff, dense_out, d, pool_);
+  DenseDown(c, l, dense_in, n_dense, dense_out, all_rows_, pool_);
   for (int64_t t = 0, k = 0; t < n; ++t) {
     if (!sparse_[t]) std::copy_n(dense_out + k++ * d, d, out + t * d);
   }

@@ -52,7 +52,7 @@ class SparseFfn : public FeedForward {
   DenseFfn dense_;
   FfnCounters counters_;
   std::vector<float> logits_, gate_, up_, h_, dense_in_, dense_out_;
-  std::vector<int32_t> active_;
+  std::vector<int32_t> active_, all_rows_;
   std::vector<uint8_t> sparse_, counted_;  // per token of the current call (see Compute)
 };
 

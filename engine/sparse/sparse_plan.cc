@@ -82,6 +82,27 @@ TensorType TransposedDownType(TensorType type, int64_t n_embd) {
   }
 }
 
+TensorType DownRowsType(const ModelConfig& c, const LayerWeights& l) {
+  if (l.ffn_down_t.data != nullptr && AccumulatesDirectly(l.ffn_down_t.type)) {
+    return l.ffn_down_t.type;
+  }
+  return TransposedDownType(l.ffn_down_t.data ? l.ffn_down_t.type : l.ffn_down.type, c.n_embd);
+}
+
+kernels::WeightMatrix DownRows(const ModelConfig& c, const LayerWeights& l,
+                               std::optional<TensorType> type, std::vector<uint8_t>& owned) {
+  const TensorType want = type.value_or(DownRowsType(c, l));
+  if (l.ffn_down_t.data != nullptr) {
+    if (want == l.ffn_down_t.type) return l.ffn_down_t;
+    // K-quant rows (a Q4_K_M file): a copy in TransposedDownType's choice (Q8_0), read in place
+    // of the file's rows, whose pages are then never touched.
+    owned = Requantize(l.ffn_down_t, want);
+    return {want, owned.data(), c.n_embd, c.n_ff, kernels::RowBytes(want, c.n_embd)};
+  }
+  owned = Transpose(l.ffn_down, want);
+  return {want, owned.data(), c.n_embd, c.n_ff, kernels::RowBytes(want, c.n_embd)};
+}
+
 Result<std::shared_ptr<const SparsePlan>> MakeSparsePlan(const Model& model,
                                                          const SparsityOptions& o,
                                                          kernels::ThreadPool* pool) {
@@ -100,15 +121,7 @@ Result<std::shared_ptr<const SparsePlan>> MakeSparsePlan(const Model& model,
     plan->owned.resize(layers.size());
     for (size_t il = 0; il < layers.size(); ++il) {
       const LayerWeights& l = layers[il];
-      plan->down_t.push_back(l.ffn_down_t);
-      if (!AccumulatesDirectly(l.ffn_down_t.type)) {
-        // K-quant rows (a Q4_K_M file): a copy in TransposedDownType's choice (Q8_0), read in
-        // place of the file's rows, whose pages are then never touched.
-        const TensorType type = TransposedDownType(l.ffn_down_t.type, c.n_embd);
-        plan->owned[il] = Requantize(l.ffn_down_t, type);
-        plan->down_t.back() = {type, plan->owned[il].data(), c.n_embd, c.n_ff,
-                               kernels::RowBytes(type, c.n_embd)};
-      }
+      plan->down_t.push_back(DownRows(c, l, std::nullopt, plan->owned[il]));
       plan->pred_fc1.push_back(l.pred_fc1);
       plan->pred_fc2.push_back(l.pred_fc2);
       plan->pred_bias.emplace_back();
@@ -171,11 +184,7 @@ Result<std::shared_ptr<const SparsePlan>> MakeSparsePlan(const Model& model,
   plan->owned.resize(layers.size());
   plan->down_t.resize(layers.size());
   auto build = [&](int64_t il, int) {
-    const kernels::WeightMatrix& down = layers[il].ffn_down;
-    const TensorType type = o.down_type.value_or(TransposedDownType(down.type, c.n_embd));
-    plan->owned[il] = Transpose(down, type);
-    plan->down_t[il] = {type, plan->owned[il].data(), c.n_embd, c.n_ff,
-                        kernels::RowBytes(type, c.n_embd)};
+    plan->down_t[il] = DownRows(c, layers[il], o.down_type, plan->owned[il]);
   };
   if (pool) {
     pool->ParallelFor(static_cast<int64_t>(layers.size()), build);

@@ -78,4 +78,13 @@ std::unique_ptr<FeedForward> MakeFeedForward(const Model& model,
 // not a multiple of 32. PowerInfer files' K-quant ffn_down_t gets the same Q8_0 copy.
 TensorType TransposedDownType(TensorType type, int64_t n_embd);
 
+// Layer `l`'s down projection as one row of n_embd per neuron, in `type` or, unset, in a type the
+// sparse kernels accumulate directly: the file's rows (ffn_down_t of PowerInfer and bundled
+// files) when they already are one, else a copy made into `owned` (transposed from ffn_down, or
+// requantized: TransposedDownType's choice).
+kernels::WeightMatrix DownRows(const ModelConfig& c, const LayerWeights& l,
+                               std::optional<TensorType> type, std::vector<uint8_t>& owned);
+// The type DownRows gives when none is asked for.
+TensorType DownRowsType(const ModelConfig& c, const LayerWeights& l);
+
 }  // namespace sparrow

@@ -10,7 +10,7 @@
 #include "engine/kernels/quantize.h"
 #include "engine/kernels/thread_pool.h"
 #include "engine/model/gguf_file.h"
-#include "engine/tools/mkmodel_gguf_writer.h"
+#include "engine/model/gguf_file_writer.h"
 #include "engine/tools/mkmodel_random.h"
 
 namespace sparrow::tools {
@@ -119,25 +119,25 @@ std::vector<PlannedTensor> PlanTensors(const SyntheticModelSpec& spec, int64_t n
   return out;
 }
 
-void AddMetadata(GgufStreamWriter& w, const SyntheticModelSpec& spec, int64_t n_layer) {
+void AddMetadata(GgufFileWriter& w, const SyntheticModelSpec& spec, int64_t n_layer) {
   const ModelShape& s = spec.shape;
   const std::string arch = spec.pwri && spec.drelu ? "bamboo" : std::string(s.arch);
   const std::string a = arch + ".";
-  if (spec.pwri) w.UsePowerInferMagic();
-  w.AddString("general.architecture", arch);
-  w.AddString("general.name", "sparrow synthetic " + std::string(s.name));
-  w.AddU32("general.file_type", GgufFileTypeId(spec.ftype));
-  w.AddU32("general.quantization_version", 2);
-  w.AddU32(a + "context_length", static_cast<uint32_t>(s.n_ctx));
-  w.AddU32(a + "embedding_length", static_cast<uint32_t>(s.n_embd));
-  w.AddU32(a + "block_count", static_cast<uint32_t>(n_layer));
-  w.AddU32(a + "feed_forward_length", static_cast<uint32_t>(s.n_ff));
-  w.AddU32(a + "attention.head_count", static_cast<uint32_t>(s.n_head));
-  w.AddU32(a + "attention.head_count_kv", static_cast<uint32_t>(s.n_head_kv));
-  w.AddU32(a + "rope.dimension_count", static_cast<uint32_t>(s.n_embd / s.n_head));
-  w.AddF32(a + "rope.freq_base", s.rope_freq_base);
-  w.AddF32(a + "attention.layer_norm_rms_epsilon", s.rms_eps);
-  if (spec.pwri) w.AddF32("powerinfer.sparse_threshold", 0.0f);
+  if (spec.pwri) w.header().set_magic("PWRI");
+  w.header().AddString("general.architecture", arch);
+  w.header().AddString("general.name", "sparrow synthetic " + std::string(s.name));
+  w.header().AddU32("general.file_type", GgufFileTypeId(spec.ftype));
+  w.header().AddU32("general.quantization_version", 2);
+  w.header().AddU32(a + "context_length", static_cast<uint32_t>(s.n_ctx));
+  w.header().AddU32(a + "embedding_length", static_cast<uint32_t>(s.n_embd));
+  w.header().AddU32(a + "block_count", static_cast<uint32_t>(n_layer));
+  w.header().AddU32(a + "feed_forward_length", static_cast<uint32_t>(s.n_ff));
+  w.header().AddU32(a + "attention.head_count", static_cast<uint32_t>(s.n_head));
+  w.header().AddU32(a + "attention.head_count_kv", static_cast<uint32_t>(s.n_head_kv));
+  w.header().AddU32(a + "rope.dimension_count", static_cast<uint32_t>(s.n_embd / s.n_head));
+  w.header().AddF32(a + "rope.freq_base", s.rope_freq_base);
+  w.header().AddF32(a + "attention.layer_norm_rms_epsilon", s.rms_eps);
+  if (spec.pwri) w.header().AddF32("powerinfer.sparse_threshold", 0.0f);
 }
 
 // Generates and converts rows [row0, row0 + n) of `t` into `dst`, spread over the pool.
@@ -182,11 +182,11 @@ Result<SyntheticModelSummary> WriteSyntheticModel(const SyntheticModelSpec& spec
   SPARROW_ASSIGN_OR_RETURN(const GgufArray* tokens, vocab->GetArray("tokenizer.ggml.tokens"));
   const int64_t n_vocab = static_cast<int64_t>(tokens->size);
 
-  GgufStreamWriter w;
+  GgufFileWriter w;
   AddMetadata(w, spec, n_layer);
   for (const auto& [key, value] : vocab->metadata()) {
     if (key.rfind("tokenizer.", 0) == 0) {
-      SPARROW_RETURN_IF_ERROR(w.AddCopy(key, value).WithContext(spec.vocab_path));
+      SPARROW_RETURN_IF_ERROR(w.header().AddCopy(key, value).WithContext(spec.vocab_path));
     }
   }
 

@@ -10,13 +10,13 @@
 #include <thread>
 
 #include "engine/kernels/thread_pool.h"
+#include "engine/model/gguf_file_writer.h"
 #include "engine/model/model.h"
 #include "engine/runtime/dense_ffn.h"
 #include "engine/runtime/forward_pass.h"
 #include "engine/sparse/activation_calibrator.h"
 #include "engine/sparse/predictor_trainer.h"
 #include "engine/tokenizer/tokenizer.h"
-#include "engine/tools/mkmodel_gguf_writer.h"
 
 namespace sparrow::tools {
 namespace {
@@ -170,11 +170,11 @@ Result<ActivationProfile> CalibrateProfile(const ProfileOptions& o) {
 }
 
 Status WriteActivationProfile(const ActivationProfile& p, const std::string& path) {
-  GgufStreamWriter w;
-  w.AddString("general.type", "sparrow-activation-profile");
-  w.AddU32(pf::kVersionKey, pf::kVersion);
-  w.AddString(pf::kModelKey, p.model_name);
-  w.AddU32(pf::kTokensKey, static_cast<uint32_t>(std::min<int64_t>(p.tokens, UINT32_MAX)));
+  GgufFileWriter w;
+  w.header().AddString("general.type", "sparrow-activation-profile");
+  w.header().AddU32(pf::kVersionKey, pf::kVersion);
+  w.header().AddString(pf::kModelKey, p.model_name);
+  w.header().AddU32(pf::kTokensKey, static_cast<uint32_t>(std::min<int64_t>(p.tokens, UINT32_MAX)));
   const auto levels = static_cast<uint64_t>(p.levels.size());
   const auto layers = static_cast<uint64_t>(p.n_layer), n_ff = static_cast<uint64_t>(p.n_ff);
   const std::vector<std::pair<const char*, const std::vector<float>*>> tensors = {
@@ -190,7 +190,7 @@ Status WriteActivationProfile(const ActivationProfile& p, const std::string& pat
   w.DeclareTensor(pf::kFrequency, TensorType::kF32, {n_ff, layers, levels});
   std::vector<float> quality;
   if (!p.predictors.empty()) {
-    w.AddF32(pf::kPredictorLevelKey, p.predictor_level);
+    w.header().AddF32(pf::kPredictorLevelKey, p.predictor_level);
     quality.resize(3 * p.n_layer);
     for (int64_t l = 0; l < p.n_layer; ++l) {
       const auto& lp = p.predictors[l];

@@ -1,9 +1,10 @@
 // sparrow: the command-line tool for models: generate text, inspect and tokenize GGUF files,
-// benchmark a model and write synthetic benchmark models.
+// benchmark a model, write synthetic benchmark models, and convert models to the sparse layout.
 #include <CLI/CLI.hpp>
 
 #include "engine/tools/bench_command.h"
 #include "engine/tools/bench_runner.h"
+#include "engine/tools/convert_command.h"
 #include "engine/tools/generate_command.h"
 #include "engine/tools/info_command.h"
 #include "engine/tools/mkmodel_command.h"
@@ -22,7 +23,8 @@ int main(int argc, char** argv) {
       "  sparrow mkmodel --shape llama-3.2-1b --type q4_0 -o /tmp/l1b-q4_0.gguf\n"
       "  sparrow perplexity -m model.gguf -f text.txt -c 512\n"
       "  sparrow profile -m model.gguf -f calibration.txt -o model.profile\n"
-      "  sparrow generate -m model.gguf --profile model.profile --sparsity 0.5 -p \"Hello\""};
+      "  sparrow generate -m model.gguf --profile model.profile --sparsity 0.5 -p \"Hello\"\n"
+      "  sparrow convert -m model.pwri.gguf -o model.sparrow.gguf"};
   app.require_subcommand(1);
   int exit_code = 0;
   sparrow::tools::GenerateCommandOptions generate;
@@ -40,6 +42,8 @@ int main(int argc, char** argv) {
   sparrow::tools::RegisterPerplexityCommand(app, perplexity, exit_code);
   sparrow::tools::ProfileOptions profile;
   sparrow::tools::RegisterProfileCommand(app, profile, exit_code);
+  sparrow::tools::ConvertOptions convert;
+  sparrow::tools::RegisterConvertCommand(app, convert, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,6 +1,6 @@
 #pragma once
-// GgufWriter: builds GGUF v2/v3 images for tests, byte for byte as the format lays them out,
-// without validating anything (so tests can also write files a reader must reject).
+// GgufWriter: builds GGUF v2/v3 images for tests with the engine's encoder (GgufHeader), without
+// validating anything (so tests can also write files a reader must reject).
 // GgufImage: a built image plus the byte position of every header field, with setters that
 // patch single fields to produce malformed files.
 // Both are plain values: thread-compatible, no shared state.
@@ -16,6 +16,7 @@
 #include "engine/common/status.h"
 #include "engine/common/tensor_type.h"
 #include "engine/model/gguf_file.h"
+#include "engine/model/gguf_header.h"
 
 namespace sparrow::testing {
 
@@ -33,34 +34,15 @@ uint16_t FloatToBf16(float f);
 // not a multiple of the block size.
 uint64_t RowBytes(TensorType type, uint64_t row_len);
 
-// Byte positions (from the start of the image) of the fields of one built image.
-struct GgufLayout {
-  struct Kv {
-    size_t key_len = 0;  // u64 key length; the key bytes follow
-    size_t type = 0;     // u32 value type
-    size_t value = 0;    // the value: u64 length for strings, u32 elem type for arrays
-    size_t end = 0;      // one past the value
-  };
-  struct Tensor {
-    size_t name_len = 0;  // u64 name length
-    size_t n_dims = 0;    // u32
-    size_t dims = 0;      // n_dims u64 values
-    size_t type = 0;      // u32 type id
-    size_t offset = 0;    // u64 offset into the data section
-    size_t end = 0;
-    uint64_t data_offset = 0;  // the offset that was written
-    uint64_t data_size = 0;    // bytes of data given for it
-  };
-  std::vector<Kv> kvs;          // in file order
-  std::vector<Tensor> tensors;  // in file order
-  size_t header_end = 0;        // end of the tensor infos, before padding
-  size_t data_start = 0;        // start of the data section (aligned)
-  size_t data_end = 0;          // one past the last tensor's bytes, before trailing padding
+// The field positions of a built image: the header's (engine/model/gguf_header.h) and where the
+// tensor data ends.
+struct ImageLayout : GgufLayout {
+  size_t data_end = 0;  // one past the last tensor's bytes, before trailing padding
 };
 
 struct GgufImage {
   std::vector<uint8_t> bytes;
-  GgufLayout layout;
+  ImageLayout layout;
 
   std::span<const uint8_t> span() const { return bytes; }
   // The first `n` bytes, in a buffer of exactly that size (so ASan sees any over-read).
@@ -93,46 +75,36 @@ struct GgufImage {
   void SetTensorOffset(size_t t, uint64_t offset) { PatchU64(layout.tensors.at(t).offset, offset); }
 };
 
-// Builder of one GGUF image. Entries are written in the order they were added.
-class GgufWriter {
+// Builder of one GGUF image in memory: the engine's header encoder (metadata, magic, version,
+// alignment: GgufHeader's methods) plus the tensors' bytes. Entries are written in the order they
+// were added.
+class GgufWriter : public GgufHeader {
  public:
-  explicit GgufWriter(uint32_t version = 3) : version_(version) {}
+  explicit GgufWriter(uint32_t version = 3) : GgufHeader(version) {}
 
-  void set_version(uint32_t v) { version_ = v; }
-  // "GGUF" unless set ("PWRI": PowerInfer's variant). Must be 4 bytes.
-  void set_magic(std::string_view four_bytes) { magic_ = std::string(four_bytes.substr(0, 4)); }
-  // Adds a u32 general.alignment entry (at this point in the key order) and lays the data out on
-  // that alignment (0 is written as given but laid out as 1). Without it the alignment is 32.
-  GgufWriter& SetAlignment(uint32_t alignment);
-  uint64_t layout_alignment() const { return alignment_; }
+  uint64_t layout_alignment() const { return alignment(); }
 
-  GgufWriter& AddU8(std::string key, uint8_t v);
-  GgufWriter& AddI8(std::string key, int8_t v);
-  GgufWriter& AddU16(std::string key, uint16_t v);
-  GgufWriter& AddI16(std::string key, int16_t v);
-  GgufWriter& AddU32(std::string key, uint32_t v);
-  GgufWriter& AddI32(std::string key, int32_t v);
-  GgufWriter& AddU64(std::string key, uint64_t v);
-  GgufWriter& AddI64(std::string key, int64_t v);
-  GgufWriter& AddF32(std::string key, float v);
-  GgufWriter& AddF64(std::string key, double v);
-  GgufWriter& AddBool(std::string key, bool v);
-  GgufWriter& AddString(std::string key, std::string_view v);
-  // Numeric arrays; T is one of uint8_t, int8_t, uint16_t, int16_t, uint32_t, int32_t, uint64_t,
-  // int64_t, float, double, bool and picks the element type.
-  template <typename T>
-  GgufWriter& AddArray(std::string key, std::span<const T> values);
-  template <typename T>
-  GgufWriter& AddArray(std::string key, const std::vector<T>& values) {
-    return AddArray(std::move(key), std::span<const T>(values));
-  }
-  template <typename T>
-  GgufWriter& AddArray(std::string key, std::initializer_list<T> values) {
-    return AddArray(std::move(key), std::span<const T>(values.begin(), values.size()));
-  }
-  GgufWriter& AddStringArray(std::string key, const std::vector<std::string>& values);
-  // Any type id with pre-encoded value bytes (unknown types, nested arrays).
-  GgufWriter& AddRaw(std::string key, uint32_t type_id, std::vector<uint8_t> value_bytes);
+  // GgufHeader's entries, chainable with the tensor methods below.
+  // clang-format off
+  GgufWriter& AddU8(std::string k, uint8_t v) { return Chain(GgufHeader::AddU8(std::move(k), v)); }
+  GgufWriter& AddI8(std::string k, int8_t v) { return Chain(GgufHeader::AddI8(std::move(k), v)); }
+  GgufWriter& AddU16(std::string k, uint16_t v) { return Chain(GgufHeader::AddU16(std::move(k), v)); }
+  GgufWriter& AddI16(std::string k, int16_t v) { return Chain(GgufHeader::AddI16(std::move(k), v)); }
+  GgufWriter& AddU32(std::string k, uint32_t v) { return Chain(GgufHeader::AddU32(std::move(k), v)); }
+  GgufWriter& AddI32(std::string k, int32_t v) { return Chain(GgufHeader::AddI32(std::move(k), v)); }
+  GgufWriter& AddU64(std::string k, uint64_t v) { return Chain(GgufHeader::AddU64(std::move(k), v)); }
+  GgufWriter& AddI64(std::string k, int64_t v) { return Chain(GgufHeader::AddI64(std::move(k), v)); }
+  GgufWriter& AddF32(std::string k, float v) { return Chain(GgufHeader::AddF32(std::move(k), v)); }
+  GgufWriter& AddF64(std::string k, double v) { return Chain(GgufHeader::AddF64(std::move(k), v)); }
+  GgufWriter& AddBool(std::string k, bool v) { return Chain(GgufHeader::AddBool(std::move(k), v)); }
+  GgufWriter& AddString(std::string k, std::string_view v) { return Chain(GgufHeader::AddString(std::move(k), v)); }
+  GgufWriter& SetAlignment(uint32_t a) { return Chain(GgufHeader::SetAlignment(a)); }
+  GgufWriter& AddStringArray(std::string k, const std::vector<std::string>& v) { return Chain(GgufHeader::AddStringArray(std::move(k), v)); }
+  GgufWriter& AddRaw(std::string k, uint32_t type_id, std::vector<uint8_t> v) { return Chain(GgufHeader::AddRaw(std::move(k), type_id, std::move(v))); }
+  template <typename T> GgufWriter& AddArray(std::string k, std::span<const T> v) { return Chain(GgufHeader::AddArray(std::move(k), v)); }
+  template <typename T> GgufWriter& AddArray(std::string k, const std::vector<T>& v) { return Chain(GgufHeader::AddArray(std::move(k), v)); }
+  template <typename T> GgufWriter& AddArray(std::string k, std::initializer_list<T> v) { return Chain(GgufHeader::AddArray(std::move(k), v)); }
+  // clang-format on
 
   // A tensor with the given bytes, which are not checked against type and dims. Any type id may
   // be passed as static_cast<TensorType>(id); dims are in ggml order (dims[0] = row length).
@@ -142,43 +114,20 @@ class GgufWriter {
   // (default: ConvertRowBuiltin). Aborts if the row length does not fit the type's blocks.
   GgufWriter& AddTensorF32(std::string name, TensorType type, std::vector<uint64_t> dims,
                            std::span<const float> values, const QuantizeRowFn& quantize = {});
-
-  // Drop an entry (to build files that lack it, or to re-add it with another value).
-  // Returns false when there was none.
-  bool RemoveKey(std::string_view key);
   bool RemoveTensor(std::string_view name);
-
-  size_t kv_count() const { return kvs_.size(); }
-  size_t tensor_count() const { return tensors_.size(); }
 
   GgufImage Build() const;
   std::vector<uint8_t> Bytes() const { return Build().bytes; }
   Status WriteFile(const std::string& path) const { return Build().WriteFile(path); }
 
-  // Little-endian encoders, for building raw values.
-  static void AppendU32(std::vector<uint8_t>& out, uint32_t v);
-  static void AppendU64(std::vector<uint8_t>& out, uint64_t v);
-  static void AppendString(std::vector<uint8_t>& out, std::string_view s);
-
  private:
-  struct Kv {
-    std::string key;
-    uint32_t type;
-    std::vector<uint8_t> value;  // encoded
-  };
-  struct Tensor {
+  struct TensorData {
     std::string name;
-    uint32_t type;
-    std::vector<uint64_t> dims;
     std::vector<uint8_t> data;
   };
-  GgufWriter& AddEncoded(std::string key, GgufValueType type, std::vector<uint8_t> value);
+  GgufWriter& Chain(GgufHeader&) { return *this; }
 
-  uint32_t version_;
-  std::string magic_ = "GGUF";
-  uint64_t alignment_ = 32;
-  std::vector<Kv> kvs_;
-  std::vector<Tensor> tensors_;
+  std::vector<TensorData> data_;  // in the header's tensor order
 };
 
 }  // namespace sparrow::testing

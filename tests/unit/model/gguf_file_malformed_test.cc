@@ -70,7 +70,8 @@ Maker Only(GgufWriter w) {
 Maker Alignment(uint32_t a) {
   return [a] {
     GgufWriter w;
-    w.SetAlignment(32).AddTensor("t", TensorType::kF32, {8}, std::vector<uint8_t>(32));
+    w.SetAlignment(32);
+    w.AddTensor("t", TensorType::kF32, {8}, std::vector<uint8_t>(32));
     GgufImage img = w.Build();
     img.PatchU32(img.layout.kvs[0].value, a);
     return img;

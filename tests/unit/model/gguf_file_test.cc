@@ -249,7 +249,9 @@ TEST(GgufFileTest, MissingFileIsNotFoundAndNamesThePath) {
 
 TEST(GgufFileTest, ErrorsFromOpenNameThePath) {
   const std::string path = ::testing::TempDir() + "/gguf_file_test_bad_magic.gguf";
-  GgufImage img = GgufWriter().AddU32("a", 1).Build();
+  GgufWriter w;
+  w.AddU32("a", 1);
+  GgufImage img = w.Build();
   img.SetMagic("GGML");
   ASSERT_TRUE(img.WriteFile(path).ok());
   auto f = GgufFile::Open(path);

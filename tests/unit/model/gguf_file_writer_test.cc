@@ -1,4 +1,4 @@
-#include "engine/tools/mkmodel_gguf_writer.h"
+#include "engine/model/gguf_file_writer.h"
 
 #include <gtest/gtest.h>
 
@@ -6,18 +6,18 @@
 
 #include "tests/util/test_paths.h"
 
-namespace sparrow::tools {
+namespace sparrow {
 namespace {
 
 using testing::FileExists;
 using testing::TempPath;
 
-TEST(GgufStreamWriter, WritesAFileTheReaderAccepts) {
+TEST(GgufFileWriter, WritesAFileTheReaderAccepts) {
   const std::string path = TempPath("stream.gguf");
-  GgufStreamWriter w;
-  w.AddString("general.architecture", "llama");
-  w.AddU32("x.count", 7);
-  w.AddF32("x.eps", 0.5f);
+  GgufFileWriter w;
+  w.header().AddString("general.architecture", "llama");
+  w.header().AddU32("x.count", 7);
+  w.header().AddF32("x.eps", 0.5f);
   EXPECT_EQ(w.DeclareTensor("a", TensorType::kF32, {3}), 12u);
   EXPECT_EQ(w.DeclareTensor("b", TensorType::kQ8_0, {32, 2}), 68u);
   ASSERT_TRUE(w.Begin(path).ok());
@@ -40,8 +40,9 @@ TEST(GgufStreamWriter, WritesAFileTheReaderAccepts) {
   EXPECT_EQ(tb->offset % 32, 0u);
 
   // Copying metadata from a file reproduces it.
-  GgufStreamWriter copy;
-  for (const auto& [key, value] : (*f)->metadata()) ASSERT_TRUE(copy.AddCopy(key, value).ok());
+  GgufFileWriter copy;
+  for (const auto& [key, value] : (*f)->metadata())
+    ASSERT_TRUE(copy.header().AddCopy(key, value).ok());
   const std::string path2 = TempPath("copy.gguf");
   ASSERT_TRUE(copy.Begin(path2).ok());
   ASSERT_TRUE(copy.Finish().ok());
@@ -51,17 +52,17 @@ TEST(GgufStreamWriter, WritesAFileTheReaderAccepts) {
   EXPECT_EQ((*g)->GetUInt("x.count").value(), 7u);
 }
 
-TEST(GgufStreamWriter, RejectsTooMuchOrTooLittleData) {
+TEST(GgufFileWriter, RejectsTooMuchOrTooLittleData) {
   const std::string path = TempPath("bad.gguf");
   {
-    GgufStreamWriter w;
+    GgufFileWriter w;
     EXPECT_EQ(w.DeclareTensor("q", TensorType::kQ4_0, {30}), 0u);  // not a whole block
     w.DeclareTensor("t", TensorType::kF32, {2});
     ASSERT_TRUE(w.Begin(path).ok());
     const float x[3] = {1, 2, 3};
     EXPECT_FALSE(w.Append(x, sizeof x).ok());
   }
-  GgufStreamWriter w;
+  GgufFileWriter w;
   w.DeclareTensor("t", TensorType::kF32, {2});
   ASSERT_TRUE(w.Begin(path).ok());
   const float x = 1;
@@ -71,4 +72,4 @@ TEST(GgufStreamWriter, RejectsTooMuchOrTooLittleData) {
 }
 
 }  // namespace
-}  // namespace sparrow::tools
+}  // namespace sparrow

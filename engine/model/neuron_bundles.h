@@ -1,0 +1,81 @@
+#pragma once
+// The sparse layout `sparrow convert` writes (DESIGN.md, "Models on disk"): an ordinary GGUF
+// (alignment 4096) whose FFN is stored per layer as one record per neuron, the neuron bundle:
+// its gate row (unless the gate stays resident), its up row and its down row (the column of
+// ffn_down, stored as a row), neuron-major and hot neurons first. A neuron is then one read from
+// flash, and records are padded so that none straddles an I/O block. This file is the layout's
+// one definition: key and tensor names, record arithmetic, and the reader's checks.
+//
+//   sparrow.layout               string   "neuron-bundles"
+//   sparrow.layout.version       u32      1
+//   sparrow.bundle.io_block      u32      the I/O block records are laid out for (4096)
+//   sparrow.bundle.gate          bool     gate rows are in the bundles (else blk.N.ffn_gate)
+//   sparrow.bundle.gate_types    u32[L]   tensor type of each layer's gate rows
+//   sparrow.bundle.up_types      u32[L]   ... up rows
+//   sparrow.bundle.down_types    u32[L]   ... down rows
+//   sparrow.powerinfer           bool     PowerInfer semantics (converted from a PWRI file)
+//   blk.N.ffn_bundles            i8       {record bytes, n_ff}: the records
+//   blk.N.ffn_neuron_ids         i32      {n_ff}: the source file's id of each record's neuron
+//
+// Everything indexed by neuron in the converted file (records, a PowerInfer predictor's fc2
+// rows) is in record order, so the model computes as if its neurons had always been numbered so.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "engine/common/result.h"
+#include "engine/common/tensor_type.h"
+#include "engine/model/gguf_file.h"
+
+namespace sparrow {
+
+namespace bundle_keys {
+inline constexpr std::string_view kLayout = "sparrow.layout";
+inline constexpr std::string_view kLayoutName = "neuron-bundles";
+inline constexpr std::string_view kVersion = "sparrow.layout.version";
+inline constexpr uint32_t kCurrentVersion = 1;
+inline constexpr std::string_view kIoBlock = "sparrow.bundle.io_block";
+inline constexpr std::string_view kGateInBundle = "sparrow.bundle.gate";
+inline constexpr std::string_view kGateTypes = "sparrow.bundle.gate_types";
+inline constexpr std::string_view kUpTypes = "sparrow.bundle.up_types";
+inline constexpr std::string_view kDownTypes = "sparrow.bundle.down_types";
+inline constexpr std::string_view kPowerInfer = "sparrow.powerinfer";
+}  // namespace bundle_keys
+
+std::string BundlesTensorName(int64_t layer);    // blk.N.ffn_bundles
+std::string NeuronIdsTensorName(int64_t layer);  // blk.N.ffn_neuron_ids
+
+// Bytes of a record holding `raw` bytes of rows, for I/O blocks of `io_block` bytes: the next
+// power of two at least `raw` (so records tile a block) while that is under the block, else a
+// whole number of blocks. Both cases keep every record inside as few blocks as it can occupy.
+uint64_t BundleRecordBytes(uint64_t raw, uint64_t io_block);
+
+struct LayerBundles {
+  const uint8_t* records = nullptr;  // record 0, in the mapping
+  uint64_t file_offset = 0;          // of record 0 in the file (flash reads)
+  uint64_t record_bytes = 0;
+  TensorType gate_type = TensorType::kF32, up_type = TensorType::kF32, down_type = TensorType::kF32;
+  uint64_t gate_offset = 0, up_offset = 0, down_offset = 0;  // within a record
+  std::vector<int32_t> neuron_ids;  // record k holds the source file's neuron neuron_ids[k]
+};
+
+struct NeuronBundleLayout {
+  uint32_t io_block = 4096;
+  bool gate_in_bundle = true;
+  bool powerinfer = false;
+  std::vector<LayerBundles> layers;
+};
+
+// True when `f` declares the layout (key sparrow.layout).
+bool HasNeuronBundles(const GgufFile& f);
+
+// The layout of a converted file with `n_layer` layers of `n_ff` neurons on `n_embd`. Checks
+// the version, the row types (each must be a type Sparrow computes with and tile n_embd), that
+// each layer's records hold their rows, and that neuron ids are a permutation; errors name the
+// key or tensor.
+Result<NeuronBundleLayout> ReadNeuronBundleLayout(const GgufFile& f, int64_t n_layer, int64_t n_ff,
+                                                  int64_t n_embd);
+
+}  // namespace sparrow

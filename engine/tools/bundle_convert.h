@@ -1,0 +1,40 @@
+#pragma once
+// ConvertToBundles: the work of `sparrow convert`: rewrites a model (GGUF or PowerInfer's PWRI)
+// in the sparse layout of engine/model/neuron_bundles.h: resident tensors first, then per layer
+// one record per FFN neuron, hot neurons first by a profile's activation frequencies. The output
+// appears only when complete (GgufFileWriter's PATH.partial and rename).
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "engine/common/result.h"
+
+namespace sparrow::tools {
+
+struct ConvertOptions {
+  std::string model;
+  std::string output;
+  std::string profile;     // optional: neurons ordered by its activation frequencies
+  double hot_level = 0.5;  // the profile level whose frequencies order the neurons
+  uint32_t io_block = 4096;
+  bool progress = false;  // \r progress on stderr
+  // Tests: the neuron order of a layer (record k holds neuron order[k]) instead of the
+  // profile's; must return a permutation of 0..n_ff-1.
+  std::function<std::vector<int32_t>(int64_t layer, int64_t n_ff)> order;
+};
+
+struct ConvertSummary {
+  uint64_t resident_bytes = 0;  // tensors outside the bundles
+  uint64_t bundle_bytes = 0;    // all layers' records
+  uint64_t record_bytes = 0;    // of layer 0's records
+  uint64_t row_bytes = 0;       // of layer 0's rows in a record, before padding
+  int64_t n_layer = 0;
+  int64_t n_ff = 0;
+  bool gate_in_bundle = false;
+  bool ordered_by_profile = false;
+};
+
+Result<ConvertSummary> ConvertToBundles(const ConvertOptions& options);
+
+}  // namespace sparrow::tools

@@ -1,0 +1,60 @@
+#include "engine/tools/convert_command.h"
+
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <string>
+
+namespace sparrow::tools {
+namespace {
+
+std::string Mib(uint64_t bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f MiB", static_cast<double>(bytes) / (1 << 20));
+  return buf;
+}
+
+}  // namespace
+
+void RegisterConvertCommand(CLI::App& app, ConvertOptions& o, int& exit_code) {
+  CLI::App* cmd = app.add_subcommand(
+      "convert",
+      "Rewrite a model (GGUF or PowerInfer's PWRI) in Sparrow's sparse layout: one record per FFN "
+      "neuron (its gate, up and down rows), hot neurons first, for reading from flash");
+  cmd->add_option("-m,--model", o.model, "Model to convert")->required();
+  cmd->add_option("-o,--output", o.output, "Path of the converted GGUF file")->required();
+  cmd->add_option("--profile", o.profile,
+                  "Activation profile (sparrow profile) whose frequencies put hot neurons first; "
+                  "without it neurons keep the file's order");
+  cmd->add_option("--hot-level", o.hot_level,
+                  "The profile's sparsity level whose frequencies order the neurons")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1.0));
+  cmd->add_option("--io-block", o.io_block,
+                  "I/O block in bytes: records are padded so that none straddles one")
+      ->capture_default_str();
+  cmd->callback([&o, &exit_code] { exit_code = RunConvert(o); });
+}
+
+int RunConvert(const ConvertOptions& opts) {
+  ConvertOptions o = opts;
+  o.progress = isatty(STDERR_FILENO) != 0;
+  auto sum = ConvertToBundles(o);
+  if (!sum.ok()) {
+    std::fprintf(stderr, "sparrow convert: %s\n", sum.status().ToString().c_str());
+    return 1;
+  }
+  std::printf(
+      "wrote %s: %lld layers x %lld neurons, records of %llu bytes (%llu of rows%s), %s\n"
+      "resident %s, bundles %s\n",
+      o.output.c_str(), static_cast<long long>(sum->n_layer), static_cast<long long>(sum->n_ff),
+      static_cast<unsigned long long>(sum->record_bytes),
+      static_cast<unsigned long long>(sum->row_bytes),
+      sum->gate_in_bundle ? ": gate, up, down" : ": up, down; gate resident",
+      sum->ordered_by_profile ? "hot neurons first" : "neurons in the file's order",
+      Mib(sum->resident_bytes).c_str(), Mib(sum->bundle_bytes).c_str());
+  return 0;
+}
+
+}  // namespace sparrow::tools
