@@ -63,15 +63,18 @@ void SparseFfn::Compute(int64_t il, const FfnInput& in, float* out) {
   MixedBatch(il, in, logits, out);
 }
 
+void SparseFfn::CountDecoded(bool decoded) {
+  if (!decoded) return;
+  ++counters_.decode_tokens;
+  counters_.neurons_total += model_.config().n_ff;
+  counters_.neurons_computed += static_cast<int64_t>(active_.size());
+}
+
 void SparseFfn::AccumulateDown(int64_t il, float* h, float* out, bool decoded) {
   const ModelConfig& c = model_.config();
   const kernels::WeightMatrix& down_t = plan_->down_t[il];
   const auto n_active = static_cast<int64_t>(active_.size());
-  if (decoded) {
-    ++counters_.decode_tokens;
-    counters_.neurons_total += c.n_ff;
-    counters_.neurons_computed += n_active;
-  }
+  CountDecoded(decoded);
   // Down's input rounds as a dense product would round it (and as PowerInfer scales its rows).
   kernels::RoundToVecDotType(down_t.type, h, c.n_ff);
   std::fill_n(out, c.n_embd, 0.0f);
@@ -152,6 +155,11 @@ void SparseFfn::MixedBatch(int64_t il, const FfnInput& in, const float* logits, 
   // one GEMM. A decoded token's values are the ones it gets alone (PredictedOne/ThresholdOne).
   float* dense_in = Grow(dense_in_, size);
   int64_t n_dense = 0;
+  int64_t n_sparse = 0;
+  for (int64_t t = 0; t < n; ++t) n_sparse += sparse_[t];
+  // Several sparse tokens: their masked activations join the dense ones in one down GEMM.
+  const bool dense_down = l.ffn_down.data != nullptr && plan_->dense_down_min_tokens > 0 &&
+                          n_sparse >= plan_->dense_down_min_tokens;
   for (int64_t t = 0; t < n; ++t) {
     float* gt = g + t * c.n_ff;
     const float* ut = u + t * c.n_ff;
@@ -175,13 +183,18 @@ void SparseFfn::MixedBatch(int64_t il, const FfnInput& in, const float* logits, 
       kernels::Silu(gt, c.n_ff, gt);
       SelectByThreshold(il, gt, ut);
     }
+    if (dense_down) {
+      CountDecoded(counted_[t]);
+      std::copy_n(gt, c.n_ff, dense_in + n_dense++ * c.n_ff);
+      continue;
+    }
     AccumulateDown(il, gt, out + t * d, counted_[t]);
   }
   if (n_dense == 0) return;
   float* dense_out = Grow(dense_out_, static_cast<size_t>(n_dense * d));
   DenseDown(c, l, dense_in, n_dense, dense_out, all_rows_, pool_);
   for (int64_t t = 0, k = 0; t < n; ++t) {
-    if (!sparse_[t]) std::copy_n(dense_out + k++ * d, d, out + t * d);
+    if (!sparse_[t] || dense_down) std::copy_n(dense_out + k++ * d, d, out + t * d);
   }
 }
 

@@ -42,6 +42,8 @@ class SparseFfn : public FeedForward {
   // Keeps in h (n_ff, silu(gate) on entry; u the up outputs) the active neurons' silu(gate)*up,
   // zero elsewhere, listing them in active_.
   void SelectByThreshold(int64_t il, float* h, const float* u);
+  // Counts a decoded token of active_.size() neurons in counters_.
+  void CountDecoded(bool decoded);
   // h (n_ff, zero outside active_) through the active neurons' down rows into out (n_embd).
   void AccumulateDown(int64_t il, float* h, float* out, bool decoded);
 

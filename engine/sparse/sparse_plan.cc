@@ -130,6 +130,7 @@ Result<std::shared_ptr<const SparsePlan>> MakeSparsePlan(const Model& model,
     plan->mask_prompts = true;
     plan->sparse_prompts = o.sparse_prompts;  // counted as decoded (perplexity)
     plan->gather_max_tokens = o.gather_max_tokens;
+    plan->dense_down_min_tokens = o.dense_down_min_tokens;
     return std::shared_ptr<const SparsePlan>(std::move(plan));
   }
   if (o.sparsity == 0) return std::shared_ptr<const SparsePlan>();
@@ -178,6 +179,7 @@ Result<std::shared_ptr<const SparsePlan>> MakeSparsePlan(const Model& model,
   }
   plan->target_sparsity = o.sparsity;
   plan->gather_max_tokens = o.gather_max_tokens;
+  plan->dense_down_min_tokens = o.dense_down_min_tokens;
   plan->sparse_prompts = o.sparse_prompts;
 
   const auto& layers = model.weights().layers;

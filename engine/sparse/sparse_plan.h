@@ -34,6 +34,11 @@ struct SparsityOptions {
   // larger ones go by whole matrices, masked. Measured (bench/RESULTS.md): at 50% sparsity the
   // masked whole-matrix step is faster from two sequences on, so only a lone token gathers.
   int64_t gather_max_tokens = 1;
+  // Steps with at least this many sparse tokens (of a model with ffn_down) take the down
+  // projection of their masked activations through the whole matrix, one GEMM with the dense
+  // tokens, instead of accumulating each token's rows: the same neurons, summed in another order
+  // (a token's bits then depend on its batch). 0: never. Measured in bench/RESULTS.md.
+  int64_t dense_down_min_tokens = 2;
 };
 
 enum class SparsePolicy { kPredictor, kCats, kTealDown };
@@ -41,10 +46,11 @@ std::string_view SparsePolicyName(SparsePolicy p);  // "predictor", "cats", "tea
 
 struct SparsePlan {
   SparsePolicy policy = SparsePolicy::kPredictor;
-  double target_sparsity = 0;     // threshold policies: what was asked for
-  bool sparse_prompts = false;    // every token runs sparse, not only decoded ones (perplexity)
-  int64_t gather_max_tokens = 1;  // see SparsityOptions
-  std::vector<float> thresholds;  // threshold policies: per layer
+  double target_sparsity = 0;         // threshold policies: what was asked for
+  bool sparse_prompts = false;        // every token runs sparse, not only decoded ones (perplexity)
+  int64_t gather_max_tokens = 1;      // see SparsityOptions
+  int64_t dense_down_min_tokens = 2;  // see SparsityOptions
+  std::vector<float> thresholds;      // threshold policies: per layer
   std::vector<kernels::WeightMatrix> down_t;  // per layer: one row of n_embd per neuron
   // Predictor policy: per layer fc1/fc2 (the file's, or the profile's in F32) and bias (empty
   // for PowerInfer files); a neuron runs when its logit >= predictor_threshold.

@@ -26,6 +26,11 @@ void AddSparsityFlags(CLI::App* cmd, SparsityFlags& f) {
                   "read whole matrices, masked")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 20))
       ->capture_default_str();
+  cmd->add_option("--sparse-dense-down-min", f.dense_down_min_tokens,
+                  "Steps of at least this many sparse tokens take the down projection of their "
+                  "masked activations by the whole matrix (0: never)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 20))
+      ->capture_default_str();
 }
 
 Result<std::shared_ptr<const SparsePlan>> MakePlanFromFlags(const Model& model,
@@ -35,6 +40,7 @@ Result<std::shared_ptr<const SparsePlan>> MakePlanFromFlags(const Model& model,
   SparsityOptions o;
   o.sparse_prompts = sparse_prompts;
   o.gather_max_tokens = f.gather_max_tokens;
+  o.dense_down_min_tokens = f.dense_down_min_tokens;
   o.sparsity = f.sparsity;
   o.profile_path = f.profile;
   o.method = f.method == "teal-down"   ? ThresholdMethod::kTealDown

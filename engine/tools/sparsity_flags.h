@@ -23,6 +23,7 @@ struct SparsityFlags {
   std::string method = "cats";
   std::string down_type = "auto";
   int64_t gather_max_tokens = 1;
+  int64_t dense_down_min_tokens = 2;
 };
 
 void AddSparsityFlags(CLI::App* cmd, SparsityFlags& flags);

@@ -119,6 +119,60 @@ TEST(SparseFfnTest, AloneAndInABatchGiveTheSameBits) {
   }
 }
 
+// Several decoded tokens of a SwiGLU model under a threshold: with the batched dense down (the
+// default from two tokens) each token keeps the neurons it has alone and its output differs from
+// the alone one only by summation order; without it (0) the bits are the alone ones.
+TEST(SparseFfnTest, BatchedDecodeTakesTheDenseDownWithTheSameNeurons) {
+  auto spec = PwriSpec(TensorType::kF32, "llama");
+  spec.predictor_rank = 0;  // an ordinary SwiGLU file
+  auto model = LoadSpec(spec, "swiglu-batch");
+  ASSERT_NE(model, nullptr);
+  const int64_t d = 64, n = 3;
+  auto plan = std::make_shared<SparsePlan>();
+  plan->policy = SparsePolicy::kCats;
+  plan->thresholds.assign(2, 0.15f);
+  plan->owned.resize(2);
+  for (int il = 0; il < 2; ++il) {
+    plan->down_t.push_back(
+        DownRows(model->config(), model->weights().layers[il], std::nullopt, plan->owned[il]));
+  }
+  const auto residual = RandomRows(n * d, 5), normed = RandomRows(n * d, 6);
+  const std::vector<uint8_t> decode(n, 1);
+  SparseFfn alone(*model, plan, nullptr);
+  std::vector<float> want(n * d);
+  for (int64_t t = 0; t < n; ++t) {
+    alone.Compute(1, {&residual[t * d], &normed[t * d], &decode[0], 1}, &want[t * d]);
+  }
+  const FfnCounters counted = alone.counters();
+  EXPECT_GT(counted.neurons_computed, counted.neurons_total / 10);
+  EXPECT_LT(counted.neurons_computed, counted.neurons_total * 9 / 10);
+
+  SparseFfn batched(*model, plan, nullptr);
+  std::vector<float> got(n * d);
+  batched.Compute(1, {residual.data(), normed.data(), decode.data(), n}, got.data());
+  EXPECT_EQ(batched.counters().neurons_computed, counted.neurons_computed);
+  float max_ref = 0, max_diff = 0;
+  bool identical = true;
+  for (int64_t i = 0; i < n * d; ++i) {
+    max_ref = std::max(max_ref, std::fabs(want[i]));
+    max_diff = std::max(max_diff, std::fabs(got[i] - want[i]));
+    identical &= got[i] == want[i];
+  }
+  EXPECT_LT(max_diff, 1e-5f * max_ref);
+  EXPECT_FALSE(identical);  // the GEMM's order, not the rows'
+
+  auto bits = std::make_shared<SparsePlan>(*plan);
+  bits->dense_down_min_tokens = 0;
+  for (int il = 0; il < 2; ++il) {
+    bits->down_t[il].data = bits->owned[il].data();  // the copy's own rows
+  }
+  SparseFfn masked(*model, bits, nullptr);
+  masked.Compute(1, {residual.data(), normed.data(), decode.data(), n}, got.data());
+  for (int64_t i = 0; i < n * d; ++i) {
+    ASSERT_EQ(std::bit_cast<uint32_t>(got[i]), std::bit_cast<uint32_t>(want[i])) << i;
+  }
+}
+
 TEST(SparseFfnTest, TheThresholdDecidesWhichNeuronsRun) {
   auto spec = PwriSpec(TensorType::kF32, "llama");
   spec.sparse_threshold = 1e30f;  // no neuron
