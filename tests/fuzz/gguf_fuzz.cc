@@ -7,6 +7,7 @@
 
 #include "engine/common/tensor_type.h"
 #include "engine/model/gguf_file.h"
+#include "engine/model/neuron_bundles.h"
 #include "tests/util/gguf_touch.h"
 
 namespace {
@@ -49,6 +50,25 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     return 0;
   }
   CheckInvariants(**f, data, size);
+  // A file of neuron bundles (sparrow convert): the layout's reader on the sizes it declares.
+  if (sparrow::HasNeuronBundles(**f)) {
+    auto arch = (*f)->GetString("general.architecture");
+    if (arch.ok()) {
+      const std::string a(*arch);
+      auto layers = (*f)->GetUInt(a + ".block_count");
+      auto n_ff = (*f)->GetUInt(a + ".feed_forward_length");
+      auto n_embd = (*f)->GetUInt(a + ".embedding_length");
+      if (layers.ok() && n_ff.ok() && n_embd.ok() && *layers <= 4096 && *n_ff <= (1u << 20) &&
+          *n_embd <= (1u << 20) && *layers * *n_ff <= (1u << 24)) {
+        auto layout = sparrow::ReadNeuronBundleLayout(**f, static_cast<int64_t>(*layers),
+                                                      static_cast<int64_t>(*n_ff),
+                                                      static_cast<int64_t>(*n_embd));
+        if (!layout.ok() && layout.status().code() == sparrow::StatusCode::kInternal) {
+          Fail("internal error from the bundle layout", layout.status().ToString());
+        }
+      }
+    }
+  }
   volatile uint64_t sink = sparrow::testing::TouchGguf(**f);
   (void)sink;
   return 0;

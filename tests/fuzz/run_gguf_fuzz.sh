@@ -34,6 +34,11 @@ if [[ -d "$shared/models" ]]; then
     head -c "$seed_len" "$f" >"$seeds/$name"
   done < <(find "$shared/models" "$shared/pwri/models" "$shared/kjv/models" -name '*.gguf' \
              -print0 2>/dev/null)
+  # A file in the neuron-bundle layout (sparrow convert), when the release build is there.
+  if [[ -x "$root/build/bin/sparrow" ]]; then
+    "$root/build/bin/sparrow" convert -m "$shared/pwri/models/pwri-bamboo-q4_0.gguf" \
+      -o "$work/bundles.gguf" >/dev/null && head -c "$seed_len" "$work/bundles.gguf" >"$seeds/bundles.gguf"
+  fi
 else
   echo "run_gguf_fuzz: no $shared/models; using generated seeds only" >&2
 fi
