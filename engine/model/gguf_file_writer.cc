@@ -96,6 +96,9 @@ Status GgufFileWriter::Finish() {
   if (current_ != offsets_.size()) {
     return Internal(path_ + ": tensor '" + header_.tensor_name(current_) + "' is incomplete");
   }
+  // The file ends on the alignment too, so aligned (O_DIRECT) reads of its last tensor stay
+  // inside it.
+  SPARROW_RETURN_IF_ERROR(PadTo(header_.alignment()));
   std::FILE* f = file_;
   file_ = nullptr;
   if (std::fclose(f) != 0) {

@@ -36,7 +36,8 @@ class GgufFileWriter {
   // Appends bytes of the tensors in declaration order; alignment padding is inserted between
   // tensors automatically. Writing more bytes than declared is an error.
   Status Append(const void* data, size_t n);
-  // Checks that every declared byte was written, closes and renames to PATH.
+  // Checks that every declared byte was written, pads the file to the alignment, closes and
+  // renames to PATH.
   Status Finish();
 
   // Bytes of the data section (tensors and the padding between them).
