@@ -154,6 +154,35 @@ void MatMulRows(const WeightMatrix& w, const int32_t* rows, int64_t n, const flo
   }
 }
 
+void MatMulRowPointers(TensorType type, int64_t cols, const uint8_t* const* rows, int64_t n,
+                       const float* x, float* y, ThreadPool* pool) {
+  const WeightMatrix w{type, nullptr, cols, 0, RowBytes(type, cols)};
+  CheckShape(w, 1, cols, 0);
+  if (n == 0) return;
+  const PackedActivations p = Pack(w, x, 1, cols, nullptr);
+  constexpr int64_t kPerTask = 32;
+  auto task = [&](int64_t t, int) {
+    const int64_t k0 = t * kPerTask, end = std::min(n, k0 + kPerTask);
+    if (p.gemm.gather != nullptr) {
+      p.gemm.gather(rows + k0, end - k0, p.act, cols, y + k0);
+      return;
+    }
+    for (int64_t k = k0; k < end; ++k) {
+      if (p.gemm.run != nullptr) {
+        p.gemm.run(rows[k], RowBytes(type, cols), 1, p.act, p.stride, 1, cols, y + k, 1);
+      } else {
+        y[k] = p.dot(rows[k], p.act, cols);
+      }
+    }
+  };
+  const int64_t tasks = (n + kPerTask - 1) / kPerTask;
+  if (pool && tasks > 1) {
+    pool->ParallelFor(tasks, task);
+  } else {
+    for (int64_t t = 0; t < tasks; ++t) task(t, 0);
+  }
+}
+
 void GetRows(const WeightMatrix& w, const int32_t* ids, int64_t n, float* out) {
   SPARROW_CHECK(CanDequantize(w.type));
   SPARROW_CHECK(w.row_stride_bytes >= RowBytes(w.type, w.cols));

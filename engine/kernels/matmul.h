@@ -35,6 +35,11 @@ void MatMul(const WeightMatrix& w, const float* x, int64_t n_tokens, int64_t ldx
 void MatMulRows(const WeightMatrix& w, const int32_t* rows, int64_t n, const float* x, float* y,
                 ThreadPool* pool);
 
+// y[k] = rows[k] . x for k < n: MatMulRows on rows given by address (neuron bundles in a cache's
+// slots), each row `cols` values of `type`, bit for bit what MatMulRows gives the same rows.
+void MatMulRowPointers(TensorType type, int64_t cols, const uint8_t* const* rows, int64_t n,
+                       const float* x, float* y, ThreadPool* pool);
+
 // Embedding lookup: out[i*cols .. (i+1)*cols) = row ids[i] of `w`, dequantized, for i < n.
 // Ids outside [0, rows) are a programmer error (SPARROW_CHECK).
 void GetRows(const WeightMatrix& w, const int32_t* ids, int64_t n, float* out);

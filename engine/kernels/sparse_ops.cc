@@ -22,7 +22,81 @@ const uint8_t* Row(const WeightMatrix& w, int32_t r) {
   return static_cast<const uint8_t*>(w.data) + static_cast<size_t>(r) * w.row_stride_bytes;
 }
 
+// Columns split into spans for the threads, so every output element still sums its terms in
+// order of k.
+int64_t SpanColumns(const TensorTypeTraits& traits, int64_t cols, ThreadPool* pool) {
+  const int n_threads = pool ? pool->size() : 1;
+  const int64_t align = std::max<int64_t>(traits.block_elems, 64);
+  int64_t chunk = (cols + 2 * n_threads - 1) / (2 * n_threads);
+  chunk = std::max<int64_t>((chunk + align - 1) / align * align, 256);
+  return std::min(chunk, cols);
+}
+
+// One token: y[0..cols) += sum over k < n of c[k] * row p[k] (nonzero c), in order of k, by
+// the type's many-rows kernel.
+void AccumulateMany(AccumulateRowsFn many, const TensorTypeTraits& traits, int64_t cols,
+                    const uint8_t* const* p, const float* c, int64_t n, float* y,
+                    ThreadPool* pool) {
+  const int64_t chunk = SpanColumns(traits, cols, pool);
+  const int64_t tasks = (cols + chunk - 1) / chunk;
+  auto span = [&](int64_t task, int) {
+    const int64_t c0 = task * chunk, len = std::min(chunk, cols - c0);
+    const size_t offset = static_cast<size_t>(c0 / traits.block_elems) * traits.block_bytes;
+    many(p, offset, c, n, y + c0, len);
+  };
+  if (pool && tasks > 1) {
+    pool->ParallelFor(tasks, span);
+  } else {
+    for (int64_t task = 0; task < tasks; ++task) span(task, 0);
+  }
+}
+
 }  // namespace
+
+void AccumulateRowPointers(TensorType type, int64_t cols, const uint8_t* const* rows, int64_t n,
+                           const float* alpha, float* out, ThreadPool* pool) {
+  const auto traits = GetTensorTypeTraits(type);
+  SPARROW_CHECK(traits && CanDequantize(type) && cols % traits->block_elems == 0);
+  thread_local std::vector<const uint8_t*> ptrs;
+  thread_local std::vector<float> coef;
+  ptrs.clear();
+  coef.clear();
+  for (int64_t k = 0; k < n; ++k) {
+    if (alpha[k] == 0.0f) continue;
+    ptrs.push_back(rows[k]);
+    coef.push_back(alpha[k]);
+  }
+  if (ptrs.empty()) return;
+  const AccumulateRowsFn many = ActiveKernelTable().accumulate_rows[static_cast<int>(type)];
+  if (many != nullptr && cols % 32 == 0) {
+    AccumulateMany(many, *traits, cols, ptrs.data(), coef.data(), static_cast<int64_t>(ptrs.size()),
+                   out, pool);
+    return;
+  }
+  // The same terms as AccumulateRows' general path, through a matrix of the rows' addresses.
+  const AxpyRowFn axpy_row = ActiveKernelTable().axpy_row[static_cast<int>(type)];
+  const auto axpy = ActiveKernelTable().axpy;
+  const int64_t chunk = SpanColumns(*traits, cols, pool);
+  const int64_t tasks = (cols + chunk - 1) / chunk;
+  auto run = [&](int64_t task, int) {
+    const int64_t c0 = task * chunk, len = std::min(chunk, cols - c0);
+    const size_t offset = static_cast<size_t>(c0 / traits->block_elems) * traits->block_bytes;
+    float* buf = FloatScratch(len).data();
+    for (size_t k = 0; k < ptrs.size(); ++k) {
+      if (axpy_row) {
+        axpy_row(coef[k], ptrs[k] + offset, out + c0, len);
+      } else {
+        DequantizeRow(type, ptrs[k] + offset, buf, len);
+        axpy(coef[k], buf, out + c0, len);
+      }
+    }
+  };
+  if (pool && tasks > 1) {
+    pool->ParallelFor(tasks, run);
+  } else {
+    for (int64_t t = 0; t < tasks; ++t) run(t, 0);
+  }
+}
 
 void AccumulateRows(const WeightMatrix& w, const int32_t* rows, int64_t n, const float* alpha,
                     int64_t lda, int64_t n_tokens, float* out, int64_t ldo, ThreadPool* pool) {
@@ -33,12 +107,7 @@ void AccumulateRows(const WeightMatrix& w, const int32_t* rows, int64_t n, const
   const auto axpy = ActiveKernelTable().axpy;
   // Types with a fused row kernel always take it (its rounding is the reference for them).
   const AxpyRowFn axpy_row = ActiveKernelTable().axpy_row[static_cast<int>(w.type)];
-  // Threads split the columns, so every output element still sums its terms in order of k.
-  const int n_threads = pool ? pool->size() : 1;
-  const int64_t align = std::max<int64_t>(traits->block_elems, 64);
-  int64_t chunk = (w.cols + 2 * n_threads - 1) / (2 * n_threads);
-  chunk = std::max<int64_t>((chunk + align - 1) / align * align, 256);
-  chunk = std::min(chunk, w.cols);
+  const int64_t chunk = SpanColumns(*traits, w.cols, pool);
   const int64_t tasks = (w.cols + chunk - 1) / chunk;
 
   // Token by token: the rows with a coefficient, accumulated span by span in registers (Q4_0:
@@ -56,20 +125,8 @@ void AccumulateRows(const WeightMatrix& w, const int32_t* rows, int64_t n, const
         ptrs.push_back(Row(w, rows[k]));
         coef.push_back(a);
       }
-      const auto n_used = static_cast<int64_t>(ptrs.size());
-      const uint8_t* const* p = ptrs.data();
-      const float* c = coef.data();
-      float* y = out + t * ldo;
-      auto span = [&](int64_t task, int) {
-        const int64_t c0 = task * chunk, len = std::min(chunk, w.cols - c0);
-        const size_t offset = static_cast<size_t>(c0 / traits->block_elems) * traits->block_bytes;
-        many(p, offset, c, n_used, y + c0, len);
-      };
-      if (pool && tasks > 1) {
-        pool->ParallelFor(tasks, span);
-      } else {
-        for (int64_t task = 0; task < tasks; ++task) span(task, 0);
-      }
+      AccumulateMany(many, *traits, w.cols, ptrs.data(), coef.data(),
+                     static_cast<int64_t>(ptrs.size()), out + t * ldo, pool);
     }
     return;
   }

@@ -24,6 +24,12 @@ class ThreadPool;
 void AccumulateRows(const WeightMatrix& w, const int32_t* rows, int64_t n, const float* alpha,
                     int64_t lda, int64_t n_tokens, float* out, int64_t ldo, ThreadPool* pool);
 
+// One token's AccumulateRows on rows given by address (neuron bundles in a cache's slots): out[j]
+// += sum over k < n, in order of k, of alpha[k] * rows[k][j], each row `cols` values of `type`;
+// bit for bit what AccumulateRows gives the same rows and coefficients.
+void AccumulateRowPointers(TensorType type, int64_t cols, const uint8_t* const* rows, int64_t n,
+                           const float* alpha, float* out, ThreadPool* pool);
+
 // x[0..n) rounded the way a dot product with a `weight_type` matrix rounds its activations (to
 // the vec-dot type and back: PowerInfer scales down rows by coefficients in that form). `n` must
 // be a multiple of the vec-dot type's block size.

@@ -207,6 +207,18 @@ TEST(SparseOpsTest, MatMulRowsEqualsTheRowsOfMatMul) {
           ASSERT_EQ(std::bit_cast<uint32_t>(y[k]), std::bit_cast<uint32_t>(full[pick[k]]))
               << KernelIsaName(isa) << " k=" << k;
         }
+        // The same rows by address (a neuron cache's slots), copied apart from each other.
+        std::vector<std::vector<uint8_t>> copies;
+        std::vector<const uint8_t*> ptrs;
+        for (int32_t r : pick) copies.emplace_back(m.Row(r), m.Row(r) + m.w.row_stride_bytes);
+        for (const auto& c : copies) ptrs.push_back(c.data());
+        std::fill(y.begin(), y.end(), -1.0f);
+        MatMulRowPointers(type, cols, ptrs.data(), static_cast<int64_t>(ptrs.size()), x.data(),
+                          y.data(), p);
+        for (size_t k = 0; k < pick.size(); ++k) {
+          ASSERT_EQ(std::bit_cast<uint32_t>(y[k]), std::bit_cast<uint32_t>(full[pick[k]]))
+              << KernelIsaName(isa) << " by address, k=" << k;
+        }
       }
     }
   }
@@ -272,6 +284,22 @@ TEST(SparseOpsTest, AccumulateRowsMatchesTheReferenceForEveryTypeAndThreadCount)
         AccumulateRows(m.w, rows.data(), static_cast<int64_t>(rows.size()), alpha.data(), lda,
                        n_tokens, got.data(), ldo, &pool2);
         EXPECT_EQ(got, want) << KernelIsaName(isa);
+      }
+      // Token by token with the rows by address: the same bits.
+      std::vector<std::vector<uint8_t>> copies;
+      std::vector<const uint8_t*> ptrs;
+      for (int32_t r : rows) copies.emplace_back(m.Row(r), m.Row(r) + m.w.row_stride_bytes);
+      for (const auto& c : copies) ptrs.push_back(c.data());
+      for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool3}) {
+        auto got = out0;
+        for (int64_t t = 0; t < n_tokens; ++t) {
+          std::vector<float> coef;
+          for (int32_t r : rows) coef.push_back(alpha[t * lda + r]);
+          AccumulateRowPointers(type, cols, ptrs.data(), static_cast<int64_t>(ptrs.size()),
+                                coef.data(), got.data() + t * ldo, p);
+        }
+        for (size_t i = 0; i < got.size(); ++i)
+          ASSERT_EQ(std::bit_cast<uint32_t>(got[i]), std::bit_cast<uint32_t>(want[i])) << i;
       }
     }
   }

@@ -212,7 +212,9 @@ std::string Rebuild(const std::string& path, const std::string& name,
   EXPECT_TRUE(f.ok());
   testing::GgufWriter w;
   for (const auto& [key, value] : (*f)->metadata()) {
-    if (key != "general.alignment") EXPECT_TRUE(w.AddCopy(key, value).ok());
+    if (key != "general.alignment") {
+      EXPECT_TRUE(w.AddCopy(key, value).ok());
+    }
   }
   w.SetAlignment(4096);
   for (const GgufTensorInfo& t : (*f)->tensors()) {
