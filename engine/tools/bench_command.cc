@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 
+#include "engine/tools/bench_io.h"
 #include "engine/tools/bench_report.h"
 #include "engine/tools/bench_runner.h"
 
@@ -13,7 +14,10 @@ void RegisterBenchCommand(CLI::App& app, BenchOptions& o, bool& json, int& exit_
       "bench",
       "Measure prompt (pp) and generation (tg) tokens/s like llama-bench, with the machine's "
       "read bandwidth and each tg result's fraction of that roofline");
-  cmd->add_option("-m,--model", o.model, "Path of the GGUF model")->required();
+  cmd->add_option("-m,--model", o.model, "Path of the GGUF model");
+  cmd->add_option("--io", o.io_file,
+                  "Instead of a model: probe random reads of this file (a converted model) by "
+                  "block size, O_DIRECT, one read in flight");
   cmd->add_option("-p,--n-prompt", o.n_prompt, "Prompt tokens per pp test (0: skip pp)")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
@@ -39,6 +43,22 @@ void RegisterBenchCommand(CLI::App& app, BenchOptions& o, bool& json, int& exit_
 }
 
 int RunBenchCommand(const BenchOptions& o, bool json) {
+  if (!o.io_file.empty()) {
+    IoBenchOptions io;
+    io.path = o.io_file;
+    auto r = RunIoBench(io);
+    if (!r.ok()) {
+      std::fprintf(stderr, "sparrow bench --io: %s\n", r.status().ToString().c_str());
+      return 1;
+    }
+    const std::string text = json ? IoBenchJson(*r) + "\n" : IoBenchTable(*r);
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    return 0;
+  }
+  if (o.model.empty()) {
+    std::fprintf(stderr, "sparrow bench: give a model (-m) or a file to probe (--io)\n");
+    return 1;
+  }
   auto report = RunBench(o);
   if (!report.ok()) {
     std::fprintf(stderr, "sparrow bench: %s\n", report.status().ToString().c_str());
