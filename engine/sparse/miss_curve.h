@@ -1,0 +1,44 @@
+#pragma once
+// The miss curve P_miss(cache bytes) the planner needs (PowerInfer-2's cost model): a trace of
+// the neurons each decoded token used, per layer, replayed through the real NeuronCache at
+// several sizes. Pure function of its inputs; thread-safe.
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace sparrow {
+
+// The active neurons of each (token, layer), token-major.
+class NeuronTrace {
+ public:
+  NeuronTrace(int64_t n_layer, int64_t n_ff) : n_layer_(n_layer), n_ff_(n_ff) {}
+
+  // The next (token, layer) in order: layer 0..n_layer-1 of token 0, then of token 1, ...
+  void Append(std::span<const int32_t> active);
+
+  int64_t n_layer() const { return n_layer_; }
+  int64_t n_ff() const { return n_ff_; }
+  int64_t tokens() const { return static_cast<int64_t>(offsets_.size() - 1) / n_layer_; }
+  std::span<const int32_t> Active(int64_t token, int64_t layer) const;
+
+ private:
+  int64_t n_layer_, n_ff_;
+  std::vector<int32_t> ids_;
+  std::vector<int64_t> offsets_ = {0};
+};
+
+struct MissCurvePoint {
+  double cache_fraction = 0;  // of all bundles
+  uint64_t cache_bytes = 0;
+  double miss_rate = 0;         // misses per neuron used, after the warm-up tokens
+  double misses_per_token = 0;  // bundles read from flash per decoded token
+};
+
+// Replays `trace` through a NeuronCache of each size (a fraction of all n_layer * n_ff bundles of
+// `record_bytes`); the first `warmup_tokens` only fill the cache and are not counted.
+std::vector<MissCurvePoint> ReplayMissCurve(const NeuronTrace& trace, size_t record_bytes,
+                                            std::span<const double> fractions,
+                                            int64_t warmup_tokens);
+
+}  // namespace sparrow

@@ -1,0 +1,74 @@
+// The miss curve: replayed through the real cache, a working set that fits misses only while
+// warming up; a loop larger than the cache misses every time (LRU's worst case); a skewed trace
+// misses less as the cache grows, and a cache of every bundle misses only first uses.
+#include "engine/sparse/miss_curve.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+#include <vector>
+
+namespace sparrow {
+namespace {
+
+TEST(MissCurve, AWorkingSetThatFitsStopsMissing) {
+  NeuronTrace trace(2, 1000);
+  const std::vector<int32_t> ids = {1, 5, 9, 13, 17, 21, 25, 29, 33, 37};
+  for (int t = 0; t < 20; ++t) {
+    trace.Append(ids);
+    trace.Append(ids);
+  }
+  EXPECT_EQ(trace.tokens(), 20);
+  const std::vector<double> fractions = {0.02, 0.0025};  // 40 bundles; 5 of the 20 in use
+  const auto curve = ReplayMissCurve(trace, 4096, fractions, 1);
+  ASSERT_EQ(curve.size(), 2u);
+  EXPECT_EQ(curve[0].cache_bytes, 40u * 4096);
+  EXPECT_EQ(curve[0].miss_rate, 0.0);
+  EXPECT_EQ(curve[1].miss_rate, 1.0);  // a loop of 20 through 5 slots
+  EXPECT_EQ(curve[1].misses_per_token, 20.0);
+}
+
+TEST(MissCurve, ASkewedTraceMissesLessAsTheCacheGrows) {
+  const int64_t n_layer = 4, n_ff = 512;
+  NeuronTrace trace(n_layer, n_ff);
+  std::mt19937 rng(3);
+  // Zipf-like: neuron i used with probability ~ 1 / (i + 1), about 20% of them per token.
+  std::vector<double> p(n_ff);
+  for (int64_t i = 0; i < n_ff; ++i) p[i] = std::min(1.0, 2.0 / static_cast<double>(i + 2));
+  std::uniform_real_distribution<double> u(0, 1);
+  for (int t = 0; t < 300; ++t) {
+    for (int64_t l = 0; l < n_layer; ++l) {
+      std::vector<int32_t> ids;
+      for (int32_t i = 0; i < n_ff; ++i) {
+        if (u(rng) < p[i]) ids.push_back(i);
+      }
+      trace.Append(ids);
+    }
+  }
+  const std::vector<double> fractions = {0.05, 0.1, 0.2, 0.4, 0.7, 1.0};
+  const auto curve = ReplayMissCurve(trace, 1024, fractions, 50);
+  ASSERT_EQ(curve.size(), fractions.size());
+  for (size_t i = 1; i < curve.size(); ++i) {
+    EXPECT_LE(curve[i].miss_rate, curve[i - 1].miss_rate + 1e-9) << i;
+  }
+  EXPECT_GT(curve.front().miss_rate, 0.3);
+  // Every bundle fits: the only misses left are first uses (rare neurons first seen late).
+  std::vector<uint8_t> seen(n_layer * n_ff, 0);
+  int64_t first_uses = 0, uses = 0;
+  for (int64_t t = 0; t < trace.tokens(); ++t) {
+    for (int64_t l = 0; l < n_layer; ++l) {
+      for (int32_t id : trace.Active(t, l)) {
+        const bool first = !seen[l * n_ff + id];
+        seen[l * n_ff + id] = 1;
+        if (t >= 50) {
+          ++uses;
+          first_uses += first;
+        }
+      }
+    }
+  }
+  EXPECT_DOUBLE_EQ(curve.back().miss_rate, static_cast<double>(first_uses) / uses);
+}
+
+}  // namespace
+}  // namespace sparrow
