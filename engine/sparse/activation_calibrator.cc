@@ -75,6 +75,13 @@ void ActivationCalibrator::CollectSamples(size_t level, int64_t max_samples) {
   samples_.assign(c_.n_layer, Samples{});
 }
 
+void ActivationCalibrator::TraceLevel(size_t level, int64_t max_tokens) {
+  SPARROW_CHECK(level < levels_.size());
+  trace_level_ = level;
+  trace_tokens_ = max_tokens;
+  trace_ = std::make_unique<NeuronTrace>(c_.n_layer, c_.n_ff);
+}
+
 void ActivationCalibrator::OnPreActivations(int64_t il, const FfnInput& in, const float* gate,
                                             const float* up) {
   const int64_t n_ff = c_.n_ff, n = in.n;
@@ -98,14 +105,20 @@ void ActivationCalibrator::OnPreActivations(int64_t il, const FfnInput& in, cons
       keep->x.insert(keep->x.end(), in.normed + t * c_.n_embd, in.normed + (t + 1) * c_.n_embd);
       keep->label.resize(static_cast<size_t>((keep->n + 1) * n_ff));
     }
+    const bool tracing = trace_ && trace_->tokens(il) < trace_tokens_;
+    trace_ids_.clear();
     for (int64_t i = 0; i < n_ff; ++i) {
       const float a = std::fabs(act_[i]);
       int64_t passed = 0;
       while (passed < n_levels && a >= th[passed * c_.n_layer + il]) ++passed;
       ++passed_[(il * n_ff + i) * (n_levels + 1) + passed];
       if (keep) keep->label[keep->n * n_ff + i] = passed > static_cast<int64_t>(sample_level_);
+      if (tracing && passed > static_cast<int64_t>(trace_level_)) {
+        trace_ids_.push_back(static_cast<int32_t>(i));
+      }
     }
     if (keep) ++keep->n;
+    if (tracing) trace_->Append(il, trace_ids_);
   }
 }
 

@@ -4,11 +4,13 @@
 // histograms (where the thresholds go), the second counts each neuron's activity under them.
 // Not thread-safe (it observes one ForwardPass).
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "engine/model/model_config.h"
 #include "engine/runtime/feed_forward.h"
 #include "engine/sparse/activation_profile.h"
+#include "engine/sparse/miss_curve.h"
 
 namespace sparrow {
 
@@ -49,6 +51,12 @@ class ActivationCalibrator : public FfnObserver {
   const Samples& samples(int64_t il) const { return samples_[il]; }
   size_t sample_level() const { return sample_level_; }
 
+  // In the second pass, also record the neurons active at level `level` for up to `max_tokens`
+  // tokens per layer (the miss curve's trace).
+  void TraceLevel(size_t level, int64_t max_tokens);
+  const NeuronTrace* trace() const { return trace_.get(); }
+  size_t trace_level() const { return trace_level_; }
+
   // Ends the first pass: places the thresholds. The next pass over the same text counts.
   void EndFirstPass();
   bool counting() const { return counting_; }
@@ -72,6 +80,10 @@ class ActivationCalibrator : public FfnObserver {
   size_t sample_level_ = 0;
   int64_t max_samples_ = 0;
   std::vector<Samples> samples_;
+  std::unique_ptr<NeuronTrace> trace_;
+  size_t trace_level_ = 0;
+  int64_t trace_tokens_ = 0;
+  std::vector<int32_t> trace_ids_;
 };
 
 }  // namespace sparrow

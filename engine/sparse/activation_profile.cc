@@ -90,6 +90,32 @@ Status ReadPredictors(const GgufFile& f, ActivationProfile* p) {
   return Status::Ok();
 }
 
+Status ReadMissCurve(const GgufFile& f, ActivationProfile* p) {
+  SPARROW_ASSIGN_OR_RETURN(double level, f.GetFloatOr(pf::kMissLevelKey, 0));
+  if (!(level > 0 && level < 1)) {
+    return Corrupt(std::string(pf::kMissLevelKey) + " is " + std::to_string(level));
+  }
+  p->miss_level = static_cast<float>(level);
+  const GgufTensorInfo* t = f.FindTensor(pf::kMissFraction);
+  if (!t || t->dims.size() != 1 || t->dims[0] == 0 || t->dims[0] > 1000) {
+    return Corrupt(std::string("tensor '") + pf::kMissFraction + "' must list 1..1000 sizes");
+  }
+  SPARROW_ASSIGN_OR_RETURN(p->miss_fraction, ReadF32(f, pf::kMissFraction, {t->dims[0]}));
+  SPARROW_ASSIGN_OR_RETURN(p->miss_rate, ReadF32(f, pf::kMissRate, {t->dims[0]}));
+  for (size_t i = 0; i < p->miss_fraction.size(); ++i) {
+    const float x = p->miss_fraction[i];
+    if (!(x > 0 && x <= 1) || (i > 0 && x <= p->miss_fraction[i - 1])) {
+      return Corrupt(std::string(pf::kMissFraction) + " must ascend within (0, 1]; entry " +
+                     std::to_string(i) + " is " + std::to_string(x));
+    }
+    if (p->miss_rate[i] > 1) {
+      return Corrupt(std::string(pf::kMissRate) + " holds " + std::to_string(p->miss_rate[i]) +
+                     ", above 1");
+    }
+  }
+  return Status::Ok();
+}
+
 Result<ActivationProfile> Read(const GgufFile& f, const ModelConfig* model) {
   ActivationProfile p;
   SPARROW_ASSIGN_OR_RETURN(uint64_t version, f.GetUInt(pf::kVersionKey));
@@ -121,6 +147,7 @@ Result<ActivationProfile> Read(const GgufFile& f, const ModelConfig* model) {
                            ReadF32(f, pf::kFrequency, {freq->dims[0], freq->dims[1], n_levels}));
   SPARROW_RETURN_IF_ERROR(Validate(p));
   if (f.Find(pf::kPredictorLevelKey)) SPARROW_RETURN_IF_ERROR(ReadPredictors(f, &p));
+  if (f.Find(pf::kMissLevelKey)) SPARROW_RETURN_IF_ERROR(ReadMissCurve(f, &p));
   if (model && (model->n_layer != p.n_layer || model->n_ff != p.n_ff ||
                 (!p.predictors.empty() && model->n_embd != p.n_embd))) {
     return InvalidArgument("profile is of a model with " + std::to_string(p.n_layer) +

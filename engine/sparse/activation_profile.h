@@ -45,6 +45,12 @@ struct ActivationProfile {
   int64_t n_embd = 0;                      // with predictors
   float predictor_level = 0;               // the CATS level its labels were taken at
 
+  // The miss curve (optional): the calibration tokens' neurons at CATS level `miss_level`
+  // replayed through the neuron cache (miss_curve.h); miss_rate[i] is the share of neurons used
+  // that a cache holding miss_fraction[i] of all bundles would read from flash.
+  float miss_level = 0;
+  std::vector<float> miss_fraction, miss_rate;
+
   // Per-layer thresholds skipping `sparsity` of the neurons, interpolated between levels.
   // Fails outside [levels.front(), levels.back()], naming the range.
   Result<std::vector<float>> Thresholds(ThresholdMethod method, double sparsity) const;
@@ -70,6 +76,11 @@ inline constexpr const char* kFrequency = "cats.frequency";      // {n_ff, n_lay
 // pred.N.bias {n_ff}; pred.quality {3, n_layer}: recall, precision, share predicted.
 inline constexpr const char* kPredictorLevelKey = "sparrow.profile.predictor_level";
 inline constexpr const char* kPredictorQuality = "pred.quality";
+// Optional miss curve: key sparrow.profile.miss_level, tensors miss.fraction {n} (ascending in
+// (0, 1]) and miss.rate {n} (in [0, 1]).
+inline constexpr const char* kMissLevelKey = "sparrow.profile.miss_level";
+inline constexpr const char* kMissFraction = "miss.fraction";
+inline constexpr const char* kMissRate = "miss.rate";
 }  // namespace profile_format
 
 }  // namespace sparrow

@@ -7,14 +7,25 @@
 
 namespace sparrow {
 
-void NeuronTrace::Append(std::span<const int32_t> active) {
-  ids_.insert(ids_.end(), active.begin(), active.end());
-  offsets_.push_back(static_cast<int64_t>(ids_.size()));
+NeuronTrace::NeuronTrace(int64_t n_layer, int64_t n_ff)
+    : n_layer_(n_layer), n_ff_(n_ff), layers_(static_cast<size_t>(n_layer)) {}
+
+void NeuronTrace::Append(int64_t layer, std::span<const int32_t> active) {
+  Layer& l = layers_[layer];
+  l.ids.insert(l.ids.end(), active.begin(), active.end());
+  l.offsets.push_back(static_cast<int64_t>(l.ids.size()));
+}
+
+int64_t NeuronTrace::tokens() const {
+  int64_t n = n_layer_ > 0 ? tokens(0) : 0;
+  for (int64_t l = 1; l < n_layer_; ++l) n = std::min(n, tokens(l));
+  return n;
 }
 
 std::span<const int32_t> NeuronTrace::Active(int64_t token, int64_t layer) const {
-  const size_t i = static_cast<size_t>(token * n_layer_ + layer);
-  return {ids_.data() + offsets_[i], static_cast<size_t>(offsets_[i + 1] - offsets_[i])};
+  const Layer& l = layers_[layer];
+  return {l.ids.data() + l.offsets[token],
+          static_cast<size_t>(l.offsets[token + 1] - l.offsets[token])};
 }
 
 std::vector<MissCurvePoint> ReplayMissCurve(const NeuronTrace& trace, size_t record_bytes,

@@ -9,23 +9,31 @@
 
 namespace sparrow {
 
-// The active neurons of each (token, layer), token-major.
+// The active neurons of each (token, layer), stored per layer (a calibration pass visits the
+// layers of a batch of tokens one after another).
 class NeuronTrace {
  public:
-  NeuronTrace(int64_t n_layer, int64_t n_ff) : n_layer_(n_layer), n_ff_(n_ff) {}
+  NeuronTrace(int64_t n_layer, int64_t n_ff);
 
-  // The next (token, layer) in order: layer 0..n_layer-1 of token 0, then of token 1, ...
-  void Append(std::span<const int32_t> active);
+  // The next token's active neurons in `layer`.
+  void Append(int64_t layer, std::span<const int32_t> active);
 
   int64_t n_layer() const { return n_layer_; }
   int64_t n_ff() const { return n_ff_; }
-  int64_t tokens() const { return static_cast<int64_t>(offsets_.size() - 1) / n_layer_; }
+  // Tokens recorded in every layer.
+  int64_t tokens() const;
+  int64_t tokens(int64_t layer) const {
+    return static_cast<int64_t>(layers_[layer].offsets.size()) - 1;
+  }
   std::span<const int32_t> Active(int64_t token, int64_t layer) const;
 
  private:
+  struct Layer {
+    std::vector<int32_t> ids;
+    std::vector<int64_t> offsets = {0};
+  };
   int64_t n_layer_, n_ff_;
-  std::vector<int32_t> ids_;
-  std::vector<int64_t> offsets_ = {0};
+  std::vector<Layer> layers_;
 };
 
 struct MissCurvePoint {

@@ -15,6 +15,7 @@
 #include "engine/runtime/dense_ffn.h"
 #include "engine/runtime/forward_pass.h"
 #include "engine/sparse/activation_calibrator.h"
+#include "engine/sparse/miss_curve.h"
 #include "engine/sparse/predictor_trainer.h"
 #include "engine/tokenizer/tokenizer.h"
 
@@ -128,6 +129,11 @@ Result<ActivationProfile> CalibrateProfile(const ProfileOptions& o) {
     while (level + 1 < levels.size() && levels[level] < o.predictor_sparsity - 1e-6) ++level;
     calibrator.CollectSamples(level, o.predictor_samples);
   }
+  // The miss curve's trace: the neurons of the level nearest 50%, for the first tokens.
+  const auto all_levels = DefaultLevels();
+  size_t miss_level = 0;
+  while (miss_level + 1 < all_levels.size() && all_levels[miss_level] < 0.5f - 1e-6f) ++miss_level;
+  calibrator.TraceLevel(miss_level, o.miss_tokens);
   for (int pass = 0; pass < 2; ++pass) {
     for (int64_t w = 0; w < windows; ++w) {
       SPARROW_RETURN_IF_ERROR(fp.Run({tokens.data() + w * n_ctx, static_cast<size_t>(n_ctx)}, 0,
@@ -141,6 +147,15 @@ Result<ActivationProfile> CalibrateProfile(const ProfileOptions& o) {
   }
   if (progress) std::fprintf(stderr, "\n");
   ActivationProfile profile = calibrator.Result();
+  if (const NeuronTrace* trace = calibrator.trace(); trace && trace->tokens() >= 8) {
+    const std::vector<double> fractions = {0.05, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.6, 0.8, 1.0};
+    const auto curve = ReplayMissCurve(*trace, 4096, fractions, trace->tokens() / 4);
+    profile.miss_level = all_levels[miss_level];
+    for (const MissCurvePoint& pt : curve) {
+      profile.miss_fraction.push_back(static_cast<float>(pt.cache_fraction));
+      profile.miss_rate.push_back(static_cast<float>(pt.miss_rate));
+    }
+  }
   if (!o.train_predictor) return profile;
   profile.n_embd = c.n_embd;
   profile.predictor_level = profile.levels[level];
@@ -205,6 +220,12 @@ Status WriteActivationProfile(const ActivationProfile& p, const std::string& pat
     }
     w.DeclareTensor(pf::kPredictorQuality, TensorType::kF32, {3, layers});
   }
+  if (!p.miss_fraction.empty()) {
+    w.header().AddF32(pf::kMissLevelKey, p.miss_level);
+    const auto n = static_cast<uint64_t>(p.miss_fraction.size());
+    w.DeclareTensor(pf::kMissFraction, TensorType::kF32, {n});
+    w.DeclareTensor(pf::kMissRate, TensorType::kF32, {n});
+  }
   SPARROW_RETURN_IF_ERROR(w.Begin(path));
   for (const auto& [name, values] : tensors) {
     SPARROW_RETURN_IF_ERROR(w.Append(values->data(), values->size() * sizeof(float)));
@@ -215,6 +236,9 @@ Status WriteActivationProfile(const ActivationProfile& p, const std::string& pat
   }
   if (!quality.empty())
     SPARROW_RETURN_IF_ERROR(w.Append(quality.data(), quality.size() * sizeof(float)));
+  for (const std::vector<float>* v : {&p.miss_fraction, &p.miss_rate}) {
+    if (!v->empty()) SPARROW_RETURN_IF_ERROR(w.Append(v->data(), v->size() * sizeof(float)));
+  }
   return w.Finish();
 }
 
@@ -276,6 +300,13 @@ std::string DescribeProfile(const ActivationProfile& p) {
       out.push_back(marks[m]);
     }
     out += "]\n";
+  }
+  if (!p.miss_fraction.empty()) {
+    out += Fmt("\nmiss curve (neurons at sparsity %.2f through the neuron cache):\n", p.miss_level);
+    out += "cache share of all bundles | share of neurons read from flash\n";
+    for (size_t i = 0; i < p.miss_fraction.size(); ++i) {
+      out += Fmt("  %4.2f", p.miss_fraction[i]) + Fmt("  %.3f\n", p.miss_rate[i]);
+    }
   }
   return out;
 }

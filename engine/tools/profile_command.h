@@ -28,7 +28,8 @@ struct ProfileOptions {
   int64_t predictor_samples = 20000;
   int predictor_epochs = 4;
   double predictor_recall = 0.9;
-  bool verbose = false;  // per-layer predictor quality on stderr even off a terminal
+  int64_t miss_tokens = 256;  // calibration tokens whose neurons the miss curve replays
+  bool verbose = false;       // per-layer predictor quality on stderr even off a terminal
 };
 
 void RegisterProfileCommand(CLI::App& app, ProfileOptions& opts, int& exit_code);

@@ -15,8 +15,8 @@ TEST(MissCurve, AWorkingSetThatFitsStopsMissing) {
   NeuronTrace trace(2, 1000);
   const std::vector<int32_t> ids = {1, 5, 9, 13, 17, 21, 25, 29, 33, 37};
   for (int t = 0; t < 20; ++t) {
-    trace.Append(ids);
-    trace.Append(ids);
+    trace.Append(0, ids);
+    trace.Append(1, ids);
   }
   EXPECT_EQ(trace.tokens(), 20);
   const std::vector<double> fractions = {0.02, 0.0025};  // 40 bundles; 5 of the 20 in use
@@ -42,7 +42,7 @@ TEST(MissCurve, ASkewedTraceMissesLessAsTheCacheGrows) {
       for (int32_t i = 0; i < n_ff; ++i) {
         if (u(rng) < p[i]) ids.push_back(i);
       }
-      trace.Append(ids);
+      trace.Append(l, ids);
     }
   }
   const std::vector<double> fractions = {0.05, 0.1, 0.2, 0.4, 0.7, 1.0};

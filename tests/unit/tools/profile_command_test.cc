@@ -95,7 +95,28 @@ TEST_F(ProfileTest, RoundTripsThroughTheFile) {
   EXPECT_EQ(read->teal_threshold, profile_->teal_threshold);
   EXPECT_EQ(read->hot80, profile_->hot80);
   EXPECT_EQ(read->frequency, profile_->frequency);
+  EXPECT_EQ(read->miss_fraction, profile_->miss_fraction);
+  EXPECT_EQ(read->miss_rate, profile_->miss_rate);
+  EXPECT_EQ(read->miss_level, profile_->miss_level);
   EXPECT_NE(DescribeProfile(*read).find("6 layers of 768 FFN neurons"), std::string::npos);
+  EXPECT_NE(DescribeProfile(*read).find("miss curve"), std::string::npos);
+}
+
+// The miss curve of the calibration tokens (the first 256) at 50%: ten cache sizes, fewer of the
+// neurons used read from flash as the cache grows, none but first uses with every bundle cached.
+TEST_F(ProfileTest, MissCurveFallsAsTheCacheGrows) {
+  const ActivationProfile& p = *profile_;
+  EXPECT_FLOAT_EQ(p.miss_level, 0.5f);
+  ASSERT_EQ(p.miss_fraction.size(), 10u);
+  ASSERT_EQ(p.miss_rate.size(), 10u);
+  EXPECT_FLOAT_EQ(p.miss_fraction.back(), 1.0f);
+  for (size_t i = 1; i < p.miss_rate.size(); ++i) {
+    EXPECT_LE(p.miss_rate[i], p.miss_rate[i - 1] + 0.02f) << i;
+  }
+  // At 5% of the bundles the cache holds a tenth of one token's active set: nearly all missed.
+  EXPECT_GT(p.miss_rate.front(), 0.5f);
+  EXPECT_LT(p.miss_rate.back(), 0.05f);
+  EXPECT_GT(p.miss_rate.front(), p.miss_rate.back() + 0.3f);
 }
 
 // Decoding held-out text token by token, the share of neurons computed follows --sparsity.
@@ -275,6 +296,19 @@ TEST_F(ProfileTest, MalformedProfilesNameTheField) {
   r = ReadActivationProfile(path);
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("cats.frequency"), std::string::npos);
+
+  bad = *profile_;
+  std::swap(bad.miss_fraction[2], bad.miss_fraction[3]);  // not ascending
+  ASSERT_TRUE(WriteActivationProfile(bad, path).ok());
+  r = ReadActivationProfile(path);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("miss.fraction"), std::string::npos);
+  bad = *profile_;
+  bad.miss_rate[1] = 2.0f;
+  ASSERT_TRUE(WriteActivationProfile(bad, path).ok());
+  r = ReadActivationProfile(path);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("miss.rate"), std::string::npos);
 
   // Not a profile at all: a model file.
   r = ReadActivationProfile(KjvPath("models/kjv-llama-5m-q4_0.gguf"));
