@@ -78,16 +78,20 @@ void AccumulateRowPointers(TensorType type, int64_t cols, const uint8_t* const* 
   const auto axpy = ActiveKernelTable().axpy;
   const int64_t chunk = SpanColumns(*traits, cols, pool);
   const int64_t tasks = (cols + chunk - 1) / chunk;
+  // The pool's threads read this thread's lists (thread_local: name them by address).
+  const uint8_t* const* p = ptrs.data();
+  const float* c = coef.data();
+  const size_t n_used = ptrs.size();
   auto run = [&](int64_t task, int) {
     const int64_t c0 = task * chunk, len = std::min(chunk, cols - c0);
     const size_t offset = static_cast<size_t>(c0 / traits->block_elems) * traits->block_bytes;
     float* buf = FloatScratch(len).data();
-    for (size_t k = 0; k < ptrs.size(); ++k) {
+    for (size_t k = 0; k < n_used; ++k) {
       if (axpy_row) {
-        axpy_row(coef[k], ptrs[k] + offset, out + c0, len);
+        axpy_row(c[k], p[k] + offset, out + c0, len);
       } else {
-        DequantizeRow(type, ptrs[k] + offset, buf, len);
-        axpy(coef[k], buf, out + c0, len);
+        DequantizeRow(type, p[k] + offset, buf, len);
+        axpy(c[k], buf, out + c0, len);
       }
     }
   };
