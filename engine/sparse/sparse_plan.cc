@@ -1,5 +1,7 @@
 #include "engine/sparse/sparse_plan.h"
 
+#include <algorithm>
+
 #include "engine/kernels/dequantize.h"
 #include "engine/kernels/quantize.h"
 #include "engine/kernels/thread_pool.h"
@@ -161,6 +163,20 @@ Result<std::shared_ptr<const SparsePlan>> MakeSparsePlan(const Model& model,
     // The predictor was trained for one level; --sparsity only has to be given (not 0).
     plan->policy = SparsePolicy::kPredictor;
     plan->predictor_reads_normed = true;
+    // A converted file numbers its neurons in record order; the profile's in the source's.
+    if (const auto& bundles = model.weights().bundles) {
+      for (int64_t il = 0; il < c.n_layer; ++il) {
+        auto& lp = profile.predictors[il];
+        const std::vector<int32_t>& ids = bundles->layers[il].neuron_ids;
+        std::vector<float> fc2(lp.fc2.size()), bias(lp.bias.size());
+        for (int64_t k = 0; k < c.n_ff; ++k) {
+          std::copy_n(&lp.fc2[ids[k] * lp.rank], lp.rank, &fc2[k * lp.rank]);
+          bias[k] = lp.bias[ids[k]];
+        }
+        lp.fc2 = std::move(fc2);
+        lp.bias = std::move(bias);
+      }
+    }
     for (auto& lp : profile.predictors) {
       plan->owned_predictors.push_back(std::move(lp.fc1));
       const auto& fc1 = plan->owned_predictors.back();

@@ -13,6 +13,7 @@
 #include "engine/runtime/forward_pass.h"
 #include "engine/sparse/sparse_plan.h"
 #include "engine/tokenizer/tokenizer.h"
+#include "engine/tools/bundle_convert.h"
 #include "tests/util/test_paths.h"
 
 namespace sparrow::tools {
@@ -242,6 +243,36 @@ TEST_F(ProfileTest, TrainedPredictorRoundTripsAndRuns) {
   const FfnCounters c = fp.ffn().counters();
   EXPECT_GT(c.neurons_computed, 0);
   EXPECT_LT(c.neurons_computed, c.neurons_total);
+
+  // The same profile on the model converted to neuron bundles in reverse order: its predictor's
+  // rows follow the records, so the same neurons run and the logits agree.
+  ConvertOptions co;
+  co.model = o.model;
+  co.output = testing::TempPath("kjv-reversed.gguf");
+  co.order = [](int64_t, int64_t n_ff) {
+    std::vector<int32_t> order(n_ff);
+    for (int64_t i = 0; i < n_ff; ++i) order[i] = static_cast<int32_t>(n_ff - 1 - i);
+    return order;
+  };
+  ASSERT_TRUE(ConvertToBundles(co).ok());
+  auto converted = Model::Load(co.output);
+  ASSERT_TRUE(converted.ok()) << converted.status().ToString();
+  auto cplan = MakeSparsePlan(**converted, Opts(0.5, path, ThresholdMethod::kPredictor), nullptr);
+  ASSERT_TRUE(cplan.ok()) << cplan.status().ToString();
+  ForwardPass cfp(**converted, nullptr, MakeFeedForward(**converted, *cplan, nullptr));
+  ContiguousKvCache ccache(6, 64, (*converted)->config().kv_dim());
+  std::vector<float> clogits;
+  for (int32_t t = 0; t < 16; ++t) {
+    const int32_t id = 5 + t * 11;
+    ASSERT_TRUE(cfp.Run({&id, 1}, t, ccache, false, &clogits).ok());
+  }
+  EXPECT_EQ(cfp.ffn().counters().neurons_computed, c.neurons_computed);
+  float max_ref = 0, max_diff = 0;
+  for (size_t i = 0; i < logits.size(); ++i) {
+    max_ref = std::max(max_ref, std::fabs(logits[i]));
+    max_diff = std::max(max_diff, std::fabs(clogits[i] - logits[i]));
+  }
+  EXPECT_LT(max_diff, 1e-4f * max_ref);
   // A profile without a predictor cannot run the predictor policy.
   auto none = MakeSparsePlan(**model, Opts(0.5, *path_, ThresholdMethod::kPredictor), nullptr);
   ASSERT_FALSE(none.ok());
