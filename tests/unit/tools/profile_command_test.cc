@@ -103,6 +103,48 @@ TEST_F(ProfileTest, RoundTripsThroughTheFile) {
   EXPECT_NE(DescribeProfile(*read).find("miss curve"), std::string::npos);
 }
 
+// sparrow convert --profile: each layer's records hold the most frequently active neurons first
+// (at the level nearest --hot-level), and the converted model computes the same logits.
+TEST_F(ProfileTest, ConvertPutsHotNeuronsFirst) {
+  ConvertOptions co;
+  co.model = KjvPath("models/kjv-llama-5m-f32.gguf");
+  co.output = testing::TempPath("kjv-hot-first.gguf");
+  co.profile = *path_;
+  auto sum = ConvertToBundles(co);
+  ASSERT_TRUE(sum.ok()) << sum.status().ToString();
+  EXPECT_TRUE(sum->ordered_by_profile);
+  auto m = Model::Load(co.output);
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  const ActivationProfile& p = *profile_;
+  size_t half = 0;
+  while (std::abs(p.levels[half] - 0.5f) > 1e-3f) ++half;
+  bool reordered = false;
+  for (int64_t l = 0; l < p.n_layer; ++l) {
+    const std::vector<int32_t>& ids = (*m)->weights().bundles->layers[l].neuron_ids;
+    const float* f = &p.frequency[(half * p.n_layer + l) * p.n_ff];
+    for (int64_t k = 1; k < p.n_ff; ++k) {
+      ASSERT_GE(f[ids[k - 1]], f[ids[k]]) << "layer " << l << " record " << k;
+      reordered |= ids[k] != k;
+    }
+  }
+  EXPECT_TRUE(reordered);
+  auto src = Model::Load(co.model);
+  ASSERT_TRUE(src.ok());
+  std::vector<float> a, b;
+  for (auto [model, out] : {std::pair{src->get(), &a}, std::pair{m->get(), &b}}) {
+    ForwardPass fp(*model, nullptr);
+    ContiguousKvCache cache(6, 64, model->config().kv_dim());
+    const std::vector<int32_t> prompt = {1, 40, 50, 60, 70};
+    ASSERT_TRUE(fp.Run(prompt, 0, cache, false, out).ok());
+  }
+  float max_ref = 0, max_diff = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    max_ref = std::max(max_ref, std::fabs(a[i]));
+    max_diff = std::max(max_diff, std::fabs(a[i] - b[i]));
+  }
+  EXPECT_LT(max_diff, 1e-4f * max_ref);
+}
+
 // The miss curve of the calibration tokens (the first 256) at 50%: ten cache sizes, fewer of the
 // neurons used read from flash as the cache grows, none but first uses with every bundle cached.
 TEST_F(ProfileTest, MissCurveFallsAsTheCacheGrows) {
