@@ -61,7 +61,7 @@ std::vector<uint8_t> EncodeScalar(T v) {
 
 // A parsed scalar is stored widened; this writes it back in its own width.
 Status AppendWidenedScalar(std::vector<uint8_t>& out, const GgufValue& v, std::string_view key) {
-  const size_t size = GgufScalarSize(v.type);
+  size_t size = GgufScalarSize(v.type);
   uint8_t b[8] = {};
   if (v.type == GgufValueType::kF32) {
     const float f = static_cast<float>(std::get<double>(v.v));
@@ -75,10 +75,10 @@ Status AppendWidenedScalar(std::vector<uint8_t>& out, const GgufValue& v, std::s
     std::memcpy(b, u, 8);  // little-endian: the low bytes come first
   } else if (auto* i = std::get_if<int64_t>(&v.v)) {
     std::memcpy(b, i, 8);
+  } else {
+    size = 0;  // a string or array under a scalar type id
   }
-  if (size == 0 ||
-      (!std::holds_alternative<uint64_t>(v.v) && !std::holds_alternative<int64_t>(v.v) &&
-       !std::holds_alternative<double>(v.v) && !std::holds_alternative<bool>(v.v))) {
+  if (size == 0) {
     return Unsupported("metadata key '" + std::string(key) + "' has a value that cannot be copied");
   }
   out.insert(out.end(), b, b + size);

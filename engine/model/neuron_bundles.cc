@@ -3,6 +3,8 @@
 #include <bit>
 #include <cstring>
 
+#include "engine/model/gguf_header.h"
+
 namespace sparrow {
 namespace {
 
@@ -38,8 +40,8 @@ Result<std::vector<TensorType>> ReadTypes(const GgufFile& f, std::string_view ke
 }
 
 uint64_t RowBytesOf(TensorType type, int64_t n) {
-  const auto traits = GetTensorTypeTraits(type);
-  return static_cast<uint64_t>(n) / traits->block_elems * traits->block_bytes;
+  const uint64_t dims[1] = {static_cast<uint64_t>(n)};
+  return GgufTensorBytes(type, dims);
 }
 
 }  // namespace

@@ -60,7 +60,7 @@ void SparseFfn::Compute(int64_t il, const FfnInput& in, float* out) {
     }
     return;
   }
-  MixedBatch(il, in, logits, out);
+  MixedBatch(il, in, logits, n_sparse, out);
 }
 
 void SparseFfn::CountDecoded(bool decoded) {
@@ -142,7 +142,8 @@ void SparseFfn::ThresholdOne(int64_t il, const float* normed, float* out) {
   AccumulateDown(il, h, out, true);
 }
 
-void SparseFfn::MixedBatch(int64_t il, const FfnInput& in, const float* logits, float* out) {
+void SparseFfn::MixedBatch(int64_t il, const FfnInput& in, const float* logits, int64_t n_sparse,
+                           float* out) {
   const ModelConfig& c = model_.config();
   const LayerWeights& l = model_.weights().layers[il];
   const int64_t n = in.n, d = c.n_embd;
@@ -155,8 +156,6 @@ void SparseFfn::MixedBatch(int64_t il, const FfnInput& in, const float* logits, 
   // one GEMM. A decoded token's values are the ones it gets alone (PredictedOne/ThresholdOne).
   float* dense_in = Grow(dense_in_, size);
   int64_t n_dense = 0;
-  int64_t n_sparse = 0;
-  for (int64_t t = 0; t < n; ++t) n_sparse += sparse_[t];
   // Several sparse tokens: their masked activations join the dense ones in one down GEMM.
   const bool dense_down = l.ffn_down.data != nullptr && plan_->dense_down_min_tokens > 0 &&
                           n_sparse >= plan_->dense_down_min_tokens;

@@ -37,8 +37,10 @@ class SparseFfn : public FeedForward {
   void ThresholdOne(int64_t il, const float* normed, float* out);
   // A batch with dense tokens besides sparse ones (sparse_), or more sparse ones than the plan's
   // gather_max_tokens: whole matrices, each sparse token masked by its own choice (`logits`
-  // under the predictor policy, null under the threshold ones), dense tokens dense.
-  void MixedBatch(int64_t il, const FfnInput& in, const float* logits, float* out);
+  // under the predictor policy, null under the threshold ones), dense tokens dense. `n_sparse`:
+  // how many of sparse_ are set.
+  void MixedBatch(int64_t il, const FfnInput& in, const float* logits, int64_t n_sparse,
+                  float* out);
   // Keeps in h (n_ff, silu(gate) on entry; u the up outputs) the active neurons' silu(gate)*up,
   // zero elsewhere, listing them in active_.
   void SelectByThreshold(int64_t il, float* h, const float* u);

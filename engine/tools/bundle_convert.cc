@@ -6,6 +6,7 @@
 #include <cstring>
 #include <numeric>
 
+#include "engine/kernels/dequantize.h"
 #include "engine/kernels/matmul.h"
 #include "engine/model/gguf_file_writer.h"
 #include "engine/model/model.h"
@@ -17,11 +18,6 @@ namespace sparrow::tools {
 namespace {
 
 namespace bk = bundle_keys;
-
-uint64_t RowBytes(TensorType type, int64_t n) {
-  const auto traits = GetTensorTypeTraits(type);
-  return static_cast<uint64_t>(n) / traits->block_elems * traits->block_bytes;
-}
 
 const uint8_t* Row(const kernels::WeightMatrix& w, int64_t r) {
   return static_cast<const uint8_t*>(w.data) + static_cast<size_t>(r) * w.row_stride_bytes;
@@ -134,8 +130,9 @@ Result<ConvertSummary> ConvertToBundles(const ConvertOptions& o) {
     gate_types.push_back(static_cast<uint32_t>(l.ffn_gate.type));
     up_types.push_back(static_cast<uint32_t>(l.ffn_up.type));
     down_types.push_back(static_cast<uint32_t>(DownRowsType(c, l)));
-    const uint64_t raw = (sum.gate_in_bundle ? RowBytes(l.ffn_gate.type, c.n_embd) : 0) +
-                         RowBytes(l.ffn_up.type, c.n_embd) + RowBytes(DownRowsType(c, l), c.n_embd);
+    const uint64_t raw = (sum.gate_in_bundle ? kernels::RowBytes(l.ffn_gate.type, c.n_embd) : 0) +
+                         kernels::RowBytes(l.ffn_up.type, c.n_embd) +
+                         kernels::RowBytes(DownRowsType(c, l), c.n_embd);
     record_bytes[il] = BundleRecordBytes(raw, o.io_block);
     if (il == 0) {
       sum.row_bytes = raw;
@@ -199,9 +196,10 @@ Result<ConvertSummary> ConvertToBundles(const ConvertOptions& o) {
     const LayerWeights& l = w.layers[il];
     const kernels::WeightMatrix down = DownRows(c, l, std::nullopt, owned);
     const uint64_t rec = record_bytes[il];
-    const uint64_t gate_bytes = sum.gate_in_bundle ? RowBytes(l.ffn_gate.type, c.n_embd) : 0;
-    const uint64_t up_bytes = RowBytes(l.ffn_up.type, c.n_embd);
-    const uint64_t down_bytes = RowBytes(down.type, c.n_embd);
+    const uint64_t gate_bytes =
+        sum.gate_in_bundle ? kernels::RowBytes(l.ffn_gate.type, c.n_embd) : 0;
+    const uint64_t up_bytes = kernels::RowBytes(l.ffn_up.type, c.n_embd);
+    const uint64_t down_bytes = kernels::RowBytes(down.type, c.n_embd);
     const int64_t per_chunk = std::max<int64_t>(1, static_cast<int64_t>((8u << 20) / rec));
     for (int64_t k0 = 0; k0 < c.n_ff; k0 += per_chunk) {
       const int64_t n = std::min(per_chunk, c.n_ff - k0);

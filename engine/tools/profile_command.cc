@@ -114,7 +114,8 @@ Result<ActivationProfile> CalibrateProfile(const ProfileOptions& o) {
 
   const int threads = o.threads > 0 ? o.threads : std::max(1u, std::thread::hardware_concurrency());
   kernels::ThreadPool pool(threads);
-  ActivationCalibrator calibrator(c, DefaultLevels());
+  const std::vector<float> levels = DefaultLevels();
+  ActivationCalibrator calibrator(c, levels);
   auto dense = std::make_unique<DenseFfn>(*model, &pool);
   dense->set_observer(&calibrator);
   ForwardPass fp(*model, &pool, std::move(dense));
@@ -123,16 +124,16 @@ Result<ActivationProfile> CalibrateProfile(const ProfileOptions& o) {
   const auto windows = static_cast<int64_t>(tokens.size()) / n_ctx;
   const bool progress = isatty(STDERR_FILENO) != 0;
   // Two passes: where the thresholds go, then how often each neuron passes them.
-  size_t level = 0;
-  if (o.train_predictor) {
-    const auto levels = DefaultLevels();
-    while (level + 1 < levels.size() && levels[level] < o.predictor_sparsity - 1e-6) ++level;
-    calibrator.CollectSamples(level, o.predictor_samples);
-  }
-  // The miss curve's trace: the neurons of the level nearest 50%, for the first tokens.
-  const auto all_levels = DefaultLevels();
-  size_t miss_level = 0;
-  while (miss_level + 1 < all_levels.size() && all_levels[miss_level] < 0.5f - 1e-6f) ++miss_level;
+  // The first level skipping at least `share` of the neurons (the last if none does).
+  auto level_at_least = [&](double share) {
+    size_t k = 0;
+    while (k + 1 < levels.size() && levels[k] < share - 1e-6) ++k;
+    return k;
+  };
+  const size_t level = o.train_predictor ? level_at_least(o.predictor_sparsity) : 0;
+  if (o.train_predictor) calibrator.CollectSamples(level, o.predictor_samples);
+  // The miss curve's trace: the neurons of the 50% level, for the first tokens.
+  const size_t miss_level = level_at_least(0.5);
   calibrator.TraceLevel(miss_level, o.miss_tokens);
   for (int pass = 0; pass < 2; ++pass) {
     for (int64_t w = 0; w < windows; ++w) {
@@ -150,7 +151,7 @@ Result<ActivationProfile> CalibrateProfile(const ProfileOptions& o) {
   if (const NeuronTrace* trace = calibrator.trace(); trace && trace->tokens() >= 8) {
     const std::vector<double> fractions = {0.05, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.6, 0.8, 1.0};
     const auto curve = ReplayMissCurve(*trace, 4096, fractions, trace->tokens() / 4);
-    profile.miss_level = all_levels[miss_level];
+    profile.miss_level = levels[miss_level];
     for (const MissCurvePoint& pt : curve) {
       profile.miss_fraction.push_back(static_cast<float>(pt.cache_fraction));
       profile.miss_rate.push_back(static_cast<float>(pt.miss_rate));

@@ -39,7 +39,9 @@ bool IsPowerInfer(const testing::GoldenFile& g) {
 // From ../shared/testdata/README.md, "Tolerances": what the weights' types allow; PowerInfer's
 // references from ../shared/pwri/README.md (a neuron whose predictor logit lies within rounding
 // noise of the threshold may be chosen by one engine and skipped by the other).
-Tolerance ToleranceFor(const Model& m, const testing::GoldenFile& g) {
+// `converted`: a file converted to neuron bundles, whose K-quant down rows are Q8_0 copies (no
+// K-quant row kernel): a second rounding, allowed the README's bound for quantized files.
+Tolerance ToleranceFor(const Model& m, const testing::GoldenFile& g, bool converted) {
   bool f16 = false, quant = false;
   for (const auto& t : m.file().tensors()) {
     if (t.type == TensorType::kF16 || t.type == TensorType::kBF16)
@@ -50,7 +52,7 @@ Tolerance ToleranceFor(const Model& m, const testing::GoldenFile& g) {
   if (IsPowerInfer(g)) return {5e-2f, quant ? 0.25f : 5e-2f, 0.25f};
   // The README recommends 5e-2 for quantized files; Sparrow rounds activations as llama.cpp does
   // and stays within 1.2e-2, so a tighter bound catches regressions.
-  if (quant) return {2.5e-2f, 0.25f};
+  if (quant) return {converted ? 5e-2f : 2.5e-2f, 0.25f};
   if (f16) return {2e-3f, 2e-2f};
   return {1e-3f, 1e-3f};
 }
@@ -92,10 +94,7 @@ void CheckFile(const std::string& json_path, kernels::ThreadPool* pool, bool con
   ASSERT_TRUE(model.ok()) << model.status().ToString();
   const ModelConfig& c = (*model)->config();
   ASSERT_EQ(c.n_vocab, g.n_vocab);
-  Tolerance tol = ToleranceFor(**model, g);
-  // A converted K-quant file's down rows are Q8_0 copies (no K-quant row kernel): a second
-  // rounding, allowed the README's bound for quantized files instead of our tighter one.
-  if (converted && tol.rel_logits < 5e-2f && tol.rel_logits > 2e-3f) tol.rel_logits = 5e-2f;
+  const Tolerance tol = ToleranceFor(**model, g, converted);
   ForwardPass fp(**model, pool);
 
   float worst = 0;
