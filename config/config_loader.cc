@@ -112,6 +112,13 @@ const std::vector<KeySpec>& Keys() {
       {"sparsity_method",
        "cats (skip up/down rows by |silu(gate)|), teal-down (down rows by |h|) or predictor",
        &ServerConfig::sparsity_method},
+      {"cache_mb",
+       "On a file converted by `sparrow convert`: keep the FFN on flash and this many MiB of "
+       "neurons in memory (-1: map the whole file)",
+       nullptr, &ServerConfig::cache_mb, -1, int64_t{1} << 30},
+      {"cache_hot_percent",
+       "Share of cache_mb preloaded with each layer's hottest neurons (the rest: an LRU cache)",
+       nullptr, &ServerConfig::cache_hot_percent, 0, 100},
       {"log_format", "Log line format: text or json", &ServerConfig::log_format},
       {"log_level", "Log level: trace, debug, info, warn, error", &ServerConfig::log_level},
       {"shutdown_timeout_ms", "How long running requests may finish after SIGTERM, in ms", nullptr,

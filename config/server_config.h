@@ -52,6 +52,10 @@ struct ServerConfig {
   std::string sparsity = "0";
   std::string profile;
   std::string sparsity_method = "cats";  // cats | teal-down
+  // A converted file's FFN stays on flash with this many MiB of neurons in memory (-1: the whole
+  // file is mapped); cache_hot_percent of them are each layer's hottest, preloaded.
+  int64_t cache_mb = -1;
+  int64_t cache_hot_percent = 50;
   // Operations.
   std::string log_format = "text";  // text | json
   std::string log_level = "info";   // trace | debug | info | warn | error

@@ -42,11 +42,15 @@ void DenseDown(const ModelConfig& c, const LayerWeights& l, float* h, int64_t n,
 
 DenseFfn::DenseFfn(const Model& model, kernels::ThreadPool* pool) : model_(model), pool_(pool) {}
 
-void DenseFfn::Compute(int64_t il, const FfnInput& in, float* out) {
+Status DenseFfn::Compute(int64_t il, const FfnInput& in, float* out) {
+  ComputeLayer(il, model_.weights().layers[il], in, out);
+  return Status::Ok();
+}
+
+void DenseFfn::ComputeLayer(int64_t il, const LayerWeights& l, const FfnInput& in, float* out) {
   const ModelConfig& c = model_.config();
   const float* normed = in.normed;
   const int64_t n = in.n;
-  const LayerWeights& l = model_.weights().layers[il];
   const size_t size = static_cast<size_t>(n * c.n_ff);
   if (gate_.size() < size) gate_.resize(size);
   if (up_.size() < size) up_.resize(size);

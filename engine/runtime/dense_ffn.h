@@ -17,7 +17,9 @@ class DenseFfn : public FeedForward {
   // this object.
   DenseFfn(const Model& model, kernels::ThreadPool* pool);
 
-  void Compute(int64_t il, const FfnInput& in, float* out) override;
+  Status Compute(int64_t il, const FfnInput& in, float* out) override;
+  // Compute with layer il's FFN weights given (rows staged from flash in place of the model's).
+  void ComputeLayer(int64_t il, const LayerWeights& l, const FfnInput& in, float* out);
   std::string_view mode() const override { return "dense"; }
   FfnCounters counters() const override { return counters_; }
 

@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <string_view>
 
+#include "engine/common/status.h"
+
 namespace sparrow {
 
 // One layer's FFN input for a batch of n tokens.
@@ -15,6 +17,10 @@ struct FfnInput {
   // for; prompt tokens may run dense). Null: none is.
   const uint8_t* decode = nullptr;
   int64_t n = 0;
+  // n flags the FFN sets to 1 for tokens it could not compute (a failed flash read of a neuron
+  // they use); their rows of out are zero, the other tokens' are computed. Null: none is set,
+  // and a failure fails the whole call.
+  uint8_t* failed = nullptr;
 };
 
 // What the FFN computed for decoded tokens: neurons_computed / neurons_total is the active
@@ -39,7 +45,9 @@ class FeedForward {
   virtual ~FeedForward() = default;
 
   // out[t*n_embd ..] = the FFN of layer `il` for tokens t < in.n. `out` aliases no input.
-  virtual void Compute(int64_t il, const FfnInput& in, float* out) = 0;
+  // Fails only where weights are read from flash (a converted file under --cache-mb): the
+  // first error, naming the file and offset; the tokens it cost are flagged in in.failed.
+  virtual Status Compute(int64_t il, const FfnInput& in, float* out) = 0;
 
   // "dense", or the sparse policy's name.
   virtual std::string_view mode() const = 0;

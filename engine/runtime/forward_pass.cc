@@ -42,7 +42,8 @@ Status ForwardPass::Run(std::span<const int32_t> tokens, int64_t start_pos, KvCa
   return RunBatch({&seg, 1}, logits);
 }
 
-Status ForwardPass::RunBatch(std::span<const Segment> segments, std::vector<float>* logits) {
+Status ForwardPass::RunBatch(std::span<const Segment> segments, std::vector<float>* logits,
+                             std::vector<Status>* failures) {
   int64_t n = 0, rows = 0;
   for (const Segment& sg : segments) {
     const int64_t len = static_cast<int64_t>(sg.tokens.size());
@@ -78,7 +79,27 @@ Status ForwardPass::RunBatch(std::span<const Segment> segments, std::vector<floa
     t0 += len;
   }
 
+  failed_.assign(static_cast<size_t>(n), 0);
+  ffn_error_ = Status::Ok();
   for (int64_t il = 0; il < c_.n_layer; ++il) Layer(il, n, segments);
+  if (!ffn_error_.ok()) {
+    if (!failures) return ffn_error_;
+    // An FFN that failed without saying which tokens it cost failed them all.
+    if (std::none_of(failed_.begin(), failed_.end(), [](uint8_t f) { return f != 0; })) {
+      std::fill(failed_.begin(), failed_.end(), 1);
+    }
+    failures->assign(segments.size(), Status::Ok());
+    int64_t t = 0;
+    for (size_t i = 0; i < segments.size(); ++i) {
+      const auto len = static_cast<int64_t>(segments[i].tokens.size());
+      if (std::any_of(&failed_[t], &failed_[t] + len, [](uint8_t f) { return f != 0; })) {
+        (*failures)[i] = ffn_error_;
+      }
+      t += len;
+    }
+  } else if (failures) {
+    failures->assign(segments.size(), Status::Ok());
+  }
 
   // Only the rows whose logits are wanted go through the output layer; gather them first.
   int64_t row = 0;
@@ -134,7 +155,11 @@ void ForwardPass::Layer(int64_t il, int64_t n, std::span<const Segment> segments
   // Feed-forward block, dense or sparse.
   for (int64_t t = 0; t < n; ++t)
     kernels::RmsNorm(&x_[t * d], l.ffn_norm.data(), d, c_.rms_eps, &xn_[t * d]);
-  ffn_->Compute(il, {x_.data(), xn_.data(), decode_.data(), n}, ffn_out_.data());
+  // A token whose FFN failed keeps going with a zero FFN (its result is discarded), so that the
+  // batch's other tokens are computed as if it had not failed.
+  Status st = ffn_->Compute(il, {x_.data(), xn_.data(), decode_.data(), n, failed_.data()},
+                            ffn_out_.data());
+  if (!st.ok() && ffn_error_.ok()) ffn_error_ = st;
   kernels::AddInPlace(x_.data(), ffn_out_.data(), n * d);
 }
 

@@ -47,7 +47,11 @@ class ForwardPass {
   // Runs several sequences in one pass: the weight matrices are streamed once for all of their
   // tokens (continuous batching), attention stays within each sequence. logits receives the
   // wanted rows segment after segment. Validates every segment before computing anything.
-  Status RunBatch(std::span<const Segment> segments, std::vector<float>* logits);
+  // A failure of the FFN's flash reads costs only the segments whose tokens needed the failed
+  // weights: with `failures`, it receives one status per segment (their logits rows are
+  // meaningless) and the call succeeds for the others; without it, the call fails.
+  Status RunBatch(std::span<const Segment> segments, std::vector<float>* logits,
+                  std::vector<Status>* failures = nullptr);
 
  private:
   void Layer(int64_t il, int64_t n, std::span<const Segment> segments);
@@ -61,6 +65,8 @@ class ForwardPass {
   // Scratch, sized for the largest batch seen so far.
   std::vector<float> x_, xn_, q_, k_, v_, att_, ffn_out_, attn_scratch_, cos_, sin_;
   std::vector<uint8_t> decode_;  // per token of the batch: its segment is one token
+  std::vector<uint8_t> failed_;  // per token of the batch: the FFN could not compute it
+  Status ffn_error_;             // the first FFN failure of the batch
 };
 
 }  // namespace sparrow

@@ -193,8 +193,13 @@ void Scheduler::ReleaseFollowers(Sequence& leader) {
 }
 
 SchedulerStats Scheduler::Stats() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return stats_;
+  SchedulerStats st;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    st = stats_;
+  }
+  if (opts_.neuron_store) st.neuron_cache = opts_.neuron_store->stats();
+  return st;
 }
 
 void Scheduler::Shutdown(std::chrono::milliseconds deadline) {
@@ -389,7 +394,8 @@ bool Scheduler::Step() {
 
   std::vector<float> logits;
   const auto step_start = Clock::now();
-  Status st = fp_.RunBatch(segs, &logits);
+  std::vector<Status> failures;
+  Status st = fp_.RunBatch(segs, &logits, &failures);
   step_time_.Observe(decoded, prompt_computed, MsBetween(step_start, Clock::now()));
   if (!st.ok()) {
     spdlog::error("forward pass failed: {}", st.ToString());
@@ -397,11 +403,19 @@ bool Scheduler::Step() {
     std::erase_if(running_, [](const auto& s) { return s->done; });
     return true;
   }
+  // A failed flash read costs only the sequences that needed it; their KV goes back to the pool
+  // and the others carry on.
+  for (size_t i = 0; i < segs.size(); ++i) {
+    if (failures[i].ok()) continue;
+    spdlog::error("a request failed in the forward pass: {}", failures[i].ToString());
+    Finish(*owners[i], FinishReason::kError, failures[i]);
+  }
 
   const int64_t n_vocab = model_.config().n_vocab;
   int64_t generated = 0;
   for (size_t i = 0; i < segs.size(); ++i) {
     Sequence& s = *owners[i];
+    if (s.done) continue;
     s.n_computed += static_cast<int64_t>(segs[i].tokens.size());
     const int64_t n = static_cast<int64_t>(s.tokens.size());
     s.kv->PublishFullBlocks(s.tokens, s.n_computed);

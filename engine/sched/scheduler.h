@@ -14,6 +14,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <thread>
 #include <vector>
@@ -24,6 +25,7 @@
 #include "engine/runtime/forward_pass.h"
 #include "engine/sched/request.h"
 #include "engine/sched/step_time_model.h"
+#include "engine/sparse/neuron_store.h"
 
 namespace sparrow {
 namespace kernels {
@@ -46,6 +48,8 @@ struct SchedulerOptions {
   std::function<bool(int32_t)> is_eog;  // end-of-generation tokens; required
   // The FFN the forward pass runs (sparse_plan.h: MakeFeedForward); null: the model's default.
   std::function<std::unique_ptr<FeedForward>(const Model&, kernels::ThreadPool*)> make_ffn;
+  // The FFN's neuron store when its rows live on flash (--cache-mb): its counters join Stats().
+  std::shared_ptr<NeuronStore> neuron_store;
 };
 
 struct SchedulerStats {
@@ -59,8 +63,9 @@ struct SchedulerStats {
   int64_t generated_tokens = 0;
   int64_t preemptions = 0;
   int64_t steps = 0;
-  std::string_view ffn_mode;  // "dense", or the sparse policy (a static string)
-  FfnCounters ffn;            // decoded tokens' FFN neurons, total and computed
+  std::string_view ffn_mode;                     // "dense", or the sparse policy (a static string)
+  FfnCounters ffn;                               // decoded tokens' FFN neurons, total and computed
+  std::optional<NeuronStoreStats> neuron_cache;  // with a neuron store (SchedulerOptions)
 };
 
 class Scheduler {

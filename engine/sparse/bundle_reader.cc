@@ -61,6 +61,7 @@ Status BundleReader::Read(int32_t layer, std::span<const int32_t> ids, uint8_t* 
         ++b;
       }
       ++stats_.latency[b];
+      stats_.latency_micros += micros;
       if (st.ok()) {
         stats_.records += static_cast<int64_t>(j - i);
       } else {

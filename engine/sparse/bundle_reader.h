@@ -26,6 +26,7 @@ struct BundleReadStats {
   static constexpr std::array<uint64_t, 8> kBucketMicros = {50,   100,  200,  500,
                                                             1000, 2000, 5000, 10000};
   std::array<int64_t, kBucketMicros.size() + 1> latency{};
+  uint64_t latency_micros = 0;  // sum over reads
 };
 
 class BundleReader {

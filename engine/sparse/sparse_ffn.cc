@@ -24,12 +24,13 @@ SparseFfn::SparseFfn(const Model& model, std::shared_ptr<const SparsePlan> plan,
                      kernels::ThreadPool* pool)
     : model_(model), plan_(std::move(plan)), pool_(pool), predictor_(pool), dense_(model, pool) {}
 
-void SparseFfn::Compute(int64_t il, const FfnInput& in, float* out) {
+Status SparseFfn::Compute(int64_t il, const FfnInput& in, float* out) {
   const ModelConfig& c = model_.config();
   const int64_t n = in.n;
   // Which tokens run sparse, and which count as decoded in counters(): decoded tokens are both;
   // PowerInfer files mask prompt tokens too (as PowerInfer does) without counting them;
   // sparse_prompts (perplexity) runs and counts every token.
+  current_layer_ = il;
   sparse_.resize(n);
   counted_.resize(n);
   int64_t n_sparse = 0;
@@ -39,42 +40,180 @@ void SparseFfn::Compute(int64_t il, const FfnInput& in, float* out) {
     sparse_[t] = decoded || plan_->mask_prompts;
     n_sparse += sparse_[t];
   }
+  if (plan_->store) return FromStore(il, in, n_sparse, out);
   if (n_sparse == 0) return dense_.Compute(il, in, out);
-  const bool predicted = plan_->policy == SparsePolicy::kPredictor;
-  float* logits = nullptr;
-  if (predicted) {
-    logits = Grow(logits_, static_cast<size_t>(n * c.n_ff));
-    const std::vector<float>& bias = plan_->pred_bias[il];
-    predictor_.Logits(plan_->pred_fc1[il], plan_->pred_fc2[il],
-                      bias.empty() ? nullptr : bias.data(),
-                      plan_->predictor_reads_normed ? in.normed : in.residual, n, logits);
-  }
+  const float* logits = Logits(il, in);
   if (n_sparse == n && n <= plan_->gather_max_tokens) {
     for (int64_t t = 0; t < n; ++t) {
-      if (predicted) {
+      if (logits) {
         PredictedOne(il, logits + t * c.n_ff, in.normed + t * c.n_embd, out + t * c.n_embd,
                      counted_[t]);
       } else {
         ThresholdOne(il, in.normed + t * c.n_embd, out + t * c.n_embd);
       }
     }
-    return;
+    return Status::Ok();
   }
-  MixedBatch(il, in, logits, n_sparse, out);
+  MixedBatch(il, model_.weights().layers[il], plan_->down_t[il], in, logits, n_sparse, out);
+  return Status::Ok();
 }
 
-void SparseFfn::CountDecoded(bool decoded) {
+float* SparseFfn::Logits(int64_t il, const FfnInput& in) {
+  if (plan_->policy != SparsePolicy::kPredictor) return nullptr;
+  float* logits = Grow(logits_, static_cast<size_t>(in.n * model_.config().n_ff));
+  const std::vector<float>& bias = plan_->pred_bias[il];
+  predictor_.Logits(plan_->pred_fc1[il], plan_->pred_fc2[il], bias.empty() ? nullptr : bias.data(),
+                    plan_->predictor_reads_normed ? in.normed : in.residual, in.n, logits);
+  return logits;
+}
+
+void SparseFfn::SelectTokens(int64_t il, const FfnInput& in, const float* logits) {
+  const ModelConfig& c = model_.config();
+  const int64_t n = in.n;
+  tok_ids_.clear();
+  tok_start_.assign(1, 0);
+  if (!logits) {
+    // Threshold policies: the gate is resident; silu(gate) for every neuron of every token.
+    float* h = Grow(gate_, static_cast<size_t>(n * c.n_ff));
+    kernels::MatMul(model_.weights().layers[il].ffn_gate, in.normed, n, c.n_embd, h, c.n_ff, pool_);
+    kernels::Silu(h, n * c.n_ff, h);
+  }
+  for (int64_t t = 0; t < n; ++t) {
+    if (logits) {
+      const float* lt = logits + t * c.n_ff;
+      for (int32_t i = 0; i < c.n_ff; ++i) {
+        if (lt[i] >= plan_->predictor_threshold) tok_ids_.push_back(i);
+      }
+    } else {
+      const float* ht = gate_.data() + t * c.n_ff;
+      const float threshold = plan_->thresholds[il];
+      for (int32_t i = 0; i < c.n_ff; ++i) {
+        if (std::fabs(ht[i]) >= threshold) tok_ids_.push_back(i);
+      }
+    }
+    tok_start_.push_back(static_cast<int32_t>(tok_ids_.size()));
+  }
+  pos_.assign(static_cast<size_t>(c.n_ff), -1);
+  union_.clear();
+  for (int32_t id : tok_ids_) {
+    if (pos_[id] < 0) {
+      pos_[id] = static_cast<int32_t>(union_.size());
+      union_.push_back(id);
+    }
+  }
+}
+
+Status SparseFfn::FromStore(int64_t il, const FfnInput& in, int64_t n_sparse, float* out) {
+  const ModelConfig& c = model_.config();
+  const int64_t n = in.n;
+  const float* logits = n_sparse > 0 ? Logits(il, in) : nullptr;
+  if (n_sparse == n) {
+    SelectTokens(il, in, logits);
+    // Gathering pays while the step's tokens share few neurons; a step that uses most of them
+    // (a prompt under PowerInfer's masking) reads the layer whole, below.
+    if (n == 1 || static_cast<int64_t>(union_.size()) * 2 <= c.n_ff) {
+      recs_.resize(union_.size());
+      failed_ids_.clear();
+      Status st =
+          plan_->store->Acquire(static_cast<int32_t>(il), union_, recs_.data(), &failed_ids_);
+      bad_.assign(union_.size(), 0);
+      for (int32_t k : failed_ids_) bad_[k] = 1;
+      for (int64_t t = 0; t < n; ++t) {
+        const bool ok = std::none_of(&tok_ids_[tok_start_[t]], &tok_ids_[tok_start_[t + 1]],
+                                     [&](int32_t id) { return bad_[pos_[id]] != 0; });
+        if (ok) {
+          TokenFromRecords(il, t, in, out + t * c.n_embd);
+          continue;
+        }
+        std::fill_n(out + t * c.n_embd, c.n_embd, 0.0f);
+        if (in.failed) in.failed[t] = 1;
+      }
+      plan_->store->Release();
+      return st;
+    }
+  }
+  const uint8_t* records = nullptr;
+  Status st = plan_->store->ReadLayer(static_cast<int32_t>(il), &records);
+  if (!st.ok()) {
+    std::fill_n(out, n * c.n_embd, 0.0f);
+    if (in.failed) std::fill_n(in.failed, n, 1);
+    return st;
+  }
+  // The layer's views rebased from the mapping onto the staged copy of its records.
+  const LayerBundles& lb = plan_->store->layout().layers[il];
+  auto rebase = [&](kernels::WeightMatrix w) {
+    const uint8_t* p = static_cast<const uint8_t*>(w.data);
+    if (p >= lb.records && p < lb.records + lb.record_bytes) w.data = records + (p - lb.records);
+    return w;
+  };
+  LayerWeights l = model_.weights().layers[il];
+  l.ffn_gate = rebase(l.ffn_gate);
+  l.ffn_up = rebase(l.ffn_up);
+  l.ffn_down_t = rebase(l.ffn_down_t);
+  if (n_sparse == 0) {
+    dense_.ComputeLayer(il, l, in, out);
+  } else {
+    MixedBatch(il, l, rebase(plan_->down_t[il]), in, logits, n_sparse, out);
+  }
+  return Status::Ok();
+}
+
+void SparseFfn::TokenFromRecords(int64_t il, int64_t t, const FfnInput& in, float* out) {
+  const ModelConfig& c = model_.config();
+  const LayerWeights& l = model_.weights().layers[il];
+  const LayerBundles& lb = plan_->store->layout().layers[il];
+  const bool gate_in_bundle = plan_->store->layout().gate_in_bundle;
+  const int32_t* ids = &tok_ids_[tok_start_[t]];
+  const int64_t k = tok_start_[t + 1] - tok_start_[t];
+  gate_ptrs_.resize(k);
+  up_ptrs_.resize(k);
+  down_ptrs_.resize(k);
+  for (int64_t j = 0; j < k; ++j) {
+    const uint8_t* rec = recs_[pos_[ids[j]]];
+    gate_ptrs_[j] = gate_in_bundle ? rec + lb.gate_offset
+                                   : static_cast<const uint8_t*>(l.ffn_gate.data) +
+                                         ids[j] * l.ffn_gate.row_stride_bytes;
+    up_ptrs_[j] = rec + lb.up_offset;
+    down_ptrs_[j] = rec + lb.down_offset;
+  }
+  const float* normed = in.normed + t * c.n_embd;
+  float* u = Grow(up_, static_cast<size_t>(k));
+  kernels::MatMulRowPointers(lb.up_type, c.n_embd, up_ptrs_.data(), k, normed, u, pool_);
+  float* h = Grow(h_, static_cast<size_t>(c.n_ff));
+  std::fill_n(h, c.n_ff, 0.0f);
+  if (plan_->policy == SparsePolicy::kPredictor) {
+    float* g = Grow(dense_out_, static_cast<size_t>(k));
+    const TensorType gate_type = gate_in_bundle ? lb.gate_type : l.ffn_gate.type;
+    kernels::MatMulRowPointers(gate_type, c.n_embd, gate_ptrs_.data(), k, normed, g, pool_);
+    GatedActivation(c.ffn_kind, g, u, k);
+    for (int64_t j = 0; j < k; ++j) h[ids[j]] = g[j];
+  } else {
+    // CATS: silu(gate) from SelectTokens, times up, for the neurons that passed.
+    const float* a = gate_.data() + t * c.n_ff;
+    for (int64_t j = 0; j < k; ++j) h[ids[j]] = a[ids[j]] * u[j];
+  }
+  Chosen(counted_[t], ids, k);
+  // Down's input rounds as in AccumulateDown (block-wise, zeros included), then the rows.
+  kernels::RoundToVecDotType(lb.down_type, h, c.n_ff);
+  float* alpha = Grow(alpha_, static_cast<size_t>(k));
+  for (int64_t j = 0; j < k; ++j) alpha[j] = h[ids[j]];
+  std::fill_n(out, c.n_embd, 0.0f);
+  kernels::AccumulateRowPointers(lb.down_type, c.n_embd, down_ptrs_.data(), k, alpha, out, pool_);
+}
+
+void SparseFfn::Chosen(bool decoded, const int32_t* neurons, int64_t n) {
+  if (observer_) observer_->OnChosen(current_layer_, neurons, n);
   if (!decoded) return;
   ++counters_.decode_tokens;
   counters_.neurons_total += model_.config().n_ff;
-  counters_.neurons_computed += static_cast<int64_t>(active_.size());
+  counters_.neurons_computed += n;
 }
 
-void SparseFfn::AccumulateDown(int64_t il, float* h, float* out, bool decoded) {
+void SparseFfn::AccumulateDown(const kernels::WeightMatrix& down_t, float* h, float* out,
+                               bool decoded) {
   const ModelConfig& c = model_.config();
-  const kernels::WeightMatrix& down_t = plan_->down_t[il];
   const auto n_active = static_cast<int64_t>(active_.size());
-  CountDecoded(decoded);
+  Chosen(decoded, active_.data(), n_active);
   // Down's input rounds as a dense product would round it (and as PowerInfer scales its rows).
   kernels::RoundToVecDotType(down_t.type, h, c.n_ff);
   std::fill_n(out, c.n_embd, 0.0f);
@@ -98,7 +237,7 @@ void SparseFfn::PredictedOne(int64_t il, const float* logits, const float* norme
   float* h = Grow(h_, static_cast<size_t>(c.n_ff));
   std::fill_n(h, c.n_ff, 0.0f);
   for (int64_t k = 0; k < n_active; ++k) h[active_[k]] = g[k];
-  AccumulateDown(il, h, out, decoded);
+  AccumulateDown(plan_->down_t[il], h, out, decoded);
 }
 
 void SparseFfn::SelectByThreshold(int64_t il, float* h, const float* u) {
@@ -139,13 +278,12 @@ void SparseFfn::ThresholdOne(int64_t il, const float* normed, float* out) {
     kernels::MatMul(l.ffn_up, normed, 1, c.n_embd, u, c.n_ff, pool_);
   }
   SelectByThreshold(il, h, u);
-  AccumulateDown(il, h, out, true);
+  AccumulateDown(plan_->down_t[il], h, out, true);
 }
 
-void SparseFfn::MixedBatch(int64_t il, const FfnInput& in, const float* logits, int64_t n_sparse,
-                           float* out) {
+void SparseFfn::MixedBatch(int64_t il, const LayerWeights& l, const kernels::WeightMatrix& down_t,
+                           const FfnInput& in, const float* logits, int64_t n_sparse, float* out) {
   const ModelConfig& c = model_.config();
-  const LayerWeights& l = model_.weights().layers[il];
   const int64_t n = in.n, d = c.n_embd;
   const size_t size = static_cast<size_t>(n * c.n_ff);
   float* g = Grow(gate_, size);
@@ -183,11 +321,11 @@ void SparseFfn::MixedBatch(int64_t il, const FfnInput& in, const float* logits, 
       SelectByThreshold(il, gt, ut);
     }
     if (dense_down) {
-      CountDecoded(counted_[t]);
+      Chosen(counted_[t], active_.data(), static_cast<int64_t>(active_.size()));
       std::copy_n(gt, c.n_ff, dense_in + n_dense++ * c.n_ff);
       continue;
     }
-    AccumulateDown(il, gt, out + t * d, counted_[t]);
+    AccumulateDown(down_t, gt, out + t * d, counted_[t]);
   }
   if (n_dense == 0) return;
   float* dense_out = Grow(dense_out_, static_cast<size_t>(n_dense * d));

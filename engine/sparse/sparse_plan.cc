@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "engine/common/check.h"
 #include "engine/kernels/dequantize.h"
 #include "engine/kernels/quantize.h"
 #include "engine/kernels/thread_pool.h"
@@ -105,9 +106,58 @@ kernels::WeightMatrix DownRows(const ModelConfig& c, const LayerWeights& l,
   return {want, owned.data(), c.n_embd, c.n_ff, kernels::RowBytes(want, c.n_embd)};
 }
 
+namespace {
+
+Result<std::shared_ptr<const SparsePlan>> MakeInMemoryPlan(const Model& model,
+                                                           const SparsityOptions& o,
+                                                           kernels::ThreadPool* pool);
+
+}  // namespace
+
 Result<std::shared_ptr<const SparsePlan>> MakeSparsePlan(const Model& model,
                                                          const SparsityOptions& o,
                                                          kernels::ThreadPool* pool) {
+  if (!o.cache_bytes) return MakeInMemoryPlan(model, o, pool);
+  const ModelConfig& c = model.config();
+  if (!model.weights().bundles) {
+    return InvalidArgument("--cache-mb needs a model converted to neuron bundles, which " +
+                           model.file().path() +
+                           " is not: sparrow convert -m MODEL -o MODEL.sparrow.gguf [--profile P]");
+  }
+  if (!c.powerinfer && o.sparsity == 0) {
+    return InvalidArgument(
+        "--cache-mb runs the sparse FFN from flash: give this SwiGLU model --sparsity and "
+        "--profile (a dense FFN would read every neuron from flash on every token)");
+  }
+  if (o.method == ThresholdMethod::kTealDown && !c.powerinfer) {
+    return InvalidArgument(
+        "--sparsity-method teal-down computes every neuron's up row, which --cache-mb would "
+        "read from flash on every token: use cats or predictor");
+  }
+  if (o.down_type) {
+    return InvalidArgument(
+        "--sparse-down-type does not apply to --cache-mb: the file's rows are "
+        "read as they are");
+  }
+  SPARROW_ASSIGN_OR_RETURN(std::shared_ptr<const SparsePlan> in_memory,
+                           MakeInMemoryPlan(model, o, pool));
+  auto plan = std::make_shared<SparsePlan>(*in_memory);
+  for (const auto& owned : plan->owned) {
+    // A converted file's down rows are read as they are (convert chose their type).
+    SPARROW_CHECK(owned.empty());
+  }
+  NeuronStoreOptions so = o.store;
+  so.cache_bytes = *o.cache_bytes;
+  SPARROW_ASSIGN_OR_RETURN(auto store, NeuronStore::Open(model, so));
+  plan->store = std::move(store);
+  return std::shared_ptr<const SparsePlan>(std::move(plan));
+}
+
+namespace {
+
+Result<std::shared_ptr<const SparsePlan>> MakeInMemoryPlan(const Model& model,
+                                                           const SparsityOptions& o,
+                                                           kernels::ThreadPool* pool) {
   const ModelConfig& c = model.config();
   if (!(o.sparsity >= 0 && o.sparsity < 1)) {
     return InvalidArgument("--sparsity " + std::to_string(o.sparsity) + " must be in [0, 1)");
@@ -211,6 +261,8 @@ Result<std::shared_ptr<const SparsePlan>> MakeSparsePlan(const Model& model,
   }
   return std::shared_ptr<const SparsePlan>(std::move(plan));
 }
+
+}  // namespace
 
 std::unique_ptr<FeedForward> MakeFeedForward(const Model& model,
                                              std::shared_ptr<const SparsePlan> plan,

@@ -14,6 +14,7 @@
 #include "engine/model/model.h"
 #include "engine/runtime/feed_forward.h"
 #include "engine/sparse/activation_profile.h"
+#include "engine/sparse/neuron_store.h"
 
 namespace sparrow {
 namespace kernels {
@@ -39,6 +40,11 @@ struct SparsityOptions {
   // tokens, instead of accumulating each token's rows: the same neurons, summed in another order
   // (a token's bits then depend on its batch). 0: never. Measured in bench/RESULTS.md.
   int64_t dense_down_min_tokens = 2;
+  // A converted file's FFN rows stay on flash, read into a neuron cache of this many bytes
+  // (--cache-mb); unset: the whole file is mapped. `store` tunes the cache (its cache_bytes is
+  // this value).
+  std::optional<size_t> cache_bytes;
+  NeuronStoreOptions store;
 };
 
 enum class SparsePolicy { kPredictor, kCats, kTealDown };
@@ -61,6 +67,9 @@ struct SparsePlan {
   // PowerInfer's semantics: prompt tokens are masked by the predictor too (its golden outputs
   // are made so). Otherwise prompt tokens run dense.
   bool mask_prompts = false;
+  // Where the FFN rows come from under --cache-mb (null: the mapping). Shared, not immutable:
+  // its Resize and stats are thread-safe, its reads belong to the step in flight.
+  std::shared_ptr<NeuronStore> store;
   std::vector<std::vector<uint8_t>> owned;           // the transposed copies down_t points into
   std::vector<std::vector<float>> owned_predictors;  // profile predictors' fc1, fc2 per layer
   size_t owned_bytes() const;

@@ -42,6 +42,14 @@ std::string BenchReportTable(const BenchReport& r) {
            " thread(s): " + Format("%.2f GB/s (best of %.0f", b.best_bytes_per_s / 1e9, b.reps) +
            Format(" reads of %.0f MiB)\n", b.buffer_bytes / 1048576.0);
   }
+  for (const BenchResult& t : r.results) {
+    if (!t.cache) continue;
+    out += "neuron cache, " + t.test + Format(" t=%d: ", t.threads) +
+           Format("hit rate %.1f %%, ", 100 * t.cache->hit_rate) +
+           Format("%.1f KiB and %.1f reads from flash per token, ",
+                  t.cache->flash_bytes_per_token / 1024, t.cache->flash_reads_per_token) +
+           Format("%.1f MiB resident\n", t.cache->resident_bytes / 1048576.0);
+  }
   out += "cpu: " + r.cpu + "\n";
   return out;
 }
@@ -84,6 +92,12 @@ std::string BenchReportJson(const BenchReport& r) {
                         {"bandwidth_bytes_per_s", t.bandwidth_bytes_per_s}};
     if (t.n_gen > 0) {
       x["sparse"] = {{"mode", t.ffn_mode}, {"active_fraction", t.active_fraction}};
+      if (t.cache) {
+        x["sparse"]["cache"] = {{"hit_rate", t.cache->hit_rate},
+                                {"flash_bytes_per_token", t.cache->flash_bytes_per_token},
+                                {"flash_reads_per_token", t.cache->flash_reads_per_token},
+                                {"resident_bytes", t.cache->resident_bytes}};
+      }
       x["weight_bytes_per_token"] = t.weight_bytes_per_token;
     }
     x["roofline_fraction"] =

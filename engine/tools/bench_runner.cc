@@ -167,9 +167,29 @@ void RecordFfn(const FeedForward& ffn, const FfnCounters& before, BenchResult* r
   }
 }
 
+// What the neuron store did between two snapshots, for `tokens` decoded tokens.
+BenchResult::CacheUse CacheUseBetween(const NeuronStoreStats& a, const NeuronStoreStats& b,
+                                      int64_t tokens) {
+  BenchResult::CacheUse u;
+  const auto found = static_cast<double>((b.hot_hits - a.hot_hits) + (b.cache.hits - a.cache.hits));
+  const auto missed = static_cast<double>(b.cache.misses - a.cache.misses);
+  u.hit_rate = found + missed > 0 ? found / (found + missed) : 0;
+  const double n = static_cast<double>(std::max<int64_t>(1, tokens));
+  u.flash_bytes_per_token = static_cast<double>(b.reads.bytes - a.reads.bytes) / n;
+  u.flash_reads_per_token = static_cast<double>(b.reads.reads - a.reads.reads) / n;
+  u.resident_bytes = b.hot_bytes + b.cache.mapped_bytes;
+  return u;
+}
+
+std::optional<NeuronStoreStats> StoreStats(const SparsePlan* plan) {
+  if (!plan || !plan->store) return std::nullopt;
+  return plan->store->stats();
+}
+
 // B sequences decoding in lockstep: each step is one RunBatch of B one-token segments.
 Result<BenchResult> BenchDecodeBatch(const BenchOptions& o, const Model& model, ForwardPass& fp,
-                                     const std::vector<int32_t>& gen, int threads) {
+                                     const SparsePlan* plan, const std::vector<int32_t>& gen,
+                                     int threads) {
   const ModelConfig& c = model.config();
   const int64_t b = o.decode_batch;
   std::vector<ContiguousKvCache> caches;
@@ -177,7 +197,9 @@ Result<BenchResult> BenchDecodeBatch(const BenchOptions& o, const Model& model, 
   std::vector<float> logits;
   std::vector<double> seconds;
   const FfnCounters before = fp.ffn().counters();
+  std::optional<NeuronStoreStats> store_before;
   for (int rep = 0; rep <= o.reps; ++rep) {
+    if (rep == 1) store_before = StoreStats(plan);
     const auto t0 = Clock::now();
     for (int64_t pos = 0; pos < o.n_gen; ++pos) {
       std::vector<ForwardPass::Segment> segs;
@@ -193,6 +215,8 @@ Result<BenchResult> BenchDecodeBatch(const BenchOptions& o, const Model& model, 
   BenchResult r = MakeResult("tg" + std::to_string(o.n_gen) + "x" + std::to_string(b), threads, 0,
                              o.n_gen, seconds, o.n_gen * b);
   RecordFfn(fp.ffn(), before, &r);
+  if (store_before)
+    r.cache = CacheUseBetween(*store_before, *StoreStats(plan), o.n_gen * b * o.reps);
   return r;
 }
 
@@ -260,7 +284,9 @@ Result<BenchReport> RunBench(const BenchOptions& o) {
     if (o.n_gen > 0) {
       std::vector<double> seconds;
       const FfnCounters before = fp.ffn().counters();
+      std::optional<NeuronStoreStats> store_before;
       for (int rep = 0; rep <= o.reps; ++rep) {
+        if (rep == 1) store_before = StoreStats(plan.get());
         SPARROW_ASSIGN_OR_RETURN(double s, TimeGenerate(fp, cache, gen, logits));
         if (rep > 0) seconds.push_back(s);
       }
@@ -269,10 +295,14 @@ Result<BenchReport> RunBench(const BenchOptions& o) {
       RecordFfn(fp.ffn(), before, &r);
       r.weight_bytes_per_token = SparseBytesPerToken(*model, plan.get(), r.active_fraction,
                                                      report.model.weight_bytes_per_token);
+      if (store_before) {
+        r.cache = CacheUseBetween(*store_before, *StoreStats(plan.get()), o.n_gen * o.reps);
+      }
       report.results.push_back(std::move(r));
     }
     if (o.n_gen > 0 && o.decode_batch > 1) {
-      SPARROW_ASSIGN_OR_RETURN(BenchResult r, BenchDecodeBatch(o, *model, fp, gen, threads));
+      SPARROW_ASSIGN_OR_RETURN(BenchResult r,
+                               BenchDecodeBatch(o, *model, fp, plan.get(), gen, threads));
       report.results.push_back(std::move(r));
     }
   }

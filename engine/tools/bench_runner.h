@@ -5,6 +5,7 @@
 // speed can be put against its memory roofline. Not thread-safe (it uses all the threads it
 // is given); run one at a time.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -60,6 +61,15 @@ struct BenchResult {
   std::string ffn_mode = "dense";       // tg: the FFN's mode (dense, cats, teal-down, predictor)
   double active_fraction = 1;           // tg: share of FFN neurons computed per token
   uint64_t weight_bytes_per_token = 0;  // tg: what the FFN's mode reads (sparse: fewer rows)
+  // tg under --cache-mb, over the timed repetitions: share of bundles found in memory (hot
+  // segment or cache), and what came from flash per token.
+  struct CacheUse {
+    double hit_rate = 0;
+    double flash_bytes_per_token = 0;
+    double flash_reads_per_token = 0;
+    uint64_t resident_bytes = 0;
+  };
+  std::optional<CacheUse> cache;
 };
 
 struct BenchReport {

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstring>
 #include <numeric>
+#include <thread>
 
 #include "engine/kernels/dequantize.h"
 #include "engine/kernels/matmul.h"
@@ -13,6 +14,7 @@
 #include "engine/model/neuron_bundles.h"
 #include "engine/sparse/activation_profile.h"
 #include "engine/sparse/sparse_plan.h"
+#include "engine/tools/predictor_frequency.h"
 
 namespace sparrow::tools {
 namespace {
@@ -32,6 +34,16 @@ Result<std::vector<std::vector<int32_t>>> NeuronOrders(const ConvertOptions& o,
   *by_profile = false;
   if (o.order) {
     for (int64_t il = 0; il < c.n_layer; ++il) orders[il] = o.order(il, c.n_ff);
+    return orders;
+  }
+  if (!o.calibrate.empty()) {
+    if (!o.profile.empty()) return InvalidArgument("--calibrate and --profile exclude each other");
+    const int threads = o.threads > 0
+                            ? o.threads
+                            : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    SPARROW_ASSIGN_OR_RETURN(
+        orders, OrderByPredictorChoices(o.model, o.calibrate, o.calibrate_tokens, threads));
+    *by_profile = true;
     return orders;
   }
   if (o.profile.empty()) return orders;

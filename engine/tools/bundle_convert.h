@@ -17,6 +17,11 @@ struct ConvertOptions {
   std::string output;
   std::string profile;     // optional: neurons ordered by its activation frequencies
   double hot_level = 0.5;  // the profile level whose frequencies order the neurons
+  // PowerInfer files (which take no profile): neurons ordered by how often the file's own
+  // predictor picks them over this text's first calibrate_tokens tokens.
+  std::string calibrate;
+  int64_t calibrate_tokens = 512;
+  int threads = 0;  // for --calibrate (0: all cores)
   uint32_t io_block = 4096;
   bool progress = false;  // \r progress on stderr
   // Tests: the neuron order of a layer (record k holds neuron order[k]) instead of the

@@ -31,6 +31,14 @@ void RegisterConvertCommand(CLI::App& app, ConvertOptions& o, int& exit_code) {
                   "The profile's sparsity level whose frequencies order the neurons")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 1.0));
+  cmd->add_option("--calibrate", o.calibrate,
+                  "PowerInfer files: a text whose tokens the file's own predictor runs over; "
+                  "neurons it picks most often go first");
+  cmd->add_option("--calibrate-tokens", o.calibrate_tokens, "Tokens of --calibrate to run")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{2}, int64_t{1} << 24));
+  cmd->add_option("-t,--threads", o.threads, "Threads for --calibrate (0: all cores)")
+      ->check(CLI::Range(0, 1024));
   cmd->add_option("--io-block", o.io_block,
                   "I/O block in bytes: records are padded so that none straddles one")
       ->capture_default_str();

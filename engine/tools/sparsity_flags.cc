@@ -31,6 +31,15 @@ void AddSparsityFlags(CLI::App* cmd, SparsityFlags& f) {
                   "masked activations by the whole matrix (0: never)")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 20))
       ->capture_default_str();
+  cmd->add_option("--cache-mb", f.cache_mb,
+                  "On a converted file (sparrow convert): keep the FFN on flash and this many MiB "
+                  "of neurons in memory (hot neurons plus a cache); unset: map the whole file")
+      ->check(CLI::Range(0.0, 1e9));
+  cmd->add_option("--cache-hot-share", f.hot_share,
+                  "Share of --cache-mb preloaded with each layer's hottest neurons; the rest is "
+                  "a two-queue LRU cache")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
 }
 
 Result<std::shared_ptr<const SparsePlan>> MakePlanFromFlags(const Model& model,
@@ -54,6 +63,8 @@ Result<std::shared_ptr<const SparsePlan>> MakePlanFromFlags(const Model& model,
   for (const auto& [name, type] : types) {
     if (f.down_type == name) o.down_type = type;
   }
+  if (f.cache_mb >= 0) o.cache_bytes = static_cast<size_t>(f.cache_mb * 1024 * 1024);
+  o.store.hot_share = f.hot_share;
   return MakeSparsePlan(model, o, pool);
 }
 
@@ -65,6 +76,40 @@ nlohmann::json SparseReport(const FeedForward& ffn, const SparsePlan* plan) {
                                                    static_cast<double>(c.neurons_total)
                                              : 1.0;
   if (plan && plan->policy != SparsePolicy::kPredictor) j["target"] = plan->target_sparsity;
+  if (plan && plan->store) j["cache"] = NeuronCacheReport(plan->store->stats());
+  return j;
+}
+
+nlohmann::json NeuronCacheReport(const NeuronStoreStats& s) {
+  nlohmann::json j;
+  const int64_t used = s.hot_hits + s.cache.hits + s.cache.misses;
+  j["capacity_bytes"] = s.capacity_bytes;
+  j["resident_bytes"] = s.hot_bytes + s.cache.mapped_bytes;
+  j["hot_bytes"] = s.hot_bytes;
+  j["hot_hits"] = s.hot_hits;
+  j["hits"] = s.cache.hits;
+  j["misses"] = s.cache.misses;
+  j["hit_rate"] = used > 0 ? static_cast<double>(s.hot_hits + s.cache.hits) / used : 0.0;
+  j["evictions"] = s.cache.evictions;
+  j["bypassed"] = s.cache.bypassed;
+  j["layer_reads"] = s.layer_reads;
+  j["staging_bytes"] = s.staging_bytes;
+  j["flash_reads"] = s.reads.reads;
+  j["flash_bytes"] = s.reads.bytes;
+  j["failed_reads"] = s.reads.failed_reads;
+  j["direct_io"] = s.direct;
+  nlohmann::json hist = nlohmann::json::array();
+  for (size_t b = 0; b < s.reads.latency.size(); ++b) {
+    nlohmann::json bucket;
+    if (b < BundleReadStats::kBucketMicros.size()) {
+      bucket["le_us"] = BundleReadStats::kBucketMicros[b];
+    } else {
+      bucket["le_us"] = "inf";
+    }
+    bucket["count"] = s.reads.latency[b];
+    hist.push_back(bucket);
+  }
+  j["read_latency"] = hist;
   return j;
 }
 

@@ -24,6 +24,8 @@ struct SparsityFlags {
   std::string down_type = "auto";
   int64_t gather_max_tokens = 1;
   int64_t dense_down_min_tokens = 2;
+  double cache_mb = -1;  // --cache-mb; negative: unset (the whole file mapped)
+  double hot_share = 0.5;
 };
 
 void AddSparsityFlags(CLI::App* cmd, SparsityFlags& flags);
@@ -36,7 +38,12 @@ Result<std::shared_ptr<const SparsePlan>> MakePlanFromFlags(const Model& model,
                                                             bool sparse_prompts = false);
 
 // {"mode": "dense" | "cats" | "teal-down" | "predictor", "active_fraction": share of FFN neurons
-// computed per decoded token (1 when dense), "target": asked-for sparsity (threshold modes)}.
+// computed per decoded token (1 when dense), "target": asked-for sparsity (threshold modes),
+// "cache": NeuronCacheReport (under --cache-mb)}.
 nlohmann::json SparseReport(const FeedForward& ffn, const SparsePlan* plan);
+
+// The neuron store's counters: hits and misses (hot segment, cache), bytes and reads from flash,
+// evictions, resident bytes, the read latency histogram.
+nlohmann::json NeuronCacheReport(const NeuronStoreStats& s);
 
 }  // namespace sparrow::tools

@@ -91,6 +91,53 @@ void Metrics::RecordResponse(std::string_view frontend, std::string_view code) {
   ++responses_[{std::string(frontend), std::string(code)}];
 }
 
+namespace {
+
+// The neuron store of a model whose FFN is on flash (--cache-mb).
+void RenderNeuronCache(const NeuronStoreStats& c, std::string* out) {
+  auto one = [&](const char* name, const char* type, const char* help, double v) {
+    Header(name, type, help, out);
+    Sample(name, "", v, out);
+  };
+  Header("sparrow_neuron_cache_lookups_total", "counter",
+         "Neuron bundles a step needed, by where they were found.", out);
+  Sample("sparrow_neuron_cache_lookups_total", "result=\"hot\"", static_cast<double>(c.hot_hits),
+         out);
+  Sample("sparrow_neuron_cache_lookups_total", "result=\"hit\"", static_cast<double>(c.cache.hits),
+         out);
+  Sample("sparrow_neuron_cache_lookups_total", "result=\"miss\"",
+         static_cast<double>(c.cache.misses), out);
+  one("sparrow_neuron_cache_evictions_total", "counter", "Bundles dropped from the cache.",
+      static_cast<double>(c.cache.evictions));
+  one("sparrow_neuron_cache_capacity_bytes", "gauge", "Bytes the neuron cache may use.",
+      static_cast<double>(c.capacity_bytes));
+  one("sparrow_neuron_cache_resident_bytes", "gauge",
+      "Bytes the neuron cache holds (hot segment and cache chunks).",
+      static_cast<double>(c.hot_bytes + c.cache.mapped_bytes));
+  one("sparrow_neuron_cache_layer_reads_total", "counter",
+      "Whole layers read for steps that needed most neurons (prompts).",
+      static_cast<double>(c.layer_reads));
+  one("sparrow_flash_read_bytes_total", "counter", "Bytes read from the model file.",
+      static_cast<double>(c.reads.bytes));
+  one("sparrow_flash_reads_failed_total", "counter", "Reads of the model file that failed.",
+      static_cast<double>(c.reads.failed_reads));
+  Header("sparrow_flash_read_seconds", "histogram", "Latency of one read of the model file.", out);
+  int64_t cumulative = 0;
+  for (size_t b = 0; b < c.reads.latency.size(); ++b) {
+    cumulative += c.reads.latency[b];
+    const std::string le = b < BundleReadStats::kBucketMicros.size()
+                               ? Num(static_cast<double>(BundleReadStats::kBucketMicros[b]) / 1e6)
+                               : std::string("+Inf");
+    Sample("sparrow_flash_read_seconds_bucket", "le=\"" + le + "\"",
+           static_cast<double>(cumulative), out);
+  }
+  Sample("sparrow_flash_read_seconds_sum", "", static_cast<double>(c.reads.latency_micros) / 1e6,
+         out);
+  Sample("sparrow_flash_read_seconds_count", "", static_cast<double>(cumulative), out);
+}
+
+}  // namespace
+
 std::string Metrics::Render(const SchedulerStats& s) const {
   std::string out;
   std::lock_guard<std::mutex> lock(mu_);
@@ -180,6 +227,7 @@ std::string Metrics::Render(const SchedulerStats& s) const {
          "Of those, the ones computed (all when dense; the active ones when sparse).", &out);
   Sample("sparrow_ffn_neurons_computed_total", mode, static_cast<double>(s.ffn.neurons_computed),
          &out);
+  if (s.neuron_cache) RenderNeuronCache(*s.neuron_cache, &out);
   return out;
 }
 

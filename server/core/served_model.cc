@@ -33,6 +33,8 @@ Result<std::shared_ptr<const SparsePlan>> MakeSparsePlanFromConfig(const ServerC
                            config.sparsity_method + "'");
   }
   o.profile_path = config.profile;
+  if (config.cache_mb >= 0) o.cache_bytes = static_cast<size_t>(config.cache_mb) << 20;
+  o.store.hot_share = static_cast<double>(config.cache_hot_percent) / 100.0;
   auto plan = MakeSparsePlan(model, o, pool);
   if (!plan.ok()) return plan.status().WithContext("config: sparsity");
   return plan;
@@ -83,6 +85,7 @@ Result<std::shared_ptr<ServedModel>> LoadServedModel(const ServerConfig& config,
   opts.make_ffn = [plan = m->sparse_plan](const Model& model, kernels::ThreadPool* pool) {
     return MakeFeedForward(model, plan, pool);
   };
+  if (m->sparse_plan) opts.neuron_store = m->sparse_plan->store;
   m->scheduler = std::make_unique<Scheduler>(*m->model, m->pool.get(), opts);
   return m;
 }

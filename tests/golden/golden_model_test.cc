@@ -13,6 +13,7 @@
 #include "engine/model/model.h"
 #include "engine/runtime/forward_pass.h"
 #include "engine/runtime/sampler.h"
+#include "engine/sparse/sparse_plan.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "engine/tools/bundle_convert.h"
 #include "tests/util/golden.h"
@@ -70,8 +71,11 @@ float RelDiffAt(const std::vector<float>& ours, const std::vector<int32_t>& ids,
 class GoldenModelTest : public ::testing::TestWithParam<std::string> {};
 
 // `converted`: run the model converted to neuron bundles (sparrow convert) with its neurons in
-// reverse order, which must not change what it computes beyond summation order.
-void CheckFile(const std::string& json_path, kernels::ThreadPool* pool, bool converted = false) {
+// reverse order, which must not change what it computes beyond summation order. `cache_share`
+// (converted PowerInfer files): the FFN stays on flash behind a neuron cache of that share of
+// the bundles (--cache-mb), which must not change it at all.
+void CheckFile(const std::string& json_path, kernels::ThreadPool* pool, bool converted = false,
+               double cache_share = -1) {
   GoldenFile g = testing::LoadGolden(json_path);
   std::string path = testing::GoldenModelPath(g);
   if (path.empty())
@@ -95,7 +99,20 @@ void CheckFile(const std::string& json_path, kernels::ThreadPool* pool, bool con
   const ModelConfig& c = (*model)->config();
   ASSERT_EQ(c.n_vocab, g.n_vocab);
   const Tolerance tol = ToleranceFor(**model, g, converted);
-  ForwardPass fp(**model, pool);
+  std::unique_ptr<FeedForward> ffn;
+  if (cache_share >= 0) {
+    size_t bundle_bytes = 0;
+    for (const LayerBundles& lb : (*model)->weights().bundles->layers) {
+      bundle_bytes += lb.record_bytes * lb.neuron_ids.size();
+    }
+    SparsityOptions so;
+    so.cache_bytes = static_cast<size_t>(cache_share * static_cast<double>(bundle_bytes));
+    auto plan = MakeSparsePlan(**model, so, pool);
+    ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+    ASSERT_NE((*plan)->store, nullptr);
+    ffn = MakeFeedForward(**model, *plan, pool);
+  }
+  ForwardPass fp(**model, pool, std::move(ffn));
 
   float worst = 0;
   int compared_tokens = 0, differing_tokens = 0;
@@ -217,6 +234,32 @@ std::vector<std::string> ConvertedSample() {
 }
 
 INSTANTIATE_TEST_SUITE_P(Sample, ConvertedGoldenTest, ::testing::ValuesIn(ConvertedSample()),
+                         [](const ::testing::TestParamInfo<std::string>& info) {
+                           std::string n = std::filesystem::path(info.param).stem().string();
+                           std::replace_if(
+                               n.begin(), n.end(), [](char ch) { return !std::isalnum(ch); }, '_');
+                           return n;
+                         });
+
+// PowerInfer's files with their FFN on flash (--cache-mb): a cache of a fifth of the bundles,
+// half of it the hot segment, so that rows come from all three places (and prompts from whole
+// layers read in one pass). SwiGLU files run from flash only sparse, unlike their reference.
+class FlashGoldenTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(FlashGoldenTest, MatchesTheReferenceFromFlash) {
+  kernels::ThreadPool pool(2);
+  CheckFile(GetParam(), &pool, /*converted=*/true, /*cache_share=*/0.2);
+}
+
+std::vector<std::string> PowerInferPaths() {
+  std::vector<std::string> out;
+  for (std::string& p : AllGoldenPaths()) {
+    if (std::filesystem::path(p).filename().string().rfind("pwri-", 0) == 0) out.push_back(p);
+  }
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(PowerInfer, FlashGoldenTest, ::testing::ValuesIn(PowerInferPaths()),
                          [](const ::testing::TestParamInfo<std::string>& info) {
                            std::string n = std::filesystem::path(info.param).stem().string();
                            std::replace_if(

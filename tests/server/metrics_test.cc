@@ -50,6 +50,41 @@ TEST(MetricsTest, RendersCountersHistogramsAndGauges) {
   EXPECT_TRUE(Has(text, "sparrow_responses_total{frontend=\"http\",code=\"200\"} 1\n"));
 }
 
+// A model whose FFN is on flash (--cache-mb): the neuron store's counters, its read-latency
+// histogram cumulative; a model in memory has none of them.
+TEST(MetricsTest, NeuronCacheCountersAppearWithAStore) {
+  Metrics m;
+  SchedulerStats s;
+  EXPECT_FALSE(Has(m.Render(s), "sparrow_neuron_cache"));
+  NeuronStoreStats c;
+  c.hot_hits = 40;
+  c.cache.hits = 7;
+  c.cache.misses = 3;
+  c.cache.evictions = 2;
+  c.capacity_bytes = 1 << 20;
+  c.hot_bytes = 4096;
+  c.cache.mapped_bytes = 8192;
+  c.reads.bytes = 12288;
+  c.reads.latency[0] = 1;
+  c.reads.latency[2] = 2;
+  c.reads.latency_micros = 400;
+  s.neuron_cache = c;
+  const std::string text = m.Render(s);
+  EXPECT_TRUE(Has(text, "sparrow_neuron_cache_lookups_total{result=\"hot\"} 40\n"));
+  EXPECT_TRUE(Has(text, "sparrow_neuron_cache_lookups_total{result=\"hit\"} 7\n"));
+  EXPECT_TRUE(Has(text, "sparrow_neuron_cache_lookups_total{result=\"miss\"} 3\n"));
+  EXPECT_TRUE(Has(text, "sparrow_neuron_cache_evictions_total 2\n"));
+  EXPECT_TRUE(Has(text, "sparrow_neuron_cache_capacity_bytes 1048576\n"));
+  EXPECT_TRUE(Has(text, "sparrow_neuron_cache_resident_bytes 12288\n"));
+  EXPECT_TRUE(Has(text, "sparrow_flash_read_bytes_total 12288\n"));
+  EXPECT_TRUE(Has(text, "sparrow_flash_read_seconds_bucket{le=\"5e-05\"} 1\n"));
+  EXPECT_TRUE(Has(text, "sparrow_flash_read_seconds_bucket{le=\"0.0001\"} 1\n"));
+  EXPECT_TRUE(Has(text, "sparrow_flash_read_seconds_bucket{le=\"0.0002\"} 3\n"));
+  EXPECT_TRUE(Has(text, "sparrow_flash_read_seconds_bucket{le=\"+Inf\"} 3\n"));
+  EXPECT_TRUE(Has(text, "sparrow_flash_read_seconds_sum 0.0004\n"));
+  EXPECT_TRUE(Has(text, "sparrow_flash_read_seconds_count 3\n"));
+}
+
 TEST(MetricsTest, HistogramBucketsAreCumulative) {
   SecondsHistogram h;
   h.Observe(0.001);

@@ -5,12 +5,16 @@
 #include <gtest/gtest.h>
 
 #include <condition_variable>
+#include <cstdio>
 #include <future>
 #include <mutex>
 
 #include "engine/kernels/thread_pool.h"
 #include "engine/runtime/generate.h"
+#include "engine/sparse/sparse_plan.h"
 #include "engine/tokenizer/tokenizer.h"
+#include "engine/tools/bundle_convert.h"
+#include "tests/util/fault_env.h"
 #include "tests/util/golden.h"
 #include "tests/util/test_paths.h"
 
@@ -195,6 +199,83 @@ TEST_F(SchedulerTest, SparseModelRequestsEqualEachAlone) {
   EXPECT_GT(st.ffn.decode_tokens, 0);
   EXPECT_GT(st.ffn.neurons_computed, st.ffn.neurons_total / 5);
   EXPECT_LT(st.ffn.neurons_computed, st.ffn.neurons_total * 4 / 5);
+}
+
+// The same sparse model converted to neuron bundles, its FFN read from flash on every use (no
+// cache): requests equal each alone. Then reads of some records fail: the requests whose tokens
+// needed them fail with the file named and their KV freed, the others finish exactly, and once
+// the disk is healthy again the server serves new requests.
+TEST_F(SchedulerTest, FlashReadFailuresFailOnlyTheRequestsThatNeededThem) {
+  const std::string src = testing::SharedDir() + "/pwri/models/pwri-bamboo-q4_0.gguf";
+  if (!testing::FileExists(src)) GTEST_SKIP() << src << " is missing";
+  tools::ConvertOptions co;
+  co.model = src;
+  co.output = testing::TempPath("sched-bamboo.bundles.gguf");
+  ASSERT_TRUE(tools::ConvertToBundles(co).ok());
+  auto m = Model::Load(co.output);
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  model_ = std::move(m).value();
+  kernels::ThreadPool pool(2);
+  testing::FaultyEnv env;
+  SparsityOptions so;
+  so.cache_bytes = 0;
+  so.store.env = &env;
+  auto plan = MakeSparsePlan(*model_, so, &pool);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  SchedulerOptions o = Options();
+  o.step_token_budget = 7;
+  o.make_ffn = [p = *plan](const Model& model, kernels::ThreadPool* tp) {
+    return MakeFeedForward(model, p, tp);
+  };
+  o.neuron_store = (*plan)->store;
+  Scheduler s(*model_, &pool, o);
+  const std::vector<std::string> prompts = {"Once upon a time", "The little dog",
+                                            "Lily and Ben went to the park.", "One day, a cat"};
+  auto run = [&](int n, int64_t max_tokens) {
+    std::vector<std::shared_ptr<CollectingSink>> sinks;
+    for (int i = 0; i < n; ++i) {
+      sinks.push_back(std::make_shared<CollectingSink>());
+      EXPECT_TRUE(s.Submit(Greedy(prompts[i % prompts.size()], max_tokens, sinks.back())).ok());
+    }
+    for (auto& sink : sinks) sink->Wait();
+    return sinks;
+  };
+  for (auto& sink : run(4, 12)) EXPECT_EQ(sink->Wait().reason, FinishReason::kLength);
+
+  // One record of the middle layer (with the records read in the same run as it) fails.
+  const LayerBundles& lb = model_->weights().bundles->layers[model_->config().n_layer / 2];
+  const uint64_t bad = lb.file_offset + 3 * lb.record_bytes;
+  env.faults().Set(bad, bad + 1);
+  int failed = 0, finished = 0;
+  auto sinks = run(8, 16);
+  for (size_t i = 0; i < sinks.size(); ++i) {
+    const FinishInfo info = sinks[i]->Wait();
+    EXPECT_EQ(sinks[i]->finish_calls(), 1);
+    if (info.reason == FinishReason::kError) {
+      ++failed;
+      EXPECT_EQ(info.status.code(), StatusCode::kIoError);
+      EXPECT_NE(info.status.message().find(co.output), std::string::npos) << info.status.ToString();
+    } else {
+      ++finished;
+      EXPECT_EQ(sinks[i]->tokens(), Alone(prompts[i % prompts.size()], 16)) << "request " << i;
+    }
+  }
+  EXPECT_GT(failed, 0);
+  EXPECT_GT(env.faults().injected, 0);
+  SchedulerStats st = s.Stats();
+  EXPECT_EQ(st.kv.used_blocks, 0);
+  EXPECT_EQ(st.requests_failed, failed);
+  ASSERT_TRUE(st.neuron_cache.has_value());
+  EXPECT_GT(st.neuron_cache->reads.failed_reads, 0);
+  std::printf("[flash faults] %d of 8 requests failed, %d finished\n", failed, finished);
+
+  env.faults().Clear();
+  sinks = run(4, 12);
+  for (size_t i = 0; i < sinks.size(); ++i) {
+    EXPECT_EQ(sinks[i]->Wait().reason, FinishReason::kLength);
+    EXPECT_EQ(sinks[i]->tokens(), Alone(prompts[i % prompts.size()], 12)) << "request " << i;
+  }
+  EXPECT_EQ(s.Stats().kv.used_blocks, 0);
 }
 
 TEST_F(SchedulerTest, SharedPrefixBlocksAreReused) {

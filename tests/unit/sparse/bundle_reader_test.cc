@@ -11,56 +11,18 @@
 #include <filesystem>
 #include <set>
 
-#include "engine/kernels/quantize.h"
 #include "engine/model/model.h"
-#include "engine/tools/bundle_convert.h"
-#include "tests/util/synthetic_llama.h"
+#include "tests/util/converted_model.h"
+#include "tests/util/fault_env.h"
 #include "tests/util/test_paths.h"
 
 namespace sparrow {
 namespace {
 
-// A file whose reads fail when they touch [bad_begin, bad_end).
-class FaultyFile : public RandomAccessFile {
- public:
-  FaultyFile(std::unique_ptr<RandomAccessFile> base, uint64_t bad_begin, uint64_t bad_end)
-      : base_(std::move(base)), bad_begin_(bad_begin), bad_end_(bad_end) {}
-  Status ReadAt(uint64_t offset, size_t n, void* dst) const override {
-    if (offset < bad_end_ && offset + n > bad_begin_) {
-      return IoError(path() + ": injected EIO at offset " + std::to_string(offset));
-    }
-    return base_->ReadAt(offset, n, dst);
-  }
-  uint64_t size() const override { return base_->size(); }
-  bool direct() const override { return base_->direct(); }
-  size_t alignment() const override { return base_->alignment(); }
-  const std::string& path() const override { return base_->path(); }
-
- private:
-  std::unique_ptr<RandomAccessFile> base_;
-  uint64_t bad_begin_, bad_end_;
-};
-
 class BundleReaderTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    testing::LlamaModelSpec s;
-    s.weight_type = s.embd_type = s.output_type = TensorType::kF16;
-    s.n_embd = 64;
-    s.n_ff = 256;
-    s.predictor_rank = 32;
-    s.quantize = [](TensorType t, const float* src, void* dst, int64_t n) {
-      kernels::QuantizeRow(t, src, dst, n);
-    };
-    auto w = testing::MakeLlamaModel(s);
-    ASSERT_TRUE(w.ok());
-    const std::string src = testing::TempPath("reader-src.gguf");
-    ASSERT_TRUE(w->WriteFile(src).ok());
-    path_ = testing::TempPath("reader-bundles.gguf");
-    tools::ConvertOptions o;
-    o.model = src;
-    o.output = path_;
-    ASSERT_TRUE(tools::ConvertToBundles(o).ok());
+    path_ = testing::WriteConvertedSyntheticModel("reader", TensorType::kF16);
     auto m = Model::Load(path_);
     ASSERT_TRUE(m.ok()) << m.status().ToString();
     model_ = std::move(m).value();
@@ -131,7 +93,9 @@ TEST_F(BundleReaderTest, AFailedReadFailsOnlyItsRecords) {
   const uint64_t bad = lb.file_offset + 40 * lb.record_bytes;  // inside record 40
   auto f = Env::Default()->OpenRandomAccess(path_, false);
   ASSERT_TRUE(f.ok());
-  BundleReader r(layout(), std::make_unique<FaultyFile>(std::move(f).value(), bad + 1, bad + 2));
+  auto range = std::make_shared<testing::FaultRange>();
+  range->Set(bad + 1, bad + 2);
+  BundleReader r(layout(), std::make_unique<testing::FaultyFile>(std::move(f).value(), range));
   Status st;
   const std::vector<int32_t> ids = {10, 39, 40, 41, 90};
   std::vector<int32_t> failed = ReadAndCheck(r, ids, &st);

@@ -104,10 +104,11 @@ TEST(SparseFfnTest, AloneAndInABatchGiveTheSameBits) {
     ASSERT_TRUE(plan.ok() && *plan);
     SparseFfn batch(*model, *plan, &pool), alone(*model, *plan, nullptr);
     std::vector<float> want(n * d), got(n * d);
-    batch.Compute(1, {residual.data(), normed.data(), nullptr, n}, want.data());
+    ASSERT_TRUE(batch.Compute(1, {residual.data(), normed.data(), nullptr, n}, want.data()).ok());
     EXPECT_EQ(batch.counters().decode_tokens, 0);
     for (int64_t t = 0; t < n; ++t)
-      alone.Compute(1, {&residual[t * d], &normed[t * d], &kDecode, 1}, &got[t * d]);
+      ASSERT_TRUE(
+          alone.Compute(1, {&residual[t * d], &normed[t * d], &kDecode, 1}, &got[t * d]).ok());
     for (int64_t i = 0; i < n * d; ++i)
       ASSERT_EQ(std::bit_cast<uint32_t>(got[i]), std::bit_cast<uint32_t>(want[i])) << i;
     // Random weights put about half of the predictor's logits above 0.
@@ -141,7 +142,8 @@ TEST(SparseFfnTest, BatchedDecodeTakesTheDenseDownWithTheSameNeurons) {
   SparseFfn alone(*model, plan, nullptr);
   std::vector<float> want(n * d);
   for (int64_t t = 0; t < n; ++t) {
-    alone.Compute(1, {&residual[t * d], &normed[t * d], &decode[0], 1}, &want[t * d]);
+    ASSERT_TRUE(
+        alone.Compute(1, {&residual[t * d], &normed[t * d], &decode[0], 1}, &want[t * d]).ok());
   }
   const FfnCounters counted = alone.counters();
   EXPECT_GT(counted.neurons_computed, counted.neurons_total / 10);
@@ -149,7 +151,8 @@ TEST(SparseFfnTest, BatchedDecodeTakesTheDenseDownWithTheSameNeurons) {
 
   SparseFfn batched(*model, plan, nullptr);
   std::vector<float> got(n * d);
-  batched.Compute(1, {residual.data(), normed.data(), decode.data(), n}, got.data());
+  ASSERT_TRUE(
+      batched.Compute(1, {residual.data(), normed.data(), decode.data(), n}, got.data()).ok());
   EXPECT_EQ(batched.counters().neurons_computed, counted.neurons_computed);
   float max_ref = 0, max_diff = 0;
   bool identical = true;
@@ -167,7 +170,8 @@ TEST(SparseFfnTest, BatchedDecodeTakesTheDenseDownWithTheSameNeurons) {
     bits->down_t[il].data = bits->owned[il].data();  // the copy's own rows
   }
   SparseFfn masked(*model, bits, nullptr);
-  masked.Compute(1, {residual.data(), normed.data(), decode.data(), n}, got.data());
+  ASSERT_TRUE(
+      masked.Compute(1, {residual.data(), normed.data(), decode.data(), n}, got.data()).ok());
   for (int64_t i = 0; i < n * d; ++i) {
     ASSERT_EQ(std::bit_cast<uint32_t>(got[i]), std::bit_cast<uint32_t>(want[i])) << i;
   }
@@ -182,7 +186,7 @@ TEST(SparseFfnTest, TheThresholdDecidesWhichNeuronsRun) {
   const auto residual = RandomRows(d, 3), normed = RandomRows(d, 4);
   SparseFfn ffn(*none, *MakeSparsePlan(*none, {}, nullptr), nullptr);
   std::vector<float> out(d, 1.0f);
-  ffn.Compute(0, {residual.data(), normed.data(), &kDecode, 1}, out.data());
+  ASSERT_TRUE(ffn.Compute(0, {residual.data(), normed.data(), &kDecode, 1}, out.data()).ok());
   EXPECT_EQ(ffn.counters().neurons_computed, 0);
   for (float v : out) EXPECT_EQ(v, 0.0f);
 
@@ -190,7 +194,7 @@ TEST(SparseFfnTest, TheThresholdDecidesWhichNeuronsRun) {
   auto all = LoadSpec(spec, "all");
   ASSERT_NE(all, nullptr);
   SparseFfn every(*all, *MakeSparsePlan(*all, {}, nullptr), nullptr);
-  every.Compute(0, {residual.data(), normed.data(), &kDecode, 1}, out.data());
+  ASSERT_TRUE(every.Compute(0, {residual.data(), normed.data(), &kDecode, 1}, out.data()).ok());
   EXPECT_EQ(every.counters().neurons_computed, 256);
 }
 

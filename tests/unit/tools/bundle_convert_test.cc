@@ -16,6 +16,7 @@
 #include "engine/model/neuron_bundles.h"
 #include "engine/runtime/forward_pass.h"
 #include "engine/runtime/kv_cache.h"
+#include "engine/tools/predictor_frequency.h"
 #include "tests/util/synthetic_llama.h"
 #include "tests/util/test_paths.h"
 
@@ -157,6 +158,43 @@ TEST(ConvertToBundles, ReorderedNeuronsComputeTheSameModel) {
                         fa.row_stride_bytes),
             0);
   EXPECT_LT(MaxRelDiff(Logits(**b), Logits(**a)), 1e-5f);
+}
+
+// --calibrate on the trained KJV ReLU model (PowerInfer's format, a real predictor): records
+// ordered by how often the predictor picks each neuron, the first record picked more often than
+// the last, and the model computing the same; SwiGLU models are sent to --profile.
+TEST(ConvertToBundles, CalibrateOrdersAPowerInferFileByItsPredictor) {
+  const std::string src = testing::SharedDir() + "/kjv/models/kjv-relu-5m-pwri-f16.gguf";
+  const std::string text = testing::SharedDir() + "/kjv/text/kjv-train.txt";
+  if (!FileExists(src)) GTEST_SKIP() << src << " is missing";
+  ConvertOptions o;
+  o.model = src;
+  o.output = TempPath("kjv-relu-calibrated.gguf");
+  o.calibrate = text;
+  o.calibrate_tokens = 256;
+  o.threads = 2;
+  auto sum = ConvertToBundles(o);
+  ASSERT_TRUE(sum.ok()) << sum.status().ToString();
+  EXPECT_TRUE(sum->ordered_by_profile);
+  auto a = Model::Load(src);
+  auto b = Model::Load(o.output);
+  ASSERT_TRUE(a.ok() && b.ok());
+  // The file's order is not the measured one, and the measured one is what the records follow.
+  const std::vector<int32_t>& ids = (*b)->weights().bundles->layers[2].neuron_ids;
+  EXPECT_FALSE(std::is_sorted(ids.begin(), ids.end()));
+  auto orders = OrderByPredictorChoices(src, text, 256, 2);
+  ASSERT_TRUE(orders.ok());
+  EXPECT_EQ((*orders)[2], ids);
+  // Summed in another order, a residual moves by rounding, and a neuron whose predictor logit
+  // sits at the threshold can flip: close, not bit for bit; the same greedy token.
+  const std::vector<float> la = Logits(**a), lb = Logits(**b);
+  EXPECT_LT(MaxRelDiff(lb, la), 2e-2f);
+  EXPECT_EQ(std::max_element(la.begin(), la.end()) - la.begin(),
+            std::max_element(lb.begin(), lb.end()) - lb.begin());
+
+  o.model = WriteSpec(Spec(TensorType::kF32, 0), "calibrate-swiglu");
+  o.output = TempPath("calibrate-swiglu.bundles.gguf");
+  EXPECT_NE(ConvertToBundles(o).status().message().find("--profile"), std::string::npos);
 }
 
 TEST(ConvertToBundles, SwiGluModelKeepsTheGateResidentAndRunsDense) {

@@ -1,0 +1,277 @@
+#include "engine/sparse/neuron_store.h"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <numeric>
+
+namespace sparrow {
+namespace {
+
+size_t PageRoundUp(size_t n) {
+  const auto page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  return (n + page - 1) / page * page;
+}
+
+// Address space for `bytes` that costs nothing until written; null when refused.
+uint8_t* Reserve(size_t bytes) {
+  void* p = mmap(nullptr, PageRoundUp(bytes), PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  return p == MAP_FAILED ? nullptr : static_cast<uint8_t*>(p);
+}
+
+size_t LargestRecord(const NeuronBundleLayout& layout) {
+  uint64_t r = 1;
+  for (const LayerBundles& lb : layout.layers) r = std::max(r, lb.record_bytes);
+  return static_cast<size_t>(r);
+}
+
+}  // namespace
+
+Result<std::unique_ptr<NeuronStore>> NeuronStore::Open(const Model& model,
+                                                       const NeuronStoreOptions& options) {
+  const auto& bundles = model.weights().bundles;
+  if (!bundles) {
+    return InvalidArgument(model.file().path() +
+                           " keeps its FFN in memory; --cache-mb needs a file converted to "
+                           "neuron bundles: sparrow convert -m MODEL -o MODEL.sparrow.gguf");
+  }
+  if (!(options.hot_share >= 0 && options.hot_share <= 1)) {
+    return InvalidArgument("hot share " + std::to_string(options.hot_share) + " must be in [0, 1]");
+  }
+  Env* env = options.env ? options.env : Env::Default();
+  SPARROW_ASSIGN_OR_RETURN(std::unique_ptr<RandomAccessFile> file,
+                           env->OpenRandomAccess(model.file().path(), options.direct));
+  auto reader =
+      std::make_unique<BundleReader>(*bundles, std::move(file), env, options.max_read_bytes);
+  std::unique_ptr<NeuronStore> store(new NeuronStore(*bundles, std::move(reader), options));
+  for (int64_t il = 0; il < store->n_layer_; ++il) {
+    store->hot_base_[il] = Reserve(static_cast<size_t>(store->n_ff_) * store->record_bytes_);
+    if (!store->hot_base_[il]) {
+      return ResourceExhausted("cannot reserve address space for layer " + std::to_string(il) +
+                               "'s hot neurons: " + std::strerror(errno));
+    }
+  }
+  SPARROW_RETURN_IF_ERROR(store->Resize(options.cache_bytes));
+  // The hot segment is read whole at open (sequential reads), not a little per step.
+  for (int64_t il = 0; il < store->n_layer_; ++il) {
+    SPARROW_RETURN_IF_ERROR(store->AdjustHot(static_cast<int32_t>(il), SIZE_MAX));
+  }
+  return store;
+}
+
+NeuronStore::NeuronStore(const NeuronBundleLayout& layout, std::unique_ptr<BundleReader> reader,
+                         const NeuronStoreOptions& options)
+    : layout_(layout),
+      n_layer_(static_cast<int64_t>(layout.layers.size())),
+      n_ff_(layout.layers.empty() ? 0 : static_cast<int64_t>(layout.layers[0].neuron_ids.size())),
+      record_bytes_(LargestRecord(layout)),
+      hot_share_(options.hot_share),
+      reader_(std::move(reader)),
+      cache_(std::make_unique<NeuronCache>(n_layer_, n_ff_, record_bytes_, 0)),
+      hot_base_(static_cast<size_t>(n_layer_), nullptr),
+      hot_(static_cast<size_t>(n_layer_), 0) {}
+
+NeuronStore::~NeuronStore() {
+  for (uint8_t* p : hot_base_) {
+    if (p) munmap(p, PageRoundUp(static_cast<size_t>(n_ff_) * record_bytes_));
+  }
+  if (staging_) munmap(staging_, staging_bytes_);
+}
+
+int64_t NeuronStore::HotRecordsFor(size_t cache_bytes) const {
+  if (n_layer_ == 0) return 0;
+  const double hot = static_cast<double>(cache_bytes) * hot_share_;
+  const auto per_layer = static_cast<int64_t>(hot / static_cast<double>(n_layer_) /
+                                              static_cast<double>(record_bytes_));
+  return std::clamp<int64_t>(per_layer, 0, n_ff_);
+}
+
+uint8_t* NeuronStore::HotRecord(int32_t layer, int64_t k) const {
+  return hot_base_[layer] + static_cast<size_t>(k) * layout_.layers[layer].record_bytes;
+}
+
+Status NeuronStore::Resize(size_t cache_bytes) {
+  const int64_t hot = HotRecordsFor(cache_bytes);
+  const size_t hot_bytes = static_cast<size_t>(hot * n_layer_) * record_bytes_;
+  // The hot segment's share first, so the two never hold more than asked for between them.
+  {
+    std::unique_lock<std::mutex> lock(hot_mu_);
+    hot_target_ = hot;
+    // Shrinking gives the pages back now (RSS falls), once the step's layer is released.
+    hot_cv_.wait(lock, [&] { return !pinned_; });
+    for (int64_t il = 0; il < n_layer_; ++il) {
+      if (hot_[il] <= hot) continue;
+      const LayerBundles& lb = layout_.layers[il];
+      // Pages wholly past the kept records go back to the OS.
+      const size_t keep = PageRoundUp(static_cast<size_t>(hot) * lb.record_bytes);
+      const size_t end = PageRoundUp(static_cast<size_t>(hot_[il]) * lb.record_bytes);
+      if (end > keep) madvise(hot_base_[il] + keep, end - keep, MADV_DONTNEED);
+      hot_total_ -= hot_[il] - hot;
+      hot_[il] = hot;
+    }
+  }
+  capacity_bytes_ = cache_bytes;
+  // The cache needs no room for what the hot segment holds.
+  const size_t rest = static_cast<size_t>((n_ff_ - hot) * n_layer_) * record_bytes_;
+  return cache_->Resize(std::min(cache_bytes > hot_bytes ? cache_bytes - hot_bytes : 0, rest));
+}
+
+Status NeuronStore::AdjustHot(int32_t layer, size_t max_bytes) {
+  int64_t have = 0;
+  const int64_t target = hot_target_;
+  {
+    std::lock_guard<std::mutex> lock(hot_mu_);
+    have = hot_[layer];
+  }
+  if (have >= target) return Status::Ok();
+  const LayerBundles& lb = layout_.layers[layer];
+  const int64_t room = static_cast<int64_t>(std::max<size_t>(1, max_bytes / lb.record_bytes));
+  const int64_t want = std::min(target, have + room);
+  std::vector<int32_t> ids(static_cast<size_t>(want - have));
+  std::iota(ids.begin(), ids.end(), static_cast<int32_t>(have));
+  std::vector<uint8_t*> dst(ids.size());
+  for (size_t k = 0; k < ids.size(); ++k) dst[k] = HotRecord(layer, ids[k]);
+  std::vector<int32_t> failed;
+  Status st = reader_->Read(layer, ids, dst.data(), &failed);
+  // The segment is a prefix: it ends before the first record that failed.
+  int64_t got = want;
+  for (int32_t k : failed) got = std::min<int64_t>(got, ids[k]);
+  std::lock_guard<std::mutex> lock(hot_mu_);
+  // A shrink may have come in meanwhile: keep no more than the target.
+  got = std::min<int64_t>(got, hot_target_);
+  if (got > hot_[layer]) {
+    hot_total_ += got - hot_[layer];
+    hot_[layer] = got;
+  }
+  return st;
+}
+
+Status NeuronStore::Acquire(int32_t layer, std::span<const int32_t> ids, const uint8_t** records,
+                            std::vector<int32_t>* failed) {
+  // Growing the hot segment back, a little per step, outside the pinned section.
+  Status grow = AdjustHot(layer, size_t{1} << 20);
+  (void)grow;  // a failed read leaves the segment shorter; the records are read on demand
+  Pin();
+  layer_ = layer;
+  const int64_t hot = hot_[layer];
+  cache_ids_.clear();
+  cache_index_.clear();
+  for (size_t k = 0; k < ids.size(); ++k) {
+    if (ids[k] < hot) {
+      records[k] = HotRecord(layer, ids[k]);
+    } else {
+      cache_ids_.push_back(ids[k]);
+      cache_index_.push_back(static_cast<int32_t>(k));
+    }
+  }
+  hot_hits_ += static_cast<int64_t>(ids.size() - cache_ids_.size());
+  slots_.resize(cache_ids_.size());
+  misses_.clear();
+  cache_->Acquire(layer, cache_ids_, slots_.data(), &misses_);
+  // Misses without a slot are read into the store's own buffer, for this step only.
+  size_t bypassed = 0;
+  for (uint8_t* s : slots_) bypassed += s == nullptr;
+  const size_t rec = layout_.layers[layer].record_bytes;
+  if (bypass_.size() < bypassed * rec) bypass_.resize(bypassed * rec);
+  read_ids_.clear();
+  read_dst_.clear();
+  read_from_.clear();
+  size_t b = 0;
+  for (size_t j = 0; j < slots_.size(); ++j) {
+    if (slots_[j] == nullptr) {
+      read_ids_.push_back(cache_ids_[j]);
+      read_dst_.push_back(bypass_.data() + b++ * rec);
+      read_from_.push_back(static_cast<int32_t>(j));
+    }
+  }
+  for (int32_t j : misses_) {
+    read_ids_.push_back(cache_ids_[j]);
+    read_dst_.push_back(slots_[j]);
+    read_from_.push_back(j);
+  }
+  for (size_t j = 0; j < slots_.size(); ++j) records[cache_index_[j]] = slots_[j];
+  for (size_t r = 0; r < read_dst_.size(); ++r) {
+    records[cache_index_[read_from_[r]]] = read_dst_[r];
+  }
+  read_failed_.clear();
+  Status st = Status::Ok();
+  if (!read_ids_.empty()) st = reader_->Read(layer, read_ids_, read_dst_.data(), &read_failed_);
+  cache_failed_.clear();
+  for (int32_t r : read_failed_) {
+    const int32_t j = read_from_[r];
+    failed->push_back(cache_index_[j]);
+    if (slots_[j] != nullptr) cache_failed_.push_back(j);  // the slot is dropped on Release
+  }
+  return st;
+}
+
+void NeuronStore::Release() {
+  if (layer_ < 0) return;
+  cache_->Release(layer_, cache_ids_, slots_, cache_failed_);
+  layer_ = -1;
+  Unpin();
+}
+
+void NeuronStore::Pin() {
+  std::lock_guard<std::mutex> lock(hot_mu_);
+  pinned_ = true;
+}
+
+void NeuronStore::Unpin() {
+  {
+    std::lock_guard<std::mutex> lock(hot_mu_);
+    pinned_ = false;
+  }
+  hot_cv_.notify_all();
+}
+
+Status NeuronStore::ReadLayer(int32_t layer, const uint8_t** records) {
+  const LayerBundles& lb = layout_.layers[layer];
+  const size_t need = static_cast<size_t>(n_ff_) * lb.record_bytes;
+  if (staging_bytes_ < need) {
+    if (staging_) munmap(staging_, staging_bytes_);
+    staging_bytes_ = PageRoundUp(static_cast<size_t>(n_ff_) * record_bytes_);
+    staging_ = Reserve(staging_bytes_);
+    if (!staging_) {
+      staging_bytes_ = 0;
+      staging_mapped_ = 0;
+      return ResourceExhausted("no memory to stage layer " + std::to_string(layer) + " (" +
+                               std::to_string(need) + " bytes)");
+    }
+    staging_mapped_ = staging_bytes_;
+  }
+  // Records the hot segment holds are copied, the rest read in runs of adjacent records.
+  Pin();
+  const int64_t hot = hot_[layer];
+  if (hot > 0) std::memcpy(staging_, hot_base_[layer], static_cast<size_t>(hot) * lb.record_bytes);
+  Unpin();
+  std::vector<int32_t> ids(static_cast<size_t>(n_ff_ - hot));
+  std::iota(ids.begin(), ids.end(), static_cast<int32_t>(hot));
+  std::vector<uint8_t*> dst(ids.size());
+  for (size_t k = 0; k < ids.size(); ++k) dst[k] = staging_ + ids[k] * lb.record_bytes;
+  std::vector<int32_t> failed;
+  SPARROW_RETURN_IF_ERROR(reader_->Read(layer, ids, dst.data(), &failed));
+  ++layer_reads_;
+  *records = staging_;
+  return Status::Ok();
+}
+
+NeuronStoreStats NeuronStore::stats() const {
+  NeuronStoreStats st;
+  st.cache = cache_->stats();
+  st.reads = reader_->stats();
+  st.hot_hits = hot_hits_;
+  st.hot_records = hot_total_;
+  st.hot_bytes = static_cast<size_t>(st.hot_records) * record_bytes_;
+  st.layer_reads = layer_reads_;
+  st.staging_bytes = staging_mapped_;
+  st.capacity_bytes = capacity_bytes_;
+  st.direct = reader_->file().direct();
+  return st;
+}
+
+}  // namespace sparrow

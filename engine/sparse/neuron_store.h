@@ -1,0 +1,129 @@
+#pragma once
+// NeuronStore: where the FFN rows of a converted model (engine/model/neuron_bundles.h) come from
+// when they stay on flash (`--cache-mb`): PowerInfer-2's segmented neuron cache over the file.
+//   - the hot segment: each layer's first records (a converted file puts the profile's hottest
+//     neurons first), read at open and kept, looked up by index with no queue to maintain;
+//   - the dynamic segment: a NeuronCache (two-queue LRU) filled on misses;
+//   - flash: a BundleReader over the file opened O_DIRECT through the Env, so the page cache
+//     does not hold the model behind the budget's back.
+// The budget is one number, split between the two segments by `hot_share`; Resize() is the one
+// entry point that moves it.
+//
+// Threads: the step in flight (one thread at a time) calls Acquire/Release/ReadLayer; Resize()
+// and stats() may be called from any thread. A shrink of the hot segment waits for the records
+// of the step's current layer to be released (at most one layer's compute).
+#include <atomic>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "engine/common/env.h"
+#include "engine/common/result.h"
+#include "engine/model/model.h"
+#include "engine/sparse/bundle_reader.h"
+#include "engine/sparse/neuron_cache.h"
+
+namespace sparrow {
+
+struct NeuronStoreOptions {
+  size_t cache_bytes = 0;  // hot segment + dynamic cache
+  // Share of cache_bytes given to the hot segment (each layer's first records).
+  double hot_share = 0.5;
+  bool direct = true;                       // O_DIRECT (falls back to buffered reads + DONTNEED)
+  size_t max_read_bytes = size_t{1} << 20;  // a run of adjacent records is read this much at most
+  Env* env = nullptr;                       // null: Env::Default()
+};
+
+struct NeuronStoreStats {
+  NeuronCacheStats cache;   // the dynamic segment
+  BundleReadStats reads;    // flash
+  int64_t hot_hits = 0;     // records served by the hot segment
+  int64_t hot_records = 0;  // records held in the hot segment now (all layers)
+  size_t hot_bytes = 0;
+  int64_t layer_reads = 0;    // whole layers read for batches that need most neurons (prefill)
+  size_t staging_bytes = 0;   // the buffer those are read into (one layer)
+  size_t capacity_bytes = 0;  // what Resize (or the options) asked for
+  bool direct = false;        // reads bypass the page cache
+};
+
+class NeuronStore {
+ public:
+  // Opens `model`'s file (a converted one) a second time for flash reads and preloads the hot
+  // segment. Errors name the file.
+  static Result<std::unique_ptr<NeuronStore>> Open(const Model& model,
+                                                   const NeuronStoreOptions& options);
+  ~NeuronStore();
+  NeuronStore(const NeuronStore&) = delete;
+  NeuronStore& operator=(const NeuronStore&) = delete;
+
+  const NeuronBundleLayout& layout() const { return layout_; }
+
+  // Pins the records of `ids` (distinct neurons of `layer`, in record numbering) until Release:
+  // records[k] points at neuron ids[k]'s record, from the hot segment, the cache, or flash (read
+  // now; misses the cache has no slot for are read into the store's own buffer). Records whose
+  // read failed are listed in `failed` (indices into ids; their pointers are not to be used) and
+  // the first error is returned, naming the file and offset. One layer is pinned at a time.
+  Status Acquire(int32_t layer, std::span<const int32_t> ids, const uint8_t** records,
+                 std::vector<int32_t>* failed);
+  void Release();
+
+  // Every record of `layer`, in sequential reads, into the store's staging buffer; *records
+  // receives it (record k at k * record_bytes; valid until the next ReadLayer). For batches that
+  // use most neurons, where reading all of a layer in large reads beats gathering.
+  Status ReadLayer(int32_t layer, const uint8_t** records);
+
+  // The one entry point for the memory budget: from any thread. Shrinking evicts and gives the
+  // memory back to the OS; growing lets the segments fill (the hot one a little per step).
+  Status Resize(size_t cache_bytes);
+
+  NeuronStoreStats stats() const;
+
+ private:
+  NeuronStore(const NeuronBundleLayout& layout, std::unique_ptr<BundleReader> reader,
+              const NeuronStoreOptions& options);
+  // Records per layer of the hot segment for `cache_bytes`.
+  int64_t HotRecordsFor(size_t cache_bytes) const;
+  // Brings layer's hot segment toward the target: drops its tail, or reads up to `max_bytes` of
+  // records past it (the hot segment grows a little per step).
+  Status AdjustHot(int32_t layer, size_t max_bytes);
+  uint8_t* HotRecord(int32_t layer, int64_t k) const;
+  // Marks the hot segment in use by the step (a shrink waits for Unpin).
+  void Pin();
+  void Unpin();
+
+  const NeuronBundleLayout& layout_;
+  const int64_t n_layer_, n_ff_;
+  const size_t record_bytes_;  // the largest layer's (cache slots fit every layer)
+  const double hot_share_;
+  std::unique_ptr<BundleReader> reader_;
+  std::unique_ptr<NeuronCache> cache_;
+
+  // Hot segment: per layer, address space for every record (untouched pages cost nothing);
+  // hot_[il] records are present. hot_ is the step thread's; a shrink takes hot_mu_.
+  std::vector<uint8_t*> hot_base_;
+  std::vector<int64_t> hot_;
+  std::atomic<int64_t> hot_target_{0};
+  std::atomic<int64_t> hot_total_{0}, hot_hits_{0}, layer_reads_{0};
+  std::atomic<size_t> capacity_bytes_{0};
+  mutable std::mutex hot_mu_;
+  std::condition_variable hot_cv_;
+  bool pinned_ = false;  // under hot_mu_: a layer's records are out (Acquire .. Release)
+
+  uint8_t* staging_ = nullptr;
+  size_t staging_bytes_ = 0;
+  std::atomic<size_t> staging_mapped_{0};
+
+  // The pinned layer's state, for Release.
+  int32_t layer_ = -1;
+  std::vector<int32_t> cache_ids_, cache_index_, misses_, cache_failed_;
+  std::vector<int32_t> read_ids_, read_from_, read_failed_;  // reads of the Acquire
+  std::vector<uint8_t*> slots_, read_dst_;
+  std::vector<uint8_t> bypass_;
+};
+
+}  // namespace sparrow

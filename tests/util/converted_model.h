@@ -1,0 +1,39 @@
+#pragma once
+// A small PowerInfer-format synthetic model (64 x 256 neurons, 2 layers, a predictor) written and
+// converted to neuron bundles (sparrow convert), for the tests of what reads those records.
+// Header-only: its users link sparrow_tools.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "engine/kernels/quantize.h"
+#include "engine/tools/bundle_convert.h"
+#include "tests/util/synthetic_llama.h"
+#include "tests/util/test_paths.h"
+
+namespace sparrow::testing {
+
+// The converted file's path (under TempPath, named after `name`); fails the test on error.
+inline std::string WriteConvertedSyntheticModel(const std::string& name, TensorType type) {
+  LlamaModelSpec s;
+  s.weight_type = s.embd_type = s.output_type = type;
+  s.n_embd = 64;
+  s.n_ff = 256;
+  s.predictor_rank = 32;
+  s.quantize = [](TensorType t, const float* src, void* dst, int64_t n) {
+    kernels::QuantizeRow(t, src, dst, n);
+  };
+  auto w = MakeLlamaModel(s);
+  EXPECT_TRUE(w.ok());
+  if (!w.ok()) return "";
+  const std::string src = TempPath(name + "-src.gguf");
+  EXPECT_TRUE(w->WriteFile(src).ok());
+  tools::ConvertOptions o;
+  o.model = src;
+  o.output = TempPath(name + "-bundles.gguf");
+  auto sum = tools::ConvertToBundles(o);
+  EXPECT_TRUE(sum.ok()) << sum.status().ToString();
+  return o.output;
+}
+
+}  // namespace sparrow::testing
