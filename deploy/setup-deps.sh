@@ -9,6 +9,7 @@ PACKAGES=(
   libgtest-dev libgmock-dev
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler   # gRPC frontend
   libboost-dev libyaml-cpp-dev                                             # HTTP (Beast), config
+  liburing-dev                                                             # flash reads (io_uring)
   libssl-dev openssl                                                       # TLS, certificates
   clang libclang-rt-14-dev   # libFuzzer and sanitizer runtimes for the fuzz target
   chromium                   # the web dashboard's test drives it headless (playwright-core)

@@ -7,6 +7,12 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <mutex>
+#include <vector>
+
+#ifdef SPARROW_HAVE_LIBURING
+#include <liburing.h>
+#endif
 
 namespace sparrow {
 namespace {
@@ -15,11 +21,22 @@ namespace {
 // or 4096 bytes; 4096 serves both.
 constexpr size_t kDirectAlignment = 4096;
 
+uint64_t SteadyMicros() {
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
+                                   std::chrono::steady_clock::now().time_since_epoch())
+                                   .count());
+}
+
 class PosixRandomAccessFile : public RandomAccessFile {
  public:
   PosixRandomAccessFile(std::string path, int fd, uint64_t size, bool direct)
       : path_(std::move(path)), fd_(fd), size_(size), direct_(direct) {}
-  ~PosixRandomAccessFile() override { close(fd_); }
+  ~PosixRandomAccessFile() override {
+#ifdef SPARROW_HAVE_LIBURING
+    if (ring_ok_) io_uring_queue_exit(&ring_);
+#endif
+    close(fd_);
+  }
 
   Status ReadAt(uint64_t offset, size_t n, void* dst) const override {
     auto* p = static_cast<uint8_t*>(dst);
@@ -46,25 +63,130 @@ class PosixRandomAccessFile : public RandomAccessFile {
     }
     return Status::Ok();
   }
-  uint64_t size() const override { return size_; }
-  bool direct() const override { return direct_; }
-  size_t alignment() const override { return direct_ ? kDirectAlignment : 1; }
-  const std::string& path() const override { return path_; }
+  uint64_t size() const override {
+    return size_;
+  }
+  bool direct() const override {
+    return direct_;
+  }
+  size_t alignment() const override {
+    return direct_ ? kDirectAlignment : 1;
+  }
+  const std::string& path() const override {
+    return path_;
+  }
+
+#ifdef SPARROW_HAVE_LIBURING
+  // Sets up a ring of `depth` entries; false (reads stay on pread) where the kernel refuses.
+  bool InitRing(int depth) {
+    ring_ok_ = io_uring_queue_init(static_cast<unsigned>(depth), &ring_, 0) == 0;
+    depth_ = ring_ok_ ? depth : 0;
+    return ring_ok_;
+  }
+  std::string_view read_backend() const override {
+    return ring_ok_ ? "io_uring" : "pread";
+  }
+  Status ReadBatch(std::span<ReadRequest> reqs) const override;
+#endif
 
  private:
+  // A read that completed short of `want` (not at the end of the file): the rest by pread.
+  Status Finish(ReadRequest& r, size_t got) const {
+    if (got >= r.n) {
+      if (!direct_) {
+        posix_fadvise(fd_, static_cast<off_t>(r.offset), static_cast<off_t>(r.n),
+                      POSIX_FADV_DONTNEED);
+      }
+      return Status::Ok();
+    }
+    return ReadAt(r.offset + got, r.n - got, static_cast<uint8_t*>(r.dst) + got);
+  }
+
   std::string path_;
   int fd_;
   uint64_t size_;
   bool direct_;
+#ifdef SPARROW_HAVE_LIBURING
+  mutable std::mutex ring_mu_;  // one batch at a time owns the ring
+  mutable struct io_uring ring_ {};
+  bool ring_ok_ = false;
+  int depth_ = 0;
+#endif
 };
+
+#ifdef SPARROW_HAVE_LIBURING
+Status PosixRandomAccessFile::ReadBatch(std::span<ReadRequest> reqs) const {
+  if (!ring_ok_ || reqs.size() < 2) return RandomAccessFile::ReadBatch(reqs);
+  std::lock_guard<std::mutex> lock(ring_mu_);
+  std::vector<uint64_t> started(reqs.size());
+  size_t next = 0, in_flight = 0, done = 0;
+  Status first = Status::Ok();
+  auto complete = [&](size_t i, int res) {
+    ReadRequest& r = reqs[i];
+    if (res < 0) {
+      r.status = IoError(path_ + ": read of " + std::to_string(r.n) + " bytes at offset " +
+                         std::to_string(r.offset) + " failed: " + std::strerror(-res));
+    } else if (res == 0 && r.n > 0) {
+      r.status = IoError(path_ + ": read at offset " + std::to_string(r.offset) +
+                         " ends past the end of the file (" + std::to_string(size_) + " bytes)");
+    } else {
+      r.status = Finish(r, static_cast<size_t>(res));
+    }
+    r.micros = SteadyMicros() - started[i];
+    if (!r.status.ok() && first.ok()) first = r.status;
+  };
+  while (done < reqs.size()) {
+    while (next < reqs.size() && in_flight < static_cast<size_t>(depth_)) {
+      io_uring_sqe* sqe = io_uring_get_sqe(&ring_);
+      if (!sqe) break;
+      ReadRequest& r = reqs[next];
+      io_uring_prep_read(sqe, fd_, r.dst, static_cast<unsigned>(r.n), r.offset);
+      io_uring_sqe_set_data(sqe, reinterpret_cast<void*>(static_cast<uintptr_t>(next)));
+      started[next] = SteadyMicros();
+      ++next;
+      ++in_flight;
+    }
+    int ret = io_uring_submit_and_wait(&ring_, 1);
+    if (ret < 0 && ret != -EINTR) {
+      // The ring itself failed: what is still queued fails with it, what is in flight is
+      // reaped below; nothing is left pending.
+      const Status st = IoError(path_ + ": io_uring submission failed: " + std::strerror(-ret));
+      if (first.ok()) first = st;
+      for (; next < reqs.size(); ++next, ++done) reqs[next].status = st;
+    }
+    io_uring_cqe* cqe = nullptr;
+    unsigned head = 0, seen = 0;
+    io_uring_for_each_cqe(&ring_, head, cqe) {
+      complete(static_cast<size_t>(reinterpret_cast<uintptr_t>(io_uring_cqe_get_data(cqe))),
+               cqe->res);
+      ++seen;
+    }
+    io_uring_cq_advance(&ring_, seen);
+    in_flight -= seen;
+    done += seen;
+    if (ret < 0 && ret != -EINTR && in_flight > 0) {
+      // Drain what the kernel still holds before returning its buffers to the caller.
+      while (in_flight > 0 && io_uring_wait_cqe(&ring_, &cqe) == 0) {
+        complete(static_cast<size_t>(reinterpret_cast<uintptr_t>(io_uring_cqe_get_data(cqe))),
+                 cqe->res);
+        io_uring_cqe_seen(&ring_, cqe);
+        --in_flight;
+        ++done;
+      }
+      break;
+    }
+  }
+  return first;
+}
+#endif
 
 class PosixEnv : public Env {
  public:
   Result<std::unique_ptr<RandomAccessFile>> OpenRandomAccess(const std::string& path,
-                                                             bool direct) override {
+                                                             const FileOptions& o) override {
     int fd = -1;
     bool is_direct = false;
-    if (direct) {
+    if (o.direct) {
       fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_DIRECT);
       is_direct = fd >= 0;
       // EINVAL: the file system does not do O_DIRECT (tmpfs, some overlays); read buffered.
@@ -79,18 +201,32 @@ class PosixEnv : public Env {
       close(fd);
       return IoError(path + ": cannot stat: " + std::strerror(err));
     }
-    return std::unique_ptr<RandomAccessFile>(std::make_unique<PosixRandomAccessFile>(
-        path, fd, static_cast<uint64_t>(st.st_size), is_direct));
+    auto file = std::make_unique<PosixRandomAccessFile>(path, fd, static_cast<uint64_t>(st.st_size),
+                                                        is_direct);
+#ifdef SPARROW_HAVE_LIBURING
+    // Where io_uring is refused (old kernels, seccomp), read_backend() says pread.
+    if (o.queue_depth > 1) file->InitRing(o.queue_depth);
+#endif
+    return std::unique_ptr<RandomAccessFile>(std::move(file));
   }
 
   uint64_t NowMicros() const override {
-    return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
-                                     std::chrono::steady_clock::now().time_since_epoch())
-                                     .count());
+    return SteadyMicros();
   }
 };
 
 }  // namespace
+
+Status RandomAccessFile::ReadBatch(std::span<ReadRequest> reqs) const {
+  Status first = Status::Ok();
+  for (ReadRequest& r : reqs) {
+    const uint64_t t0 = SteadyMicros();
+    r.status = ReadAt(r.offset, r.n, r.dst);
+    r.micros = SteadyMicros() - t0;
+    if (!r.status.ok() && first.ok()) first = r.status;
+  }
+  return first;
+}
 
 Env* Env::Default() {
   static PosixEnv env;

@@ -5,11 +5,32 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
+#include <string_view>
 
 #include "engine/common/result.h"
 
 namespace sparrow {
+
+// One read of a batch (RandomAccessFile::ReadBatch): filled in with its outcome and latency.
+struct ReadRequest {
+  uint64_t offset = 0;
+  size_t n = 0;
+  void* dst = nullptr;
+  Status status;
+  uint64_t micros = 0;  // from its submission to its completion
+};
+
+struct FileOptions {
+  // Ask for O_DIRECT, so that what is read does not stay in the page cache behind the memory
+  // budget's back. Where the file system refuses it the file is read through the page cache,
+  // each range dropped after its read (POSIX_FADV_DONTNEED), and direct() says false.
+  bool direct = true;
+  // Reads ReadBatch keeps in flight through io_uring; 0 or 1: one pread at a time (also where
+  // io_uring is missing or refused: read_backend() says which).
+  int queue_depth = 0;
+};
 
 // Positional reads of one open file. Thread-safe (no shared file offset).
 class RandomAccessFile {
@@ -24,6 +45,13 @@ class RandomAccessFile {
   virtual bool direct() const = 0;
   virtual size_t alignment() const = 0;
   virtual const std::string& path() const = 0;
+
+  // Issues every request, up to the queue depth at once, each getting its own status (as ReadAt
+  // would give it) and latency; returns the first error. Requests must not overlap in dst.
+  // This default reads them one by one.
+  virtual Status ReadBatch(std::span<ReadRequest> requests) const;
+  // "io_uring" when ReadBatch keeps several reads in flight, "pread" otherwise.
+  virtual std::string_view read_backend() const { return "pread"; }
 };
 
 class Env {
@@ -31,11 +59,11 @@ class Env {
   virtual ~Env() = default;
   static Env* Default();
 
-  // `direct`: ask for O_DIRECT, so that what is read does not stay in the page cache behind the
-  // memory budget's back. Where the file system refuses it the file is read through the page
-  // cache, each range dropped after its read (POSIX_FADV_DONTNEED), and direct() says false.
-  virtual Result<std::unique_ptr<RandomAccessFile>> OpenRandomAccess(const std::string& path,
-                                                                     bool direct) = 0;
+  virtual Result<std::unique_ptr<RandomAccessFile>> OpenRandomAccess(
+      const std::string& path, const FileOptions& options) = 0;
+  Result<std::unique_ptr<RandomAccessFile>> OpenRandomAccess(const std::string& path, bool direct) {
+    return OpenRandomAccess(path, FileOptions{direct, 0});
+  }
   virtual uint64_t NowMicros() const = 0;
 };
 

@@ -2,7 +2,8 @@
 // BundleReader: reads neuron bundles (the records of engine/model/neuron_bundles.h) of a
 // converted file from flash into the caller's buffers: one read per run of adjacent records (hot
 // neurons sit together, so a step's misses often are), aligned for O_DIRECT through a bounce
-// buffer. A failed read fails only the records it carried. Read() has one caller at a time (the
+// buffer, all of a call's reads issued at once (the file's queue depth: io_uring). A failed read
+// fails only the records it carried. Read() has one caller at a time (the
 // I/O thread); stats() may be called from any thread.
 #include <array>
 #include <cstddef>
@@ -57,7 +58,17 @@ class BundleReader {
   size_t max_read_bytes_;
   uint8_t* bounce_ = nullptr;
   size_t bounce_size_ = 0;
+  struct Run {
+    size_t first, last;  // records order_[first..last)
+    uint64_t skip;       // bytes of alignment before the first record in the read
+    size_t bounce;       // offset of the read in the bounce buffer, or kInPlace
+  };
+  static constexpr size_t kInPlace = SIZE_MAX;  // read straight into the destination
+  // Adds the batch in requests_ to stats_.
+  void Account();
   std::vector<int32_t> order_;
+  std::vector<Run> runs_;
+  std::vector<ReadRequest> requests_;
   mutable std::mutex mu_;  // guards stats_
   BundleReadStats stats_;
 };

@@ -43,8 +43,9 @@ Result<std::unique_ptr<NeuronStore>> NeuronStore::Open(const Model& model,
     return InvalidArgument("hot share " + std::to_string(options.hot_share) + " must be in [0, 1]");
   }
   Env* env = options.env ? options.env : Env::Default();
-  SPARROW_ASSIGN_OR_RETURN(std::unique_ptr<RandomAccessFile> file,
-                           env->OpenRandomAccess(model.file().path(), options.direct));
+  SPARROW_ASSIGN_OR_RETURN(
+      std::unique_ptr<RandomAccessFile> file,
+      env->OpenRandomAccess(model.file().path(), FileOptions{options.direct, options.queue_depth}));
   auto reader =
       std::make_unique<BundleReader>(*bundles, std::move(file), env, options.max_read_bytes);
   std::unique_ptr<NeuronStore> store(new NeuronStore(*bundles, std::move(reader), options));
@@ -271,6 +272,7 @@ NeuronStoreStats NeuronStore::stats() const {
   st.staging_bytes = staging_mapped_;
   st.capacity_bytes = capacity_bytes_;
   st.direct = reader_->file().direct();
+  st.read_backend = reader_->file().read_backend();
   return st;
 }
 

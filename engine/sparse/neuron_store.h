@@ -20,6 +20,7 @@
 #include <mutex>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "engine/common/env.h"
@@ -34,7 +35,10 @@ struct NeuronStoreOptions {
   size_t cache_bytes = 0;  // hot segment + dynamic cache
   // Share of cache_bytes given to the hot segment (each layer's first records).
   double hot_share = 0.5;
-  bool direct = true;                       // O_DIRECT (falls back to buffered reads + DONTNEED)
+  bool direct = true;  // O_DIRECT (falls back to buffered reads + DONTNEED)
+  // Reads in flight at once (io_uring; 0 or 1: one pread at a time). A step's misses are issued
+  // together: flash serves many small reads at once far faster than one after another.
+  int queue_depth = 32;
   size_t max_read_bytes = size_t{1} << 20;  // a run of adjacent records is read this much at most
   Env* env = nullptr;                       // null: Env::Default()
 };
@@ -49,6 +53,7 @@ struct NeuronStoreStats {
   size_t staging_bytes = 0;   // the buffer those are read into (one layer)
   size_t capacity_bytes = 0;  // what Resize (or the options) asked for
   bool direct = false;        // reads bypass the page cache
+  std::string_view read_backend = "pread";  // "io_uring" when reads are issued together
 };
 
 class NeuronStore {

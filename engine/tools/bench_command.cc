@@ -17,7 +17,11 @@ void RegisterBenchCommand(CLI::App& app, BenchOptions& o, bool& json, int& exit_
   cmd->add_option("-m,--model", o.model, "Path of the GGUF model");
   cmd->add_option("--io", o.io_file,
                   "Instead of a model: probe random reads of this file (a converted model) by "
-                  "block size, O_DIRECT, one read in flight");
+                  "block size and queue depth, O_DIRECT");
+  cmd->add_option("--io-depths", o.io_depths, "Queue depths of --io, comma-separated")
+      ->delimiter(',')
+      ->capture_default_str()
+      ->check(CLI::Range(1, 4096));
   cmd->add_option("-p,--n-prompt", o.n_prompt, "Prompt tokens per pp test (0: skip pp)")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
@@ -46,6 +50,7 @@ int RunBenchCommand(const BenchOptions& o, bool json) {
   if (!o.io_file.empty()) {
     IoBenchOptions io;
     io.path = o.io_file;
+    io.queue_depths = o.io_depths;
     auto r = RunIoBench(io);
     if (!r.ok()) {
       std::fprintf(stderr, "sparrow bench --io: %s\n", r.status().ToString().c_str());

@@ -1,8 +1,9 @@
 #pragma once
 // The flash read probe of `sparrow bench --io FILE`: random reads of each block size from a
 // file through the Env (O_DIRECT where the file system has it, so the page cache does not
-// answer), one read in flight as the bundle reader issues them. Throughput and latency per block
-// size tell which record size and read size the storage favours.
+// answer), at each queue depth (reads in flight together through io_uring, as the bundle reader
+// issues a step's misses). Throughput and latency by block size and depth tell which record
+// size, read size and depth the storage favours.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -16,6 +17,7 @@ struct IoBenchOptions {
   std::string path;
   std::vector<uint64_t> block_bytes = {4096, 8192, 16384, 65536, 262144, 1048576};
   uint64_t bytes_per_size = uint64_t{64} << 20;  // read at each block size
+  std::vector<int> queue_depths = {1, 4, 16, 64};
   bool direct = true;
   uint64_t seed = 1;
   Env* env = Env::Default();
@@ -23,6 +25,8 @@ struct IoBenchOptions {
 
 struct IoBenchRow {
   uint64_t block_bytes = 0;
+  int queue_depth = 1;
+  std::string backend;  // "io_uring" or "pread" (depth 1, or io_uring refused)
   int64_t reads = 0;
   double mib_per_s = 0;
   double p50_us = 0, p99_us = 0;

@@ -44,7 +44,7 @@ std::string BenchReportTable(const BenchReport& r) {
   }
   for (const BenchResult& t : r.results) {
     if (!t.cache) continue;
-    out += "neuron cache, " + t.test + Format(" t=%d: ", t.threads) +
+    out += "neuron cache, " + t.test + " t=" + std::to_string(t.threads) + ": " +
            Format("hit rate %.1f %%, ", 100 * t.cache->hit_rate) +
            Format("%.1f KiB and %.1f reads from flash per token, ",
                   t.cache->flash_bytes_per_token / 1024, t.cache->flash_reads_per_token) +

@@ -5,6 +5,7 @@
 #include <fstream>
 #include <random>
 
+#include "engine/kernels/dequantize.h"
 #include "engine/kernels/thread_pool.h"
 #include "engine/model/model.h"
 #include "engine/runtime/forward_pass.h"
@@ -49,8 +50,10 @@ std::string FileTypeName(uint64_t ftype) {
   }
 }
 
+// The matrix's own bytes (a converted file's rows are strided views into its records).
 uint64_t MatrixBytes(const kernels::WeightMatrix& w) {
-  return static_cast<uint64_t>(w.rows) * w.row_stride_bytes;
+  if (w.data == nullptr) return 0;
+  return static_cast<uint64_t>(w.rows) * kernels::RowBytes(w.type, w.cols);
 }
 
 BenchModelInfo DescribeModel(const Model& model, const std::string& path) {

@@ -19,6 +19,7 @@ namespace sparrow::tools {
 struct BenchOptions {
   std::string model;
   std::string io_file;  // set: the flash read probe (bench_io.h) instead of a model
+  std::vector<int> io_depths = {1, 4, 16, 64};  // its queue depths
   int64_t n_prompt = 512;
   int64_t n_gen = 128;
   std::vector<int> threads = {1};

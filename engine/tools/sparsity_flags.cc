@@ -40,6 +40,11 @@ void AddSparsityFlags(CLI::App* cmd, SparsityFlags& f) {
                   "a two-queue LRU cache")
       ->check(CLI::Range(0.0, 1.0))
       ->capture_default_str();
+  cmd->add_option("--io-depth", f.io_depth,
+                  "Flash reads in flight at once under --cache-mb (io_uring; 1: one pread at a "
+                  "time)")
+      ->check(CLI::Range(1, 4096))
+      ->capture_default_str();
 }
 
 Result<std::shared_ptr<const SparsePlan>> MakePlanFromFlags(const Model& model,
@@ -65,6 +70,7 @@ Result<std::shared_ptr<const SparsePlan>> MakePlanFromFlags(const Model& model,
   }
   if (f.cache_mb >= 0) o.cache_bytes = static_cast<size_t>(f.cache_mb * 1024 * 1024);
   o.store.hot_share = f.hot_share;
+  o.store.queue_depth = f.io_depth;
   return MakeSparsePlan(model, o, pool);
 }
 
@@ -98,6 +104,7 @@ nlohmann::json NeuronCacheReport(const NeuronStoreStats& s) {
   j["flash_bytes"] = s.reads.bytes;
   j["failed_reads"] = s.reads.failed_reads;
   j["direct_io"] = s.direct;
+  j["read_backend"] = std::string(s.read_backend);
   nlohmann::json hist = nlohmann::json::array();
   for (size_t b = 0; b < s.reads.latency.size(); ++b) {
     nlohmann::json bucket;

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "engine/common/env.h"
 
@@ -29,18 +30,42 @@ class FaultyFile : public RandomAccessFile {
   FaultyFile(std::unique_ptr<RandomAccessFile> base, std::shared_ptr<FaultRange> range)
       : base_(std::move(base)), range_(std::move(range)) {}
   Status ReadAt(uint64_t offset, size_t n, void* dst) const override {
-    if (offset < range_->end && offset + n > range_->begin) {
-      ++range_->injected;
-      return IoError(path() + ": injected EIO at offset " + std::to_string(offset));
-    }
+    if (Faulty(offset, n)) return Injected(offset);
     return base_->ReadAt(offset, n, dst);
   }
+  // The faulty requests fail here; the others go to the real file's batch (io_uring or pread).
+  Status ReadBatch(std::span<ReadRequest> reqs) const override {
+    std::vector<ReadRequest> healthy;
+    std::vector<size_t> where;
+    Status first = Status::Ok();
+    for (size_t i = 0; i < reqs.size(); ++i) {
+      if (Faulty(reqs[i].offset, reqs[i].n)) {
+        reqs[i].status = Injected(reqs[i].offset);
+        if (first.ok()) first = reqs[i].status;
+      } else {
+        healthy.push_back(reqs[i]);
+        where.push_back(i);
+      }
+    }
+    Status st = base_->ReadBatch(healthy);
+    for (size_t k = 0; k < healthy.size(); ++k) reqs[where[k]] = healthy[k];
+    return first.ok() ? st : first;
+  }
+  std::string_view read_backend() const override { return base_->read_backend(); }
   uint64_t size() const override { return base_->size(); }
   bool direct() const override { return base_->direct(); }
   size_t alignment() const override { return base_->alignment(); }
   const std::string& path() const override { return base_->path(); }
 
  private:
+  bool Faulty(uint64_t offset, size_t n) const {
+    return offset < range_->end && offset + n > range_->begin;
+  }
+  Status Injected(uint64_t offset) const {
+    ++range_->injected;
+    return IoError(path() + ": injected EIO at offset " + std::to_string(offset));
+  }
+
   std::unique_ptr<RandomAccessFile> base_;
   std::shared_ptr<FaultRange> range_;
 };
@@ -50,9 +75,10 @@ class FaultyEnv : public Env {
   FaultyEnv() : range_(std::make_shared<FaultRange>()) {}
   FaultRange& faults() { return *range_; }
 
+  using Env::OpenRandomAccess;
   Result<std::unique_ptr<RandomAccessFile>> OpenRandomAccess(const std::string& path,
-                                                             bool direct) override {
-    auto f = Env::Default()->OpenRandomAccess(path, direct);
+                                                             const FileOptions& options) override {
+    auto f = Env::Default()->OpenRandomAccess(path, options);
     if (!f.ok()) return f.status();
     return std::unique_ptr<RandomAccessFile>(
         std::make_unique<FaultyFile>(std::move(f).value(), range_));
