@@ -1,5 +1,6 @@
 #include "engine/sparse/neuron_store.h"
 
+#include <spdlog/spdlog.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -71,6 +72,7 @@ NeuronStore::NeuronStore(const NeuronBundleLayout& layout, std::unique_ptr<Bundl
       n_ff_(layout.layers.empty() ? 0 : static_cast<int64_t>(layout.layers[0].neuron_ids.size())),
       record_bytes_(LargestRecord(layout)),
       hot_share_(options.hot_share),
+      adaptive_(options.adaptive),
       reader_(std::move(reader)),
       cache_(std::make_unique<NeuronCache>(n_layer_, n_ff_, record_bytes_, 0)),
       hot_base_(static_cast<size_t>(n_layer_), nullptr),
@@ -154,7 +156,7 @@ Status NeuronStore::AdjustHot(int32_t layer, size_t max_bytes) {
 Status NeuronStore::Acquire(int32_t layer, std::span<const int32_t> ids, const uint8_t** records,
                             std::vector<int32_t>* failed) {
   // Growing the hot segment back, a little per step, outside the pinned section.
-  Status grow = AdjustHot(layer, size_t{1} << 20);
+  Status grow = AdjustHot(layer, size_t{4} << 20);
   (void)grow;  // a failed read leaves the segment shorter; the records are read on demand
   Pin();
   layer_ = layer;
@@ -214,7 +216,28 @@ void NeuronStore::Release() {
   if (layer_ < 0) return;
   cache_->Release(layer_, cache_ids_, slots_, cache_failed_);
   layer_ = -1;
+  ++window_calls_;
+  window_lookups_ += static_cast<int64_t>(cache_ids_.size());
+  for (uint8_t* s : slots_) window_hits_ += s != nullptr;
+  window_hits_ -= static_cast<int64_t>(misses_.size());
   Unpin();
+  if (adaptive_) MaybeAdapt();
+}
+
+void NeuronStore::MaybeAdapt() {
+  if (window_calls_ < 16 * n_layer_) return;
+  const NeuronCacheStats c = cache_->stats();
+  const bool thrashing = c.capacity > 0 && c.used >= c.capacity &&
+                         window_lookups_ > 2 * c.capacity && window_hits_ * 20 < window_lookups_;
+  const int64_t lookups = window_lookups_, hits = window_hits_;
+  window_calls_ = window_lookups_ = window_hits_ = 0;
+  if (!thrashing || hot_share_ >= 1.0) return;
+  spdlog::info(
+      "neuron cache: its LRU part found {} of {} lookups over the last 16 tokens (a token's "
+      "misses outnumber its {} slots); its {:.1f} MiB go to the hot segment",
+      hits, lookups, c.capacity, static_cast<double>(c.capacity) * record_bytes_ / 1048576.0);
+  hot_share_ = 1.0;
+  (void)Resize(capacity_bytes_);
 }
 
 void NeuronStore::Pin() {
@@ -271,6 +294,7 @@ NeuronStoreStats NeuronStore::stats() const {
   st.layer_reads = layer_reads_;
   st.staging_bytes = staging_mapped_;
   st.capacity_bytes = capacity_bytes_;
+  st.hot_share = hot_share_;
   st.direct = reader_->file().direct();
   st.read_backend = reader_->file().read_backend();
   return st;

@@ -35,6 +35,10 @@ struct NeuronStoreOptions {
   size_t cache_bytes = 0;  // hot segment + dynamic cache
   // Share of cache_bytes given to the hot segment (each layer's first records).
   double hot_share = 0.5;
+  // The LRU part earns its share or gives it up: when it is full and finds under 5% of its
+  // lookups over 16 tokens (one token's misses outnumber its slots: it thrashes), its bytes go
+  // to the hot segment (hot share 1).
+  bool adaptive = true;
   bool direct = true;  // O_DIRECT (falls back to buffered reads + DONTNEED)
   // Reads in flight at once (io_uring; 0 or 1: one pread at a time). A step's misses are issued
   // together: flash serves many small reads at once far faster than one after another.
@@ -52,6 +56,7 @@ struct NeuronStoreStats {
   int64_t layer_reads = 0;    // whole layers read for batches that need most neurons (prefill)
   size_t staging_bytes = 0;   // the buffer those are read into (one layer)
   size_t capacity_bytes = 0;  // what Resize (or the options) asked for
+  double hot_share = 0;       // now (the adaptive rule may have raised it)
   bool direct = false;        // reads bypass the page cache
   std::string_view read_backend = "pread";  // "io_uring" when reads are issued together
 };
@@ -104,7 +109,12 @@ class NeuronStore {
   const NeuronBundleLayout& layout_;
   const int64_t n_layer_, n_ff_;
   const size_t record_bytes_;  // the largest layer's (cache slots fit every layer)
-  const double hot_share_;
+  std::atomic<double> hot_share_;
+  const bool adaptive_;
+  // The adaptive rule's window: cache lookups and hits since it last looked.
+  int64_t window_calls_ = 0, window_lookups_ = 0, window_hits_ = 0;
+  // Gives the LRU's bytes to the hot segment when it thrashes (NeuronStoreOptions::adaptive).
+  void MaybeAdapt();
   std::unique_ptr<BundleReader> reader_;
   std::unique_ptr<NeuronCache> cache_;
 

@@ -191,8 +191,8 @@ std::optional<NeuronStoreStats> StoreStats(const SparsePlan* plan) {
 
 // B sequences decoding in lockstep: each step is one RunBatch of B one-token segments.
 Result<BenchResult> BenchDecodeBatch(const BenchOptions& o, const Model& model, ForwardPass& fp,
-                                     const SparsePlan* plan, const std::vector<int32_t>& gen,
-                                     int threads) {
+                                     const SparsePlan* plan,
+                                     const std::vector<std::vector<int32_t>>& gens, int threads) {
   const ModelConfig& c = model.config();
   const int64_t b = o.decode_batch;
   std::vector<ContiguousKvCache> caches;
@@ -208,7 +208,7 @@ Result<BenchResult> BenchDecodeBatch(const BenchOptions& o, const Model& model, 
       std::vector<ForwardPass::Segment> segs;
       for (int64_t i = 0; i < b; ++i) {
         // Each sequence its own token (a shifted copy of the stream), so the choices differ.
-        const int32_t* tok = &gen[(pos + i) % o.n_gen];
+        const int32_t* tok = &gens[rep][(pos + i) % o.n_gen];
         segs.push_back({&caches[i], {tok, 1}, pos, false});
       }
       SPARROW_RETURN_IF_ERROR(fp.RunBatch(segs, &logits));
@@ -268,6 +268,12 @@ Result<BenchReport> RunBench(const BenchOptions& o) {
   for (auto* v : {&prompt, &gen}) {
     for (size_t i = 0; i < v->size(); ++i) (*v)[i] = i == 0 ? bos : any_token(rng);
   }
+  // Each repetition of a tg test decodes other tokens than the warm-up: a neuron cache must not
+  // be measured on the very neurons the warm-up loaded.
+  std::vector<std::vector<int32_t>> gens(static_cast<size_t>(o.reps) + 1, gen);
+  for (size_t r = 1; r < gens.size(); ++r) {
+    for (size_t i = 1; i < gens[r].size(); ++i) gens[r][i] = any_token(rng);
+  }
 
   std::vector<float> logits;
   for (int threads : o.threads) {
@@ -290,7 +296,7 @@ Result<BenchReport> RunBench(const BenchOptions& o) {
       std::optional<NeuronStoreStats> store_before;
       for (int rep = 0; rep <= o.reps; ++rep) {
         if (rep == 1) store_before = StoreStats(plan.get());
-        SPARROW_ASSIGN_OR_RETURN(double s, TimeGenerate(fp, cache, gen, logits));
+        SPARROW_ASSIGN_OR_RETURN(double s, TimeGenerate(fp, cache, gens[rep], logits));
         if (rep > 0) seconds.push_back(s);
       }
       BenchResult r =
@@ -305,7 +311,7 @@ Result<BenchReport> RunBench(const BenchOptions& o) {
     }
     if (o.n_gen > 0 && o.decode_batch > 1) {
       SPARROW_ASSIGN_OR_RETURN(BenchResult r,
-                               BenchDecodeBatch(o, *model, fp, plan.get(), gen, threads));
+                               BenchDecodeBatch(o, *model, fp, plan.get(), gens, threads));
       report.results.push_back(std::move(r));
     }
   }

@@ -1,5 +1,8 @@
 // sparrow: the command-line tool for models: generate text, inspect and tokenize GGUF files,
 // benchmark a model, write synthetic benchmark models, and convert models to the sparse layout.
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
 #include <CLI/CLI.hpp>
 
 #include "engine/tools/bench_command.h"
@@ -13,6 +16,9 @@
 #include "engine/tools/tokenize_command.h"
 
 int main(int argc, char** argv) {
+  // The engine's log lines (the neuron cache's decisions) go to stderr: stdout carries the
+  // commands' output, JSON included.
+  spdlog::set_default_logger(spdlog::stderr_color_mt("sparrow"));
   CLI::App app{
       "sparrow: run and inspect GGUF language models on the CPU.\n"
       "Examples:\n"

@@ -92,6 +92,7 @@ nlohmann::json NeuronCacheReport(const NeuronStoreStats& s) {
   j["capacity_bytes"] = s.capacity_bytes;
   j["resident_bytes"] = s.hot_bytes + s.cache.mapped_bytes;
   j["hot_bytes"] = s.hot_bytes;
+  j["hot_share"] = s.hot_share;
   j["hot_hits"] = s.hot_hits;
   j["hits"] = s.cache.hits;
   j["misses"] = s.cache.misses;

@@ -13,7 +13,9 @@
 #include <regex>
 #include <thread>
 
+#include "engine/tools/bundle_convert.h"
 #include "tests/util/golden.h"
+#include "tests/util/sparrowd_process.h"
 #include "tests/util/test_paths.h"
 
 namespace sparrow {
@@ -198,6 +200,47 @@ TEST_F(SparrowdTest, MetricsCountRequests) {
   ASSERT_EQ(m.status, 200);
   EXPECT_NE(m.body.find("sparrow_requests_total{status=\"length\"}"), std::string::npos) << m.body;
   EXPECT_NE(m.body.find("# TYPE"), std::string::npos);
+}
+
+// A converted PowerInfer file served with its FFN on flash (cache_mb 0: every neuron read when a
+// token needs it): completions are the same as from the file in memory, and /metrics carries the
+// neuron cache's counters.
+TEST(SparrowdFlashTest, ServesAConvertedModelFromFlashWithItsCounters) {
+  const std::string src = testing::SharedDir() + "/pwri/models/pwri-bamboo-q4_0.gguf";
+  if (!testing::FileExists(src)) GTEST_SKIP() << src << " is missing";
+  tools::ConvertOptions co;
+  co.model = src;
+  co.output = testing::TempPath("sparrowd-bamboo.bundles.gguf");
+  ASSERT_TRUE(tools::ConvertToBundles(co).ok());
+  const std::string request =
+      R"({"prompt": "Once upon a time", "max_tokens": 12, "temperature": 0})";
+  std::string texts[2];
+  for (int flash = 0; flash < 2; ++flash) {
+    testing::SparrowdProcess::Options o;
+    o.args = {"--model", co.output, "--port", "0", "--grpc-port", "-1", "--threads", "1"};
+    if (flash) o.args.insert(o.args.end(), {"--cache-mb", "0"});
+    std::string error;
+    auto p = testing::SparrowdProcess::Start(testing::SparrowdProcess::Binary(SPARROWD), o, &error);
+    ASSERT_NE(p, nullptr) << error;
+    HttpReply r = Http(p->http_port(), "POST", "/v1/completions", request);
+    ASSERT_EQ(r.status, 200) << r.body;
+    texts[flash] = nlohmann::json::parse(r.body)["choices"][0]["text"];
+    const std::string metrics = Http(p->http_port(), "GET", "/metrics").body;
+    if (!flash) {
+      EXPECT_EQ(metrics.find("sparrow_neuron_cache"), std::string::npos);
+      continue;
+    }
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(
+        metrics, m, std::regex("sparrow_neuron_cache_lookups_total\\{result=\"miss\"\\} ([0-9]+)")))
+        << metrics;
+    EXPECT_GT(std::stoll(m[1]), 0);
+    ASSERT_TRUE(
+        std::regex_search(metrics, m, std::regex("sparrow_flash_read_bytes_total ([0-9.e+]+)")));
+    EXPECT_GT(std::stod(m[1]), 0);
+  }
+  EXPECT_FALSE(texts[0].empty());
+  EXPECT_EQ(texts[1], texts[0]);
 }
 
 }  // namespace

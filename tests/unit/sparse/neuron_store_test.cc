@@ -6,10 +6,12 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstring>
 #include <numeric>
+#include <random>
 #include <set>
 #include <thread>
 
@@ -196,6 +198,31 @@ TEST_F(NeuronStoreTest, AFailedReadFailsItsRecordsAndIsRetriedNextTime) {
   const NeuronStoreStats stats = s->stats();
   EXPECT_EQ(stats.cache.hits, 2);  // 10 and 90 were read and kept the first time
   EXPECT_EQ(stats.reads.failed_reads, 1);
+}
+
+// The LRU part earns its share: steps whose misses outnumber its slots (it thrashes) hand its
+// bytes to the hot segment; steps that reuse what it holds keep the split.
+TEST_F(NeuronStoreTest, AThrashingCacheGivesItsBytesToTheHotSegment) {
+  const int64_t n_layer = model_->config().n_layer;
+  for (bool reuse : {true, false}) {
+    SCOPED_TRACE(reuse ? "reused neurons" : "fresh neurons every step");
+    auto s = Open(all_bytes() / 8, 0.5);  // 16 hot records and 16 cache slots per layer
+    ASSERT_NE(s, nullptr);
+    std::mt19937 rng(7);
+    for (int token = 0; token < 20; ++token) {
+      for (int32_t layer = 0; layer < n_layer; ++layer) {
+        std::vector<int32_t> ids(64);
+        std::iota(ids.begin(), ids.end(), reuse ? 100 : 16 + 3 * token % 150);
+        if (reuse) ids.resize(12);
+        std::shuffle(ids.begin(), ids.end(), rng);
+        EXPECT_TRUE(AcquireAndCheck(*s, layer, ids).empty());
+      }
+    }
+    const NeuronStoreStats st = s->stats();
+    EXPECT_EQ(st.hot_share, reuse ? 0.5 : 1.0);
+    EXPECT_LE(st.hot_bytes + st.cache.capacity * record_bytes(), all_bytes() / 8);
+    if (!reuse) EXPECT_GT(st.hot_records, 16 * n_layer);  // growing toward 32 per layer
+  }
 }
 
 TEST_F(NeuronStoreTest, AnOrdinaryFileIsRefusedWithTheCommandToConvertIt) {
