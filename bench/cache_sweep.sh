@@ -6,6 +6,7 @@
 #
 #   bench/cache_sweep.sh CONVERTED=model.sparrow.gguf [SHARES="0.1 0.2 ... 1.0"] [HOT="0.5 1.0"]
 #       [N=16] [T=2] [DEPTH=128] [OUT=bench/cache_sweep] [SPARROW=build/bin/sparrow]
+# PLOT_ONLY=1 redraws the plot of an existing OUT.dat.
 set -euo pipefail
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 CONVERTED="${CONVERTED:-}" SHARES="${SHARES:-0.1 0.2 0.3 0.4 0.5 0.6 0.7 0.8 0.9 1.0}"
@@ -18,7 +19,8 @@ for arg in "$@"; do
     *) echo "cache_sweep: unknown argument '$arg'" >&2; exit 2 ;;
   esac
 done
-[[ -f "$CONVERTED" ]] || { echo "cache_sweep: CONVERTED= must name a converted model" >&2; exit 2; }
+[[ -f "$CONVERTED" || -n "${PLOT_ONLY:-}" ]] || { echo "cache_sweep: CONVERTED= must name a converted model" >&2; exit 2; }
+if [[ -z "${PLOT_ONLY:-}" ]]; then
 # The bundle bytes: the ffn_bundles tensors `sparrow info` lists.
 bundle_mib=$("$SPARROW" info "$CONVERTED" 2>/dev/null |
   awk '$1 ~ /ffn_bundles$/ { b += $(NF - 1) } END { printf "%.1f", b / 1048576 }')
@@ -40,11 +42,13 @@ print("%.3f %.3f %.1f %.1f" % (r["median_ts"], c["hit_rate"], c["flash_bytes_per
     echo "| $s | $mib | $h | $ts | $hit | $kib | $reads |"
   done
 done
+fi
 if command -v gnuplot >/dev/null 2>&1; then
   plot=""
   for h in $HOT; do
-    plot+="${plot:+, }'$OUT.dat' using (\$3==$h ? \$1*100 : 1/0):4 with linespoints title 'tok/s, hot share $h'"
-    plot+=", '' using (\$3==$h ? \$1*100 : 1/0):(\$5*100) axes x1y2 with lines dashtype 2 title 'hit rate %, hot share $h'"
+    awk -v h="$h" '!/^#/ && $3 == h' "$OUT.dat" >"$OUT.hot$h.dat"
+    plot+="${plot:+, }'$OUT.hot$h.dat' using (\$1*100):4 with linespoints lw 2 title 'tok/s, hot share $h'"
+    plot+=", '$OUT.hot$h.dat' using (\$1*100):(\$5*100) axes x1y2 with lines dashtype 2 title 'hit rate %, hot share $h'"
   done
   gnuplot <<GP
 set terminal pngcairo size 900,540
@@ -53,10 +57,12 @@ set title 'Decode speed against neuron cache size (FFN on flash)'
 set xlabel 'cache, % of the bundle bytes'
 set ylabel 'tokens/s'
 set y2label 'hit rate, %'
+set ytics nomirror
 set y2tics
-set key left top
+set key right bottom
 set grid
 plot $plot
 GP
+  rm -f "$OUT".hot*.dat
   echo "plot: $OUT.png"
 fi

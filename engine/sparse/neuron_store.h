@@ -42,7 +42,7 @@ struct NeuronStoreOptions {
   bool direct = true;  // O_DIRECT (falls back to buffered reads + DONTNEED)
   // Reads in flight at once (io_uring; 0 or 1: one pread at a time). A step's misses are issued
   // together: flash serves many small reads at once far faster than one after another.
-  int queue_depth = 32;
+  int queue_depth = 128;
   size_t max_read_bytes = size_t{1} << 20;  // a run of adjacent records is read this much at most
   Env* env = nullptr;                       // null: Env::Default()
 };

@@ -26,7 +26,7 @@ struct SparsityFlags {
   int64_t dense_down_min_tokens = 2;
   double cache_mb = -1;  // --cache-mb; negative: unset (the whole file mapped)
   double hot_share = 0.5;
-  int io_depth = 32;
+  int io_depth = 128;
 };
 
 void AddSparsityFlags(CLI::App* cmd, SparsityFlags& flags);
