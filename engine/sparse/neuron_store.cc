@@ -150,6 +150,10 @@ Status NeuronStore::AdjustHot(int32_t layer, size_t max_bytes) {
     hot_total_ += got - hot_[layer];
     hot_[layer] = got;
   }
+  // Pages written past what is kept (a shrink or a failed read cut the segment short) go back.
+  const size_t keep = PageRoundUp(static_cast<size_t>(hot_[layer]) * lb.record_bytes);
+  const size_t end = PageRoundUp(static_cast<size_t>(want) * lb.record_bytes);
+  if (end > keep) madvise(hot_base_[layer] + keep, end - keep, MADV_DONTNEED);
   return st;
 }
 
