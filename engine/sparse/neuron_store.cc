@@ -62,6 +62,14 @@ Result<std::unique_ptr<NeuronStore>> NeuronStore::Open(const Model& model,
   for (int64_t il = 0; il < store->n_layer_; ++il) {
     SPARROW_RETURN_IF_ERROR(store->AdjustHot(static_cast<int32_t>(il), SIZE_MAX));
   }
+  const NeuronStoreStats st = store->stats();
+  spdlog::info(
+      "neuron store: {}: FFN on flash, {:.1f} MiB in memory ({:.1f} MiB hot, {} cache slots), "
+      "reads {} through {}",
+      model.file().path(), static_cast<double>(st.capacity_bytes) / 1048576.0,
+      static_cast<double>(st.hot_bytes) / 1048576.0, st.cache.capacity,
+      st.direct ? "O_DIRECT" : "buffered (O_DIRECT refused; pages dropped after each read)",
+      st.read_backend);
   return store;
 }
 
