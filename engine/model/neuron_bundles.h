@@ -66,6 +66,13 @@ struct NeuronBundleLayout {
   bool gate_in_bundle = true;
   bool powerinfer = false;
   std::vector<LayerBundles> layers;
+
+  // All layers' records: what a cache holding every bundle needs.
+  uint64_t bundle_bytes() const {
+    uint64_t n = 0;
+    for (const LayerBundles& lb : layers) n += lb.record_bytes * lb.neuron_ids.size();
+    return n;
+  }
 };
 
 // True when `f` declares the layout (key sparrow.layout).

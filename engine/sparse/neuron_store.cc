@@ -105,6 +105,27 @@ uint8_t* NeuronStore::HotRecord(int32_t layer, int64_t k) const {
   return hot_base_[layer] + static_cast<size_t>(k) * layout_.layers[layer].record_bytes;
 }
 
+void NeuronStore::DropHotPages(int32_t layer, int64_t keep, int64_t end) {
+  const uint64_t rec = layout_.layers[layer].record_bytes;
+  // Only pages wholly past the kept records go back to the OS.
+  const size_t from = PageRoundUp(static_cast<size_t>(keep) * rec);
+  const size_t to = PageRoundUp(static_cast<size_t>(end) * rec);
+  if (to > from) madvise(hot_base_[layer] + from, to - from, MADV_DONTNEED);
+}
+
+Status NeuronStore::ReadRecords(int32_t layer, int64_t first, int64_t last, uint8_t* base,
+                                int64_t* first_failed) {
+  const uint64_t rec = layout_.layers[layer].record_bytes;
+  std::vector<int32_t> ids(static_cast<size_t>(last - first));
+  std::iota(ids.begin(), ids.end(), static_cast<int32_t>(first));
+  std::vector<uint8_t*> dst(ids.size());
+  for (size_t k = 0; k < ids.size(); ++k) dst[k] = base + static_cast<size_t>(ids[k]) * rec;
+  std::vector<int32_t> failed;
+  Status st = reader_->Read(layer, ids, dst.data(), &failed);
+  for (int32_t k : failed) *first_failed = std::min<int64_t>(*first_failed, ids[k]);
+  return st;
+}
+
 Status NeuronStore::Resize(size_t cache_bytes) {
   const int64_t hot = HotRecordsFor(cache_bytes);
   const size_t hot_bytes = static_cast<size_t>(hot * n_layer_) * record_bytes_;
@@ -116,11 +137,7 @@ Status NeuronStore::Resize(size_t cache_bytes) {
     hot_cv_.wait(lock, [&] { return !pinned_; });
     for (int64_t il = 0; il < n_layer_; ++il) {
       if (hot_[il] <= hot) continue;
-      const LayerBundles& lb = layout_.layers[il];
-      // Pages wholly past the kept records go back to the OS.
-      const size_t keep = PageRoundUp(static_cast<size_t>(hot) * lb.record_bytes);
-      const size_t end = PageRoundUp(static_cast<size_t>(hot_[il]) * lb.record_bytes);
-      if (end > keep) madvise(hot_base_[il] + keep, end - keep, MADV_DONTNEED);
+      DropHotPages(static_cast<int32_t>(il), hot, hot_[il]);
       hot_total_ -= hot_[il] - hot;
       hot_[il] = hot;
     }
@@ -142,15 +159,9 @@ Status NeuronStore::AdjustHot(int32_t layer, size_t max_bytes) {
   const LayerBundles& lb = layout_.layers[layer];
   const int64_t room = static_cast<int64_t>(std::max<size_t>(1, max_bytes / lb.record_bytes));
   const int64_t want = std::min(target, have + room);
-  std::vector<int32_t> ids(static_cast<size_t>(want - have));
-  std::iota(ids.begin(), ids.end(), static_cast<int32_t>(have));
-  std::vector<uint8_t*> dst(ids.size());
-  for (size_t k = 0; k < ids.size(); ++k) dst[k] = HotRecord(layer, ids[k]);
-  std::vector<int32_t> failed;
-  Status st = reader_->Read(layer, ids, dst.data(), &failed);
   // The segment is a prefix: it ends before the first record that failed.
   int64_t got = want;
-  for (int32_t k : failed) got = std::min<int64_t>(got, ids[k]);
+  Status st = ReadRecords(layer, have, want, hot_base_[layer], &got);
   std::lock_guard<std::mutex> lock(hot_mu_);
   // A shrink may have come in meanwhile: keep no more than the target.
   got = std::min<int64_t>(got, hot_target_);
@@ -159,9 +170,7 @@ Status NeuronStore::AdjustHot(int32_t layer, size_t max_bytes) {
     hot_[layer] = got;
   }
   // Pages written past what is kept (a shrink or a failed read cut the segment short) go back.
-  const size_t keep = PageRoundUp(static_cast<size_t>(hot_[layer]) * lb.record_bytes);
-  const size_t end = PageRoundUp(static_cast<size_t>(want) * lb.record_bytes);
-  if (end > keep) madvise(hot_base_[layer] + keep, end - keep, MADV_DONTNEED);
+  DropHotPages(layer, hot_[layer], want);
   return st;
 }
 
@@ -285,12 +294,8 @@ Status NeuronStore::ReadLayer(int32_t layer, const uint8_t** records) {
   const int64_t hot = hot_[layer];
   if (hot > 0) std::memcpy(staging_, hot_base_[layer], static_cast<size_t>(hot) * lb.record_bytes);
   Unpin();
-  std::vector<int32_t> ids(static_cast<size_t>(n_ff_ - hot));
-  std::iota(ids.begin(), ids.end(), static_cast<int32_t>(hot));
-  std::vector<uint8_t*> dst(ids.size());
-  for (size_t k = 0; k < ids.size(); ++k) dst[k] = staging_ + ids[k] * lb.record_bytes;
-  std::vector<int32_t> failed;
-  SPARROW_RETURN_IF_ERROR(reader_->Read(layer, ids, dst.data(), &failed));
+  int64_t first_failed = n_ff_;
+  SPARROW_RETURN_IF_ERROR(ReadRecords(layer, hot, n_ff_, staging_, &first_failed));
   ++layer_reads_;
   *records = staging_;
   return Status::Ok();

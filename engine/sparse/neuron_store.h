@@ -102,6 +102,12 @@ class NeuronStore {
   // records past it (the hot segment grows a little per step).
   Status AdjustHot(int32_t layer, size_t max_bytes);
   uint8_t* HotRecord(int32_t layer, int64_t k) const;
+  // Gives back the hot segment's pages of records [keep, end) of `layer` (MADV_DONTNEED).
+  void DropHotPages(int32_t layer, int64_t keep, int64_t end);
+  // Reads records [first, last) of `layer` to base + k * record bytes; lowers *first_failed to
+  // the first record whose read failed.
+  Status ReadRecords(int32_t layer, int64_t first, int64_t last, uint8_t* base,
+                     int64_t* first_failed);
   // Marks the hot segment in use by the step (a shrink waits for Unpin).
   void Pin();
   void Unpin();

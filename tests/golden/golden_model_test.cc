@@ -101,12 +101,9 @@ void CheckFile(const std::string& json_path, kernels::ThreadPool* pool, bool con
   const Tolerance tol = ToleranceFor(**model, g, converted);
   std::unique_ptr<FeedForward> ffn;
   if (cache_share >= 0) {
-    size_t bundle_bytes = 0;
-    for (const LayerBundles& lb : (*model)->weights().bundles->layers) {
-      bundle_bytes += lb.record_bytes * lb.neuron_ids.size();
-    }
     SparsityOptions so;
-    so.cache_bytes = static_cast<size_t>(cache_share * static_cast<double>(bundle_bytes));
+    so.cache_bytes = static_cast<size_t>(
+        cache_share * static_cast<double>((*model)->weights().bundles->bundle_bytes()));
     auto plan = MakeSparsePlan(**model, so, pool);
     ASSERT_TRUE(plan.ok()) << plan.status().ToString();
     ASSERT_NE((*plan)->store, nullptr);

@@ -13,7 +13,7 @@
 #include <regex>
 #include <thread>
 
-#include "engine/tools/bundle_convert.h"
+#include "tests/util/converted_model.h"
 #include "tests/util/golden.h"
 #include "tests/util/sparrowd_process.h"
 #include "tests/util/test_paths.h"
@@ -208,16 +208,14 @@ TEST_F(SparrowdTest, MetricsCountRequests) {
 TEST(SparrowdFlashTest, ServesAConvertedModelFromFlashWithItsCounters) {
   const std::string src = testing::SharedDir() + "/pwri/models/pwri-bamboo-q4_0.gguf";
   if (!testing::FileExists(src)) GTEST_SKIP() << src << " is missing";
-  tools::ConvertOptions co;
-  co.model = src;
-  co.output = testing::TempPath("sparrowd-bamboo.bundles.gguf");
-  ASSERT_TRUE(tools::ConvertToBundles(co).ok());
+  const std::string converted = testing::ConvertedCopy(src, "sparrowd-bamboo");
+  ASSERT_FALSE(converted.empty());
   const std::string request =
       R"({"prompt": "Once upon a time", "max_tokens": 12, "temperature": 0})";
   std::string texts[2];
   for (int flash = 0; flash < 2; ++flash) {
     testing::SparrowdProcess::Options o;
-    o.args = {"--model", co.output, "--port", "0", "--grpc-port", "-1", "--threads", "1"};
+    o.args = {"--model", converted, "--port", "0", "--grpc-port", "-1", "--threads", "1"};
     if (flash) o.args.insert(o.args.end(), {"--cache-mb", "0"});
     std::string error;
     auto p = testing::SparrowdProcess::Start(testing::SparrowdProcess::Binary(SPARROWD), o, &error);

@@ -1,6 +1,7 @@
 #pragma once
-// A small PowerInfer-format synthetic model (64 x 256 neurons, 2 layers, a predictor) written and
-// converted to neuron bundles (sparrow convert), for the tests of what reads those records.
+// Models converted to neuron bundles (sparrow convert) for the tests of what reads their records:
+// a copy of a given file, or a small PowerInfer-format synthetic model (64 x 256 neurons, 2
+// layers, a predictor).
 // Header-only: its users link sparrow_tools.
 #include <gtest/gtest.h>
 
@@ -12,6 +13,17 @@
 #include "tests/util/test_paths.h"
 
 namespace sparrow::testing {
+
+// `src` converted (sparrow convert, file order) to TempPath(name + "-bundles.gguf"), whose path
+// is returned; "" (and a failed test) on error.
+inline std::string ConvertedCopy(const std::string& src, const std::string& name) {
+  tools::ConvertOptions o;
+  o.model = src;
+  o.output = TempPath(name + "-bundles.gguf");
+  auto sum = tools::ConvertToBundles(o);
+  EXPECT_TRUE(sum.ok()) << sum.status().ToString();
+  return sum.ok() ? o.output : "";
+}
 
 // The converted file's path (under TempPath, named after `name`); fails the test on error.
 inline std::string WriteConvertedSyntheticModel(const std::string& name, TensorType type) {
@@ -28,12 +40,7 @@ inline std::string WriteConvertedSyntheticModel(const std::string& name, TensorT
   if (!w.ok()) return "";
   const std::string src = TempPath(name + "-src.gguf");
   EXPECT_TRUE(w->WriteFile(src).ok());
-  tools::ConvertOptions o;
-  o.model = src;
-  o.output = TempPath(name + "-bundles.gguf");
-  auto sum = tools::ConvertToBundles(o);
-  EXPECT_TRUE(sum.ok()) << sum.status().ToString();
-  return o.output;
+  return ConvertedCopy(src, name);
 }
 
 }  // namespace sparrow::testing

@@ -13,7 +13,7 @@
 #include "engine/runtime/generate.h"
 #include "engine/sparse/sparse_plan.h"
 #include "engine/tokenizer/tokenizer.h"
-#include "engine/tools/bundle_convert.h"
+#include "tests/util/converted_model.h"
 #include "tests/util/fault_env.h"
 #include "tests/util/golden.h"
 #include "tests/util/test_paths.h"
@@ -208,11 +208,9 @@ TEST_F(SchedulerTest, SparseModelRequestsEqualEachAlone) {
 TEST_F(SchedulerTest, FlashReadFailuresFailOnlyTheRequestsThatNeededThem) {
   const std::string src = testing::SharedDir() + "/pwri/models/pwri-bamboo-q4_0.gguf";
   if (!testing::FileExists(src)) GTEST_SKIP() << src << " is missing";
-  tools::ConvertOptions co;
-  co.model = src;
-  co.output = testing::TempPath("sched-bamboo.bundles.gguf");
-  ASSERT_TRUE(tools::ConvertToBundles(co).ok());
-  auto m = Model::Load(co.output);
+  const std::string converted = testing::ConvertedCopy(src, "sched-bamboo");
+  ASSERT_FALSE(converted.empty());
+  auto m = Model::Load(converted);
   ASSERT_TRUE(m.ok()) << m.status().ToString();
   model_ = std::move(m).value();
   kernels::ThreadPool pool(2);
@@ -254,7 +252,7 @@ TEST_F(SchedulerTest, FlashReadFailuresFailOnlyTheRequestsThatNeededThem) {
     if (info.reason == FinishReason::kError) {
       ++failed;
       EXPECT_EQ(info.status.code(), StatusCode::kIoError);
-      EXPECT_NE(info.status.message().find(co.output), std::string::npos) << info.status.ToString();
+      EXPECT_NE(info.status.message().find(converted), std::string::npos) << info.status.ToString();
     } else {
       ++finished;
       EXPECT_EQ(sinks[i]->tokens(), Alone(prompts[i % prompts.size()], 16)) << "request " << i;

@@ -221,7 +221,9 @@ TEST_F(NeuronStoreTest, AThrashingCacheGivesItsBytesToTheHotSegment) {
     const NeuronStoreStats st = s->stats();
     EXPECT_EQ(st.hot_share, reuse ? 0.5 : 1.0);
     EXPECT_LE(st.hot_bytes + st.cache.capacity * record_bytes(), all_bytes() / 8);
-    if (!reuse) EXPECT_GT(st.hot_records, 16 * n_layer);  // growing toward 32 per layer
+    if (!reuse) {
+      EXPECT_GT(st.hot_records, 16 * n_layer);  // growing toward 32 per layer
+    }
   }
 }
 

@@ -295,10 +295,7 @@ TEST_F(ProfileTest, ConvertedModelFromFlashComputesTheSame) {
   std::vector<float> unconverted_logits, in_memory;
   const std::vector<int32_t> want = greedy(**src, std::nullopt, &unconverted_logits);
   EXPECT_EQ(greedy(**conv, std::nullopt, &in_memory), want);
-  size_t bundle_bytes = 0;
-  for (const LayerBundles& lb : (*conv)->weights().bundles->layers) {
-    bundle_bytes += lb.record_bytes * lb.neuron_ids.size();
-  }
+  const auto bundle_bytes = static_cast<double>((*conv)->weights().bundles->bundle_bytes());
   for (double share : {0.0, 0.1, 0.4, 1.0}) {
     SCOPED_TRACE("cache share " + std::to_string(share));
     std::vector<float> from_flash;
