@@ -1,6 +1,7 @@
 #include "engine/common/env.h"
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -86,7 +87,8 @@ class PosixRandomAccessFile : public RandomAccessFile {
   std::string_view read_backend() const override {
     return ring_ok_ ? "io_uring" : "pread";
   }
-  Status ReadBatch(std::span<ReadRequest> reqs) const override;
+  using RandomAccessFile::ReadBatch;
+  Status ReadBatch(std::span<ReadRequest> reqs, const ReadDoneFn& on_done) const override;
 #endif
 
  private:
@@ -115,8 +117,9 @@ class PosixRandomAccessFile : public RandomAccessFile {
 };
 
 #ifdef SPARROW_HAVE_LIBURING
-Status PosixRandomAccessFile::ReadBatch(std::span<ReadRequest> reqs) const {
-  if (!ring_ok_ || reqs.size() < 2) return RandomAccessFile::ReadBatch(reqs);
+Status PosixRandomAccessFile::ReadBatch(std::span<ReadRequest> reqs,
+                                        const ReadDoneFn& on_done) const {
+  if (!ring_ok_ || reqs.size() < 2) return RandomAccessFile::ReadBatch(reqs, on_done);
   std::lock_guard<std::mutex> lock(ring_mu_);
   std::vector<uint64_t> started(reqs.size());
   size_t next = 0, in_flight = 0, done = 0;
@@ -134,6 +137,7 @@ Status PosixRandomAccessFile::ReadBatch(std::span<ReadRequest> reqs) const {
     }
     r.micros = SteadyMicros() - started[i];
     if (!r.status.ok() && first.ok()) first = r.status;
+    if (on_done) on_done(i);
   };
   while (done < reqs.size()) {
     while (next < reqs.size() && in_flight < static_cast<size_t>(depth_)) {
@@ -152,7 +156,10 @@ Status PosixRandomAccessFile::ReadBatch(std::span<ReadRequest> reqs) const {
       // reaped below; nothing is left pending.
       const Status st = IoError(path_ + ": io_uring submission failed: " + std::strerror(-ret));
       if (first.ok()) first = st;
-      for (; next < reqs.size(); ++next, ++done) reqs[next].status = st;
+      for (; next < reqs.size(); ++next, ++done) {
+        reqs[next].status = st;
+        if (on_done) on_done(next);
+      }
     }
     io_uring_cqe* cqe = nullptr;
     unsigned head = 0, seen = 0;
@@ -180,8 +187,56 @@ Status PosixRandomAccessFile::ReadBatch(std::span<ReadRequest> reqs) const {
 }
 #endif
 
+class PosixMappedFile : public MappedFile {
+ public:
+  PosixMappedFile(std::string path, void* mapping, uint64_t size)
+      : path_(std::move(path)), mapping_(mapping), size_(size) {}
+  ~PosixMappedFile() override {
+    if (mapping_) munmap(mapping_, static_cast<size_t>(size_));
+  }
+  const uint8_t* data() const override { return static_cast<const uint8_t*>(mapping_); }
+  uint64_t size() const override { return size_; }
+  const std::string& path() const override { return path_; }
+
+ private:
+  std::string path_;
+  void* mapping_;
+  uint64_t size_;
+};
+
 class PosixEnv : public Env {
  public:
+  Result<std::unique_ptr<MappedFile>> MapReadOnly(const std::string& path) override {
+    const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+      const int err = errno;
+      if (err == ENOENT) return NotFound(path + ": no such file");
+      return IoError(path + ": cannot open: " + std::strerror(err));
+    }
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+      const int err = errno;
+      close(fd);
+      return IoError(path + ": cannot stat: " + std::strerror(err));
+    }
+    if (!S_ISREG(st.st_mode)) {
+      close(fd);
+      return InvalidArgument(path + ": not a regular file");
+    }
+    void* m = nullptr;
+    if (st.st_size > 0) {
+      m = mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ, MAP_PRIVATE, fd, 0);
+      if (m == MAP_FAILED) {
+        const int err = errno;
+        close(fd);
+        return IoError(path + ": cannot map: " + std::strerror(err));
+      }
+    }
+    close(fd);
+    return std::unique_ptr<MappedFile>(
+        std::make_unique<PosixMappedFile>(path, m, static_cast<uint64_t>(st.st_size)));
+  }
+
   Result<std::unique_ptr<RandomAccessFile>> OpenRandomAccess(const std::string& path,
                                                              const FileOptions& o) override {
     int fd = -1;
@@ -217,13 +272,15 @@ class PosixEnv : public Env {
 
 }  // namespace
 
-Status RandomAccessFile::ReadBatch(std::span<ReadRequest> reqs) const {
+Status RandomAccessFile::ReadBatch(std::span<ReadRequest> reqs, const ReadDoneFn& on_done) const {
   Status first = Status::Ok();
-  for (ReadRequest& r : reqs) {
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    ReadRequest& r = reqs[i];
     const uint64_t t0 = SteadyMicros();
     r.status = ReadAt(r.offset, r.n, r.dst);
     r.micros = SteadyMicros() - t0;
     if (!r.status.ok() && first.ok()) first = r.status;
+    if (on_done) on_done(i);
   }
   return first;
 }

@@ -4,6 +4,7 @@
 // is the POSIX one; thread-safe.
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -46,18 +47,38 @@ class RandomAccessFile {
   virtual size_t alignment() const = 0;
   virtual const std::string& path() const = 0;
 
+  // Called on the reading thread as each request completes (its status and micros set), so that
+  // a consumer can use what has arrived while the rest is still in flight.
+  using ReadDoneFn = std::function<void(size_t index)>;
   // Issues every request, up to the queue depth at once, each getting its own status (as ReadAt
   // would give it) and latency; returns the first error. Requests must not overlap in dst.
+  // `on_done` (may be empty) hears of each request as it completes, in completion order.
   // This default reads them one by one.
-  virtual Status ReadBatch(std::span<ReadRequest> requests) const;
+  virtual Status ReadBatch(std::span<ReadRequest> requests, const ReadDoneFn& on_done) const;
+  Status ReadBatch(std::span<ReadRequest> requests) const { return ReadBatch(requests, {}); }
   // "io_uring" when ReadBatch keeps several reads in flight, "pread" otherwise.
   virtual std::string_view read_backend() const { return "pread"; }
+};
+
+// A whole file mapped read-only: a model's weights are used in place from it, and its pages
+// are the kernel's to drop and re-read (a budget-friendly mapping: nothing of it is anonymous).
+class MappedFile {
+ public:
+  virtual ~MappedFile() = default;
+  // Null when the file is empty.
+  virtual const uint8_t* data() const = 0;
+  virtual uint64_t size() const = 0;
+  virtual const std::string& path() const = 0;
 };
 
 class Env {
  public:
   virtual ~Env() = default;
   static Env* Default();
+
+  // Maps `path` whole. A missing file is NotFound, anything but a regular file InvalidArgument,
+  // other failures IoError; each names the path.
+  virtual Result<std::unique_ptr<MappedFile>> MapReadOnly(const std::string& path) = 0;
 
   virtual Result<std::unique_ptr<RandomAccessFile>> OpenRandomAccess(
       const std::string& path, const FileOptions& options) = 0;

@@ -1,12 +1,6 @@
 #include "engine/model/gguf_file.h"
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <cstring>
 
 #include "engine/model/byte_reader.h"
@@ -214,41 +208,17 @@ bool GgufValue::IsInteger() const {
   }
 }
 
-GgufFile::~GgufFile() {
-  if (mapping_) ::munmap(mapping_, size_);
-}
+GgufFile::~GgufFile() = default;
 
-Result<std::unique_ptr<GgufFile>> GgufFile::Open(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    int err = errno;
-    if (err == ENOENT) return NotFound(path + ": no such file");
-    return IoError(path + ": cannot open: " + std::strerror(err));
-  }
-  struct stat st;
-  if (::fstat(fd, &st) != 0) {
-    int err = errno;
-    ::close(fd);
-    return IoError(path + ": cannot stat: " + std::strerror(err));
-  }
-  if (!S_ISREG(st.st_mode)) {
-    ::close(fd);
-    return InvalidArgument(path + ": not a regular file");
-  }
-  if (st.st_size == 0) {
-    ::close(fd);
-    return Corrupt(path + ": file is empty (0 bytes), not a GGUF model");
-  }
-  void* m = ::mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ, MAP_PRIVATE, fd, 0);
-  int err = errno;
-  ::close(fd);
-  if (m == MAP_FAILED) return IoError(path + ": cannot map: " + std::strerror(err));
-
+Result<std::unique_ptr<GgufFile>> GgufFile::Open(const std::string& path, Env* env) {
+  if (!env) env = Env::Default();
+  SPARROW_ASSIGN_OR_RETURN(std::unique_ptr<MappedFile> m, env->MapReadOnly(path));
+  if (m->size() == 0) return Corrupt(path + ": file is empty (0 bytes), not a GGUF model");
   std::unique_ptr<GgufFile> f(new GgufFile());
   f->path_ = path;
-  f->mapping_ = m;
-  f->base_ = static_cast<const uint8_t*>(m);
-  f->size_ = static_cast<uint64_t>(st.st_size);
+  f->base_ = m->data();
+  f->size_ = m->size();
+  f->mapping_ = std::move(m);
   Status s = f->Parse();
   if (!s.ok()) return s.WithContext(path);
   return f;

@@ -12,6 +12,7 @@
 #include <variant>
 #include <vector>
 
+#include "engine/common/env.h"
 #include "engine/common/result.h"
 #include "engine/common/tensor_type.h"
 
@@ -74,8 +75,9 @@ class GgufFile {
   GgufFile(const GgufFile&) = delete;
   GgufFile& operator=(const GgufFile&) = delete;
 
-  // Maps and validates `path`. Errors name the file and the field at fault.
-  static Result<std::unique_ptr<GgufFile>> Open(const std::string& path);
+  // Maps (through `env`; null: Env::Default()) and validates `path`. Errors name the file and
+  // the field at fault.
+  static Result<std::unique_ptr<GgufFile>> Open(const std::string& path, Env* env = nullptr);
   // Parses an in-memory image (fuzzing, tests). `bytes` must outlive the object.
   static Result<std::unique_ptr<GgufFile>> FromMemory(std::span<const uint8_t> bytes,
                                                       std::string display_name = "<memory>");
@@ -120,7 +122,7 @@ class GgufFile {
   std::string path_;
   const uint8_t* base_ = nullptr;
   uint64_t size_ = 0;
-  void* mapping_ = nullptr;  // non-null when we own an mmap
+  std::unique_ptr<MappedFile> mapping_;  // null for FromMemory
   uint32_t version_ = 0;
   bool powerinfer_ = false;
   uint64_t alignment_ = 32;

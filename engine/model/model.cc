@@ -2,9 +2,9 @@
 
 namespace sparrow {
 
-Result<std::unique_ptr<Model>> Model::Load(const std::string& path) {
+Result<std::unique_ptr<Model>> Model::Load(const std::string& path, Env* env) {
   std::unique_ptr<Model> m(new Model());
-  SPARROW_ASSIGN_OR_RETURN(m->file_, GgufFile::Open(path));
+  SPARROW_ASSIGN_OR_RETURN(m->file_, GgufFile::Open(path, env));
   auto config = ReadModelConfig(*m->file_);
   if (!config.ok()) return config.status().WithContext(path);
   m->config_ = std::move(config).value();

@@ -13,8 +13,9 @@ namespace sparrow {
 
 class Model {
  public:
-  // Opens, validates and binds `path`. Errors start with the path.
-  static Result<std::unique_ptr<Model>> Load(const std::string& path);
+  // Opens (through `env`; null: Env::Default()), validates and binds `path`. Errors start with
+  // the path.
+  static Result<std::unique_ptr<Model>> Load(const std::string& path, Env* env = nullptr);
 
   const GgufFile& file() const { return *file_; }
   const ModelConfig& config() const { return config_; }

@@ -27,7 +27,7 @@ uint8_t* BundleReader::Bounce(size_t n) {
 }
 
 Status BundleReader::Read(int32_t layer, std::span<const int32_t> ids, uint8_t* const* dst,
-                          std::vector<int32_t>* failed) {
+                          std::vector<int32_t>* failed, const RecordsDoneFn& on_records) {
   const LayerBundles& lb = layout_.layers.at(layer);
   const uint64_t rec = lb.record_bytes;
   const uint64_t align = file_->alignment();
@@ -67,6 +67,7 @@ Status BundleReader::Read(int32_t layer, std::span<const int32_t> ids, uint8_t* 
     if (!buf && bounce > 0) {
       for (const Run& run : runs_) {
         for (size_t k = run.first; k < run.last; ++k) failed->push_back(order_[k]);
+        if (on_records) on_records(&order_[run.first], run.last - run.first, false);
       }
       if (first.ok()) {
         first = ResourceExhausted("no memory for a read buffer of " + std::to_string(bounce) +
@@ -77,10 +78,9 @@ Status BundleReader::Read(int32_t layer, std::span<const int32_t> ids, uint8_t* 
     for (size_t r = 0; r < runs_.size(); ++r) {
       if (runs_[r].bounce != kInPlace) requests_[r].dst = buf + runs_[r].bounce;
     }
-    Status st = file_->ReadBatch(requests_);
-    if (!st.ok() && first.ok()) first = st;
-    Account();
-    for (size_t r = 0; r < runs_.size(); ++r) {
+    // Each run's records are put in place and announced as its read completes, while the others
+    // are still in flight.
+    auto done = [&](size_t r) {
       const Run& run = runs_[r];
       const bool ok = requests_[r].status.ok();
       for (size_t k = run.first; k < run.last; ++k) {
@@ -90,7 +90,11 @@ Status BundleReader::Read(int32_t layer, std::span<const int32_t> ids, uint8_t* 
           std::memcpy(dst[order_[k]], buf + run.bounce + run.skip + (k - run.first) * rec, rec);
         }
       }
-    }
+      if (on_records) on_records(&order_[run.first], run.last - run.first, ok);
+    };
+    Status st = file_->ReadBatch(requests_, done);
+    if (!st.ok() && first.ok()) first = st;
+    Account();
   }
   return first;
 }

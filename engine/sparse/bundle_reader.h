@@ -8,6 +8,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -40,11 +41,16 @@ class BundleReader {
 
   const RandomAccessFile& file() const { return *file_; }
 
+  // Hears of records as their read completes (on the reading thread): `n` indices into ids, and
+  // whether they were read (their dst then holds them) or failed.
+  using RecordsDoneFn = std::function<void(const int32_t* ks, size_t n, bool ok)>;
+
   // Reads the records `ids` (distinct, any order) of `layer` into dst[k], record_bytes each.
   // Records whose read failed are listed in `failed` (indices into ids); the first error is
-  // returned, naming the file and offset. The other records are delivered.
+  // returned, naming the file and offset. The other records are delivered, each announced to
+  // `on_records` (may be empty) as soon as it is in place.
   Status Read(int32_t layer, std::span<const int32_t> ids, uint8_t* const* dst,
-              std::vector<int32_t>* failed);
+              std::vector<int32_t>* failed, const RecordsDoneFn& on_records = {});
 
   BundleReadStats stats() const;
 

@@ -84,9 +84,13 @@ NeuronStore::NeuronStore(const NeuronBundleLayout& layout, std::unique_ptr<Bundl
       reader_(std::move(reader)),
       cache_(std::make_unique<NeuronCache>(n_layer_, n_ff_, record_bytes_, 0)),
       hot_base_(static_cast<size_t>(n_layer_), nullptr),
-      hot_(static_cast<size_t>(n_layer_), 0) {}
+      hot_(static_cast<size_t>(n_layer_), 0),
+      env_(options.env ? options.env : Env::Default()),
+      io_(std::make_unique<IoThread>()) {}
 
 NeuronStore::~NeuronStore() {
+  if (reading_) (void)Finish(&read_failed_);
+  io_.reset();
   for (uint8_t* p : hot_base_) {
     if (p) munmap(p, PageRoundUp(static_cast<size_t>(n_ff_) * record_bytes_));
   }
@@ -121,7 +125,10 @@ Status NeuronStore::ReadRecords(int32_t layer, int64_t first, int64_t last, uint
   std::vector<uint8_t*> dst(ids.size());
   for (size_t k = 0; k < ids.size(); ++k) dst[k] = base + static_cast<size_t>(ids[k]) * rec;
   std::vector<int32_t> failed;
-  Status st = reader_->Read(layer, ids, dst.data(), &failed);
+  Status st;
+  const uint64_t t0 = env_->NowMicros();
+  io_->Run([&] { st = reader_->Read(layer, ids, dst.data(), &failed); });
+  Waited(t0);
   for (int32_t k : failed) *first_failed = std::min<int64_t>(*first_failed, ids[k]);
   return st;
 }
@@ -176,6 +183,11 @@ Status NeuronStore::AdjustHot(int32_t layer, size_t max_bytes) {
 
 Status NeuronStore::Acquire(int32_t layer, std::span<const int32_t> ids, const uint8_t** records,
                             std::vector<int32_t>* failed) {
+  Start(layer, ids, records);
+  return Finish(failed);
+}
+
+void NeuronStore::Start(int32_t layer, std::span<const int32_t> ids, const uint8_t** records) {
   // Growing the hot segment back, a little per step, outside the pinned section.
   Status grow = AdjustHot(layer, size_t{4} << 20);
   (void)grow;  // a failed read leaves the segment shorter; the records are read on demand
@@ -218,23 +230,63 @@ Status NeuronStore::Acquire(int32_t layer, std::span<const int32_t> ids, const u
     read_from_.push_back(j);
   }
   for (size_t j = 0; j < slots_.size(); ++j) records[cache_index_[j]] = slots_[j];
+  pending_.clear();
   for (size_t r = 0; r < read_dst_.size(); ++r) {
     records[cache_index_[read_from_[r]]] = read_dst_[r];
+    pending_.push_back(cache_index_[read_from_[r]]);
   }
   read_failed_.clear();
-  Status st = Status::Ok();
-  if (!read_ids_.empty()) st = reader_->Read(layer, read_ids_, read_dst_.data(), &read_failed_);
+  read_status_ = Status::Ok();
+  arrivals_.Reset(read_ids_.size());
+  reading_ = true;
+  if (read_ids_.empty()) {
+    arrivals_.Close();
+    return;
+  }
+  io_->Post([this, layer] {
+    io_indices_.resize(read_ids_.size());
+    read_status_ = reader_->Read(layer, read_ids_, read_dst_.data(), &read_failed_,
+                                 [this](const int32_t* rs, size_t n, bool ok) {
+                                   for (size_t i = 0; i < n; ++i) io_indices_[i] = pending_[rs[i]];
+                                   arrivals_.Push(io_indices_.data(), n, ok);
+                                 });
+    arrivals_.Close();
+  });
+}
+
+std::span<const int32_t> NeuronStore::Arrived(size_t want) {
+  const uint64_t t0 = env_->NowMicros();
+  const std::span<const int32_t> landed = arrivals_.Take(want);
+  Waited(t0);
+  return landed;
+}
+
+void NeuronStore::Waited(uint64_t since) {
+  wait_micros_ += env_->NowMicros() - since;
+}
+
+Status NeuronStore::Finish(std::vector<int32_t>* failed) {
+  if (!reading_) return Status::Ok();
+  const uint64_t t0 = env_->NowMicros();
+  arrivals_.WaitClosed();
+  Waited(t0);
+  reading_ = false;
   cache_failed_.clear();
   for (int32_t r : read_failed_) {
     const int32_t j = read_from_[r];
     failed->push_back(cache_index_[j]);
     if (slots_[j] != nullptr) cache_failed_.push_back(j);  // the slot is dropped on Release
   }
-  return st;
+  return read_status_;
 }
 
 void NeuronStore::Release() {
   if (layer_ < 0) return;
+  if (reading_) {
+    // Released without Finish: the reads still land in the pinned slots; wait for them.
+    std::vector<int32_t> failed;
+    (void)Finish(&failed);
+  }
   cache_->Release(layer_, cache_ids_, slots_, cache_failed_);
   layer_ = -1;
   ++window_calls_;
@@ -309,6 +361,7 @@ NeuronStoreStats NeuronStore::stats() const {
   st.hot_records = hot_total_;
   st.hot_bytes = static_cast<size_t>(st.hot_records) * record_bytes_;
   st.layer_reads = layer_reads_;
+  st.wait_micros = wait_micros_;
   st.staging_bytes = staging_mapped_;
   st.capacity_bytes = capacity_bytes_;
   st.hot_share = hot_share_;

@@ -9,9 +9,11 @@
 // The budget is one number, split between the two segments by `hot_share`; Resize() is the one
 // entry point that moves it.
 //
-// Threads: the step in flight (one thread at a time) calls Acquire/Release/ReadLayer; Resize()
-// and stats() may be called from any thread. A shrink of the hot segment waits for the records
-// of the step's current layer to be released (at most one layer's compute).
+// Threads: the step in flight (one thread at a time) calls Start/Acquire/Release/ReadLayer;
+// Resize() and stats() may be called from any thread. A shrink of the hot segment waits for the
+// records of the step's current layer to be released (at most one layer's compute). Every read
+// of the file is made by the store's one IoThread: a step's misses are posted to it and announced
+// as they land (Start/Arrived), so compute works on what is in memory while they are in flight.
 #include <atomic>
 #include <condition_variable>
 #include <cstddef>
@@ -27,7 +29,9 @@
 #include "engine/common/result.h"
 #include "engine/model/model.h"
 #include "engine/sparse/bundle_reader.h"
+#include "engine/sparse/io_thread.h"
 #include "engine/sparse/neuron_cache.h"
+#include "engine/sparse/record_arrivals.h"
 
 namespace sparrow {
 
@@ -53,11 +57,13 @@ struct NeuronStoreStats {
   int64_t hot_hits = 0;     // records served by the hot segment
   int64_t hot_records = 0;  // records held in the hot segment now (all layers)
   size_t hot_bytes = 0;
-  int64_t layer_reads = 0;    // whole layers read for batches that need most neurons (prefill)
-  size_t staging_bytes = 0;   // the buffer those are read into (one layer)
-  size_t capacity_bytes = 0;  // what Resize (or the options) asked for
-  double hot_share = 0;       // now (the adaptive rule may have raised it)
-  bool direct = false;        // reads bypass the page cache
+  int64_t layer_reads = 0;  // whole layers read for batches that need most neurons (prefill)
+  // Time the step waited for flash (reads not hidden behind compute), microseconds.
+  uint64_t wait_micros = 0;
+  size_t staging_bytes = 0;                 // the buffer those are read into (one layer)
+  size_t capacity_bytes = 0;                // what Resize (or the options) asked for
+  double hot_share = 0;                     // now (the adaptive rule may have raised it)
+  bool direct = false;                      // reads bypass the page cache
   std::string_view read_backend = "pread";  // "io_uring" when reads are issued together
 };
 
@@ -82,6 +88,20 @@ class NeuronStore {
                  std::vector<int32_t>* failed);
   void Release();
 
+  // Acquire in steps, for compute that overlaps the reads (PowerInfer-2's neuron-cluster
+  // pipeline): Start pins like Acquire and sets every records[k], but returns once the hits are
+  // known; records[k] may be used at once for every k not in pending(), and the others as
+  // Arrived() hands them out. Finish (before Release) waits for the last read.
+  void Start(int32_t layer, std::span<const int32_t> ids, const uint8_t** records);
+  // Indices into Start's ids whose records are being read.
+  std::span<const int32_t> pending() const { return pending_; }
+  // Waits until `want` more pending records (or all the rest) have arrived and returns those
+  // read well since the last call (indices into ids). Empty once every one has arrived.
+  std::span<const int32_t> Arrived(size_t want);
+  // Waits for Start's reads to end: appends the indices whose read failed to `failed` and
+  // returns the first error, naming the file and offset.
+  Status Finish(std::vector<int32_t>* failed);
+
   // Every record of `layer`, in sequential reads, into the store's staging buffer; *records
   // receives it (record k at k * record_bytes; valid until the next ReadLayer). For batches that
   // use most neurons, where reading all of a layer in large reads beats gathering.
@@ -104,8 +124,8 @@ class NeuronStore {
   uint8_t* HotRecord(int32_t layer, int64_t k) const;
   // Gives back the hot segment's pages of records [keep, end) of `layer` (MADV_DONTNEED).
   void DropHotPages(int32_t layer, int64_t keep, int64_t end);
-  // Reads records [first, last) of `layer` to base + k * record bytes; lowers *first_failed to
-  // the first record whose read failed.
+  // Reads records [first, last) of `layer` to base + k * record bytes (on the I/O thread, waiting
+  // for it); lowers *first_failed to the first record whose read failed.
   Status ReadRecords(int32_t layer, int64_t first, int64_t last, uint8_t* base,
                      int64_t* first_failed);
   // Marks the hot segment in use by the step (a shrink waits for Unpin).
@@ -130,6 +150,10 @@ class NeuronStore {
   std::vector<int64_t> hot_;
   std::atomic<int64_t> hot_target_{0};
   std::atomic<int64_t> hot_total_{0}, hot_hits_{0}, layer_reads_{0};
+  std::atomic<uint64_t> wait_micros_{0};
+  // Adds the time since `since` (Env clock) to wait_micros_.
+  void Waited(uint64_t since);
+  Env* env_;
   std::atomic<size_t> capacity_bytes_{0};
   mutable std::mutex hot_mu_;
   std::condition_variable hot_cv_;
@@ -142,9 +166,18 @@ class NeuronStore {
   // The pinned layer's state, for Release.
   int32_t layer_ = -1;
   std::vector<int32_t> cache_ids_, cache_index_, misses_, cache_failed_;
-  std::vector<int32_t> read_ids_, read_from_, read_failed_;  // reads of the Acquire
+  std::vector<int32_t> read_ids_, read_from_, read_failed_;  // reads of the Start
+  std::vector<int32_t> pending_;                             // read_ids_ as indices into ids
   std::vector<uint8_t*> slots_, read_dst_;
   std::vector<uint8_t> bypass_;
+  // The Start's reads: announced through arrivals_ by the I/O thread, which writes read_failed_
+  // and read_status_ before it closes the round.
+  RecordArrivals arrivals_;
+  Status read_status_;
+  bool reading_ = false;             // a Start's reads are not finished yet
+  std::vector<int32_t> io_indices_;  // the I/O thread's: read indices mapped to ids indices
+
+  std::unique_ptr<IoThread> io_;  // stopped first, in the destructor
 };
 
 }  // namespace sparrow

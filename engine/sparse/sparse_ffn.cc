@@ -112,24 +112,7 @@ Status SparseFfn::FromStore(int64_t il, const FfnInput& in, int64_t n_sparse, fl
     // Gathering pays while the step's tokens share few neurons; a step that uses most of them
     // (a prompt under PowerInfer's masking) reads the layer whole, below.
     if (n == 1 || static_cast<int64_t>(union_.size()) * 2 <= c.n_ff) {
-      recs_.resize(union_.size());
-      failed_ids_.clear();
-      Status st =
-          plan_->store->Acquire(static_cast<int32_t>(il), union_, recs_.data(), &failed_ids_);
-      bad_.assign(union_.size(), 0);
-      for (int32_t k : failed_ids_) bad_[k] = 1;
-      for (int64_t t = 0; t < n; ++t) {
-        const bool ok = std::none_of(&tok_ids_[tok_start_[t]], &tok_ids_[tok_start_[t + 1]],
-                                     [&](int32_t id) { return bad_[pos_[id]] != 0; });
-        if (ok) {
-          TokenFromRecords(il, t, in, out + t * c.n_embd);
-          continue;
-        }
-        std::fill_n(out + t * c.n_embd, c.n_embd, 0.0f);
-        if (in.failed) in.failed[t] = 1;
-      }
-      plan_->store->Release();
-      return st;
+      return GatherFromStore(il, in, out);
     }
   }
   const uint8_t* records = nullptr;
@@ -158,33 +141,94 @@ Status SparseFfn::FromStore(int64_t il, const FfnInput& in, int64_t n_sparse, fl
   return Status::Ok();
 }
 
-void SparseFfn::TokenFromRecords(int64_t il, int64_t t, const FfnInput& in, float* out) {
+Status SparseFfn::GatherFromStore(int64_t il, const FfnInput& in, float* out) {
+  const ModelConfig& c = model_.config();
+  const int64_t n = in.n;
+  NeuronStore& store = *plan_->store;
+  recs_.resize(union_.size());
+  store.Start(static_cast<int32_t>(il), union_, recs_.data());
+  // The products of the records in memory (hot segment, cache hits) first, while the misses are
+  // read; then each cluster of misses as it lands. A row's product does not depend on which
+  // others it is computed with, so the result is the same bits as all at once.
+  batch_of_.assign(union_.size(), 1);
+  for (int32_t k : store.pending()) batch_of_[k] = 0;
+  up_dot_.resize(tok_ids_.size());
+  gate_dot_.resize(tok_ids_.size());
+  DotsFor(il, in, 1);
+  // Small enough that compute starts soon after the first reads land, large enough that each
+  // product call keeps the threads busy (MatMulRowPointers hands out 32 rows a task).
+  constexpr size_t kClusterRecords = 64;
+  for (int32_t batch = 2;; ++batch) {
+    const std::span<const int32_t> landed = store.Arrived(kClusterRecords);
+    if (landed.empty()) break;
+    for (int32_t k : landed) batch_of_[k] = batch;
+    DotsFor(il, in, batch);
+  }
+  failed_ids_.clear();
+  const Status st = store.Finish(&failed_ids_);
+  bad_.assign(union_.size(), 0);
+  for (int32_t k : failed_ids_) bad_[k] = 1;
+  for (int64_t t = 0; t < n; ++t) {
+    const bool ok = std::none_of(&tok_ids_[tok_start_[t]], &tok_ids_[tok_start_[t + 1]],
+                                 [&](int32_t id) { return bad_[pos_[id]] != 0; });
+    if (ok) {
+      TokenFromDots(il, t, out + t * c.n_embd);
+      continue;
+    }
+    std::fill_n(out + t * c.n_embd, c.n_embd, 0.0f);
+    if (in.failed) in.failed[t] = 1;
+  }
+  store.Release();
+  return st;
+}
+
+void SparseFfn::DotsFor(int64_t il, const FfnInput& in, int32_t batch) {
   const ModelConfig& c = model_.config();
   const LayerWeights& l = model_.weights().layers[il];
   const LayerBundles& lb = plan_->store->layout().layers[il];
   const bool gate_in_bundle = plan_->store->layout().gate_in_bundle;
+  const bool gated = plan_->policy == SparsePolicy::kPredictor;
+  const TensorType gate_type = gate_in_bundle ? lb.gate_type : l.ffn_gate.type;
+  for (int64_t t = 0; t < in.n; ++t) {
+    // This token's neurons of the batch: their rows and where their products go.
+    gate_ptrs_.clear();
+    up_ptrs_.clear();
+    dot_at_.clear();
+    for (int32_t j = tok_start_[t]; j < tok_start_[t + 1]; ++j) {
+      const int32_t id = tok_ids_[j];
+      if (batch_of_[pos_[id]] != batch) continue;
+      const uint8_t* rec = recs_[pos_[id]];
+      up_ptrs_.push_back(rec + lb.up_offset);
+      if (gated) {
+        gate_ptrs_.push_back(gate_in_bundle ? rec + lb.gate_offset
+                                            : static_cast<const uint8_t*>(l.ffn_gate.data) +
+                                                  id * l.ffn_gate.row_stride_bytes);
+      }
+      dot_at_.push_back(j);
+    }
+    const auto k = static_cast<int64_t>(dot_at_.size());
+    if (k == 0) continue;
+    const float* normed = in.normed + t * c.n_embd;
+    float* y = Grow(dense_out_, static_cast<size_t>(k));
+    kernels::MatMulRowPointers(lb.up_type, c.n_embd, up_ptrs_.data(), k, normed, y, pool_);
+    for (int64_t i = 0; i < k; ++i) up_dot_[dot_at_[i]] = y[i];
+    if (gated) {
+      kernels::MatMulRowPointers(gate_type, c.n_embd, gate_ptrs_.data(), k, normed, y, pool_);
+      for (int64_t i = 0; i < k; ++i) gate_dot_[dot_at_[i]] = y[i];
+    }
+  }
+}
+
+void SparseFfn::TokenFromDots(int64_t il, int64_t t, float* out) {
+  const ModelConfig& c = model_.config();
+  const LayerBundles& lb = plan_->store->layout().layers[il];
   const int32_t* ids = &tok_ids_[tok_start_[t]];
   const int64_t k = tok_start_[t + 1] - tok_start_[t];
-  gate_ptrs_.resize(k);
-  up_ptrs_.resize(k);
-  down_ptrs_.resize(k);
-  for (int64_t j = 0; j < k; ++j) {
-    const uint8_t* rec = recs_[pos_[ids[j]]];
-    gate_ptrs_[j] = gate_in_bundle ? rec + lb.gate_offset
-                                   : static_cast<const uint8_t*>(l.ffn_gate.data) +
-                                         ids[j] * l.ffn_gate.row_stride_bytes;
-    up_ptrs_[j] = rec + lb.up_offset;
-    down_ptrs_[j] = rec + lb.down_offset;
-  }
-  const float* normed = in.normed + t * c.n_embd;
-  float* u = Grow(up_, static_cast<size_t>(k));
-  kernels::MatMulRowPointers(lb.up_type, c.n_embd, up_ptrs_.data(), k, normed, u, pool_);
+  float* u = up_dot_.data() + tok_start_[t];
   float* h = Grow(h_, static_cast<size_t>(c.n_ff));
   std::fill_n(h, c.n_ff, 0.0f);
   if (plan_->policy == SparsePolicy::kPredictor) {
-    float* g = Grow(dense_out_, static_cast<size_t>(k));
-    const TensorType gate_type = gate_in_bundle ? lb.gate_type : l.ffn_gate.type;
-    kernels::MatMulRowPointers(gate_type, c.n_embd, gate_ptrs_.data(), k, normed, g, pool_);
+    float* g = gate_dot_.data() + tok_start_[t];
     GatedActivation(c.ffn_kind, g, u, k);
     for (int64_t j = 0; j < k; ++j) h[ids[j]] = g[j];
   } else {
@@ -196,7 +240,11 @@ void SparseFfn::TokenFromRecords(int64_t il, int64_t t, const FfnInput& in, floa
   // Down's input rounds as in AccumulateDown (block-wise, zeros included), then the rows.
   kernels::RoundToVecDotType(lb.down_type, h, c.n_ff);
   float* alpha = Grow(alpha_, static_cast<size_t>(k));
-  for (int64_t j = 0; j < k; ++j) alpha[j] = h[ids[j]];
+  down_ptrs_.resize(k);
+  for (int64_t j = 0; j < k; ++j) {
+    alpha[j] = h[ids[j]];
+    down_ptrs_[j] = recs_[pos_[ids[j]]] + lb.down_offset;
+  }
   std::fill_n(out, c.n_embd, 0.0f);
   kernels::AccumulateRowPointers(lb.down_type, c.n_embd, down_ptrs_.data(), k, alpha, out, pool_);
 }

@@ -65,8 +65,14 @@ class SparseFfn : public FeedForward {
   // pos_[id] its index), under the predictor's logits or the threshold on the resident gate
   // (whose silu values stay in gate_, n_ff per token).
   void SelectTokens(int64_t il, const FfnInput& in, const float* logits);
-  // Token t of a FromStore step from the acquired records (recs_, by union index).
-  void TokenFromRecords(int64_t il, int64_t t, const FfnInput& in, float* out);
+  // A FromStore step whose tokens share few neurons: their union acquired from the store, the
+  // products computed as the records land (DotsFor), then each token's down rows.
+  Status GatherFromStore(int64_t il, const FfnInput& in, float* out);
+  // Up (and gate) products of every token's neurons whose union index is in `batch` (batch_of_),
+  // into up_dot_/gate_dot_ (by index into tok_ids_).
+  void DotsFor(int64_t il, const FfnInput& in, int32_t batch);
+  // Token t of a GatherFromStore step from its products and its down rows.
+  void TokenFromDots(int64_t il, int64_t t, float* out);
   // Keeps in h (n_ff, silu(gate) on entry; u the up outputs) the active neurons' silu(gate)*up,
   // zero elsewhere, listing them in active_.
   void SelectByThreshold(int64_t il, float* h, const float* u);
@@ -87,7 +93,8 @@ class SparseFfn : public FeedForward {
   std::vector<int32_t> active_, all_rows_;
   std::vector<uint8_t> sparse_, counted_;  // per token of the current call (see Compute)
   // FromStore's selections and records (see SelectTokens).
-  std::vector<int32_t> tok_ids_, tok_start_, union_, pos_, failed_ids_;
+  std::vector<int32_t> tok_ids_, tok_start_, union_, pos_, failed_ids_, batch_of_, dot_at_;
+  std::vector<float> up_dot_, gate_dot_;
   std::vector<const uint8_t*> recs_, gate_ptrs_, up_ptrs_, down_ptrs_;
   std::vector<uint8_t> bad_;  // by union index: its read failed
   std::vector<float> alpha_;

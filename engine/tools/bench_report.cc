@@ -48,6 +48,7 @@ std::string BenchReportTable(const BenchReport& r) {
            Format("hit rate %.1f %%, ", 100 * t.cache->hit_rate) +
            Format("%.1f KiB and %.1f reads from flash per token, ",
                   t.cache->flash_bytes_per_token / 1024, t.cache->flash_reads_per_token) +
+           Format("%.1f ms per token waiting for them, ", t.cache->wait_ms_per_token) +
            Format("%.1f MiB resident\n", t.cache->resident_bytes / 1048576.0);
   }
   out += "cpu: " + r.cpu + "\n";
@@ -96,6 +97,7 @@ std::string BenchReportJson(const BenchReport& r) {
         x["sparse"]["cache"] = {{"hit_rate", t.cache->hit_rate},
                                 {"flash_bytes_per_token", t.cache->flash_bytes_per_token},
                                 {"flash_reads_per_token", t.cache->flash_reads_per_token},
+                                {"flash_wait_ms_per_token", t.cache->wait_ms_per_token},
                                 {"resident_bytes", t.cache->resident_bytes}};
       }
       x["weight_bytes_per_token"] = t.weight_bytes_per_token;

@@ -180,6 +180,7 @@ BenchResult::CacheUse CacheUseBetween(const NeuronStoreStats& a, const NeuronSto
   const double n = static_cast<double>(std::max<int64_t>(1, tokens));
   u.flash_bytes_per_token = static_cast<double>(b.reads.bytes - a.reads.bytes) / n;
   u.flash_reads_per_token = static_cast<double>(b.reads.reads - a.reads.reads) / n;
+  u.wait_ms_per_token = static_cast<double>(b.wait_micros - a.wait_micros) / 1000.0 / n;
   u.resident_bytes = b.hot_bytes + b.cache.mapped_bytes;
   return u;
 }

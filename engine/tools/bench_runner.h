@@ -68,6 +68,7 @@ struct BenchResult {
     double hit_rate = 0;
     double flash_bytes_per_token = 0;
     double flash_reads_per_token = 0;
+    double wait_ms_per_token = 0;  // the step waited for flash (reads compute did not hide)
     uint64_t resident_bytes = 0;
   };
   std::optional<CacheUse> cache;

@@ -100,6 +100,7 @@ nlohmann::json NeuronCacheReport(const NeuronStoreStats& s) {
   j["evictions"] = s.cache.evictions;
   j["bypassed"] = s.cache.bypassed;
   j["layer_reads"] = s.layer_reads;
+  j["flash_wait_us"] = s.wait_micros;
   j["staging_bytes"] = s.staging_bytes;
   j["flash_reads"] = s.reads.reads;
   j["flash_bytes"] = s.reads.bytes;

@@ -121,6 +121,9 @@ void RenderNeuronCache(const NeuronStoreStats& c, std::string* out) {
       static_cast<double>(c.reads.bytes));
   one("sparrow_flash_reads_failed_total", "counter", "Reads of the model file that failed.",
       static_cast<double>(c.reads.failed_reads));
+  one("sparrow_flash_wait_seconds_total", "counter",
+      "Time steps waited for reads of the model file that compute did not hide.",
+      static_cast<double>(c.wait_micros) / 1e6);
   Header("sparrow_flash_read_seconds", "histogram", "Latency of one read of the model file.", out);
   int64_t cumulative = 0;
   for (size_t b = 0; b < c.reads.latency.size(); ++b) {

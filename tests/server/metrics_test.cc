@@ -68,6 +68,7 @@ TEST(MetricsTest, NeuronCacheCountersAppearWithAStore) {
   c.reads.latency[0] = 1;
   c.reads.latency[2] = 2;
   c.reads.latency_micros = 400;
+  c.wait_micros = 250000;
   s.neuron_cache = c;
   const std::string text = m.Render(s);
   EXPECT_TRUE(Has(text, "sparrow_neuron_cache_lookups_total{result=\"hot\"} 40\n"));
@@ -83,6 +84,7 @@ TEST(MetricsTest, NeuronCacheCountersAppearWithAStore) {
   EXPECT_TRUE(Has(text, "sparrow_flash_read_seconds_bucket{le=\"+Inf\"} 3\n"));
   EXPECT_TRUE(Has(text, "sparrow_flash_read_seconds_sum 0.0004\n"));
   EXPECT_TRUE(Has(text, "sparrow_flash_read_seconds_count 3\n"));
+  EXPECT_TRUE(Has(text, "sparrow_flash_wait_seconds_total 0.25\n"));
 }
 
 TEST(MetricsTest, HistogramBucketsAreCumulative) {

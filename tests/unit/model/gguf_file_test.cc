@@ -9,6 +9,8 @@
 #include <filesystem>
 #include <limits>
 
+#include "engine/model/model.h"
+#include "tests/util/fault_env.h"
 #include "tests/util/gguf_touch.h"
 #include "tests/util/gguf_writer.h"
 #include "tests/util/test_paths.h"
@@ -266,6 +268,30 @@ TEST(GgufFileTest, ErrorsFromOpenNameThePath) {
   EXPECT_EQ(e.status().code(), StatusCode::kCorrupt);
   std::filesystem::remove(path);
   std::filesystem::remove(empty);
+}
+
+// The file is mapped through the Env (the seam the engine's tests inject faults at): a model
+// loads through the one it is given, and a map the Env refuses fails the load with the path.
+TEST(GgufFileTest, TheFileIsMappedThroughTheEnv) {
+  testing::FaultyEnv env;
+  const std::string path = testing::ModelPath("stories260K.gguf");
+  auto m = Model::Load(path, &env);
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_EQ(env.faults().maps, 1);
+  EXPECT_EQ((*m)->file().path(), path);
+  env.faults().refuse_maps = true;
+  auto refused = Model::Load(path, &env);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), StatusCode::kIoError);
+  EXPECT_NE(refused.status().message().find(path), std::string::npos);
+  EXPECT_NE(refused.status().message().find("cannot map"), std::string::npos);
+  // The Env's own errors keep their kind.
+  auto missing = GgufFile::Open(::testing::TempDir() + "/no-such-model.gguf");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
+  auto dir = GgufFile::Open(::testing::TempDir());
+  ASSERT_FALSE(dir.ok());
+  EXPECT_EQ(dir.status().code(), StatusCode::kInvalidArgument);
 }
 
 TEST(GgufFileTest, OpenedFromDiskMatchesFromMemory) {

@@ -1,7 +1,8 @@
 // NeuronStore: a converted file's records served from the hot segment, the cache or flash, each
 // equal to the file's bytes; whole layers staged for prompts; Resize moving the budget both ways
 // (the hot segment's pages given back, then refilled a little per step) and waiting for the
-// step's pinned layer; injected read failures failing only their records, then retried.
+// step's pinned layer; injected read failures failing only their records, then retried; the
+// pipelined Start handing out what is in memory while the misses are still being read.
 #include "engine/sparse/neuron_store.h"
 
 #include <gtest/gtest.h>
@@ -198,6 +199,50 @@ TEST_F(NeuronStoreTest, AFailedReadFailsItsRecordsAndIsRetriedNextTime) {
   const NeuronStoreStats stats = s->stats();
   EXPECT_EQ(stats.cache.hits, 2);  // 10 and 90 were read and kept the first time
   EXPECT_EQ(stats.reads.failed_reads, 1);
+}
+
+// Start returns with the misses still on their way: the hot and cached records are usable while
+// the device holds every read back, and the rest arrive when it lets them go.
+TEST_F(NeuronStoreTest, StartHandsOutWhatIsInMemoryWhileTheMissesAreRead) {
+  testing::FaultyEnv env;
+  auto s = Open(all_bytes() / 4, 0.5, &env);  // 32 hot records per layer, 32 cache slots
+  ASSERT_NE(s, nullptr);
+  const LayerBundles& lb = layout().layers[1];
+  EXPECT_TRUE(AcquireAndCheck(*s, 1, {100, 101}).empty());  // now cached
+  const uint64_t bad = lb.file_offset + 210 * lb.record_bytes;
+  env.faults().Set(bad, bad + 1);
+  env.faults().Hold();
+  const std::vector<int32_t> ids = {150, 3, 100, 200, 101, 210, 7, 201};
+  std::vector<const uint8_t*> recs(ids.size());
+  s->Start(1, ids, recs.data());
+  auto same = [&](size_t k) {
+    return std::memcmp(recs[k], lb.records + ids[k] * lb.record_bytes, lb.record_bytes) == 0;
+  };
+  std::vector<int32_t> pending(s->pending().begin(), s->pending().end());
+  std::sort(pending.begin(), pending.end());
+  EXPECT_EQ(pending, (std::vector<int32_t>{0, 3, 5, 7}));         // 150 200 210 201
+  while (env.faults().waiting() == 0) std::this_thread::yield();  // the I/O thread is held
+  for (size_t k : {1, 2, 4, 6}) EXPECT_TRUE(same(k)) << "record " << ids[k] << " before the reads";
+  env.faults().Unhold();
+  std::vector<int32_t> landed;
+  for (;;) {
+    const std::span<const int32_t> got = s->Arrived(1);
+    if (got.empty()) break;
+    for (int32_t k : got) {
+      EXPECT_TRUE(same(static_cast<size_t>(k))) << "record " << ids[k];
+      landed.push_back(k);
+    }
+  }
+  std::sort(landed.begin(), landed.end());
+  EXPECT_EQ(landed, (std::vector<int32_t>{0, 3, 7}));
+  std::vector<int32_t> failed;
+  const Status st = s->Finish(&failed);
+  EXPECT_FALSE(st.ok());
+  EXPECT_EQ(failed, (std::vector<int32_t>{5}));
+  s->Release();
+  EXPECT_EQ(s->stats().cache.pinned, 0);
+  env.faults().Clear();
+  EXPECT_TRUE(AcquireAndCheck(*s, 1, ids).empty());
 }
 
 // The LRU part earns its share: steps whose misses outnumber its slots (it thrashes) hand its
