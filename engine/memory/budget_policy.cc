@@ -1,0 +1,82 @@
+#include "engine/memory/budget_policy.h"
+
+#include <algorithm>
+
+namespace sparrow {
+
+BudgetPolicy::BudgetPolicy(const BudgetPolicyOptions& options)
+    : o_(options), target_(std::max(options.ceiling_bytes, options.floor_bytes)) {}
+
+uint64_t BudgetPolicy::cap() const {
+  const uint64_t c = std::max(o_.ceiling_bytes, o_.floor_bytes);
+  return operator_limit_ ? std::max(o_.floor_bytes, std::min(c, *operator_limit_)) : c;
+}
+
+std::optional<BudgetChange> BudgetPolicy::MoveTo(uint64_t bytes, std::string cause) {
+  bytes = std::clamp(bytes, o_.floor_bytes, std::max(cap(), o_.floor_bytes));
+  if (bytes == target_) return std::nullopt;
+  target_ = bytes;
+  return BudgetChange{bytes, std::move(cause)};
+}
+
+std::optional<BudgetChange> BudgetPolicy::OnPressure(PressureLevel heard, std::string_view cause,
+                                                     uint64_t now_ms) {
+  if (heard == PressureLevel::kNone) return std::nullopt;
+  last_level_ = std::max(level(now_ms), heard);
+  last_signal_ms_ = now_ms;
+  if (heard == PressureLevel::kCritical) last_critical_ms_ = now_ms;
+  const int i = static_cast<int>(heard);
+  if (acted_[i] && now_ms - acted_ms_[i] < o_.repeat_ms) return std::nullopt;
+  acted_[i] = true;
+  acted_ms_[i] = now_ms;
+  uint64_t want = target_;
+  switch (heard) {
+    case PressureLevel::kCritical:
+      want = o_.floor_bytes;
+      break;
+    case PressureLevel::kMedium:
+      want = target_ / 2;
+      break;
+    case PressureLevel::kLow:
+      want = target_ - target_ / 5;
+      break;
+    case PressureLevel::kNone:
+      break;
+  }
+  return MoveTo(want, std::string(cause));
+}
+
+std::optional<BudgetChange> BudgetPolicy::OnTick(uint64_t now_ms) {
+  if (target_ > cap()) return MoveTo(cap(), "operator");
+  if (target_ >= cap()) return std::nullopt;
+  if (last_signal_ms_ && now_ms - *last_signal_ms_ < o_.quiet_ms) return std::nullopt;
+  if (now_ms - last_grow_ms_ < o_.grow_every_ms && last_grow_ms_ != 0) return std::nullopt;
+  last_grow_ms_ = now_ms;
+  const auto step = static_cast<uint64_t>(
+      static_cast<double>(std::max(o_.ceiling_bytes, uint64_t{1})) * o_.grow_fraction);
+  return MoveTo(target_ + std::max<uint64_t>(step, 1), "no pressure: growing back");
+}
+
+std::optional<BudgetChange> BudgetPolicy::SetOperatorLimit(std::optional<uint64_t> bytes,
+                                                           uint64_t now_ms) {
+  operator_limit_ = bytes;
+  (void)now_ms;
+  if (target_ > cap()) {
+    return MoveTo(cap(), bytes ? "operator budget " + std::to_string(*bytes) + " bytes"
+                               : std::string("operator budget cleared"));
+  }
+  return std::nullopt;
+}
+
+PressureLevel BudgetPolicy::level(uint64_t now_ms) const {
+  if (!last_signal_ms_ || now_ms - *last_signal_ms_ >= o_.quiet_ms) return PressureLevel::kNone;
+  return last_level_;
+}
+
+bool BudgetPolicy::starved(uint64_t now_ms) const {
+  if (operator_limit_ && *operator_limit_ < o_.floor_bytes) return true;
+  return target_ <= o_.floor_bytes && last_critical_ms_ &&
+         now_ms - *last_critical_ms_ < o_.quiet_ms;
+}
+
+}  // namespace sparrow

@@ -1,0 +1,70 @@
+#pragma once
+// BudgetPolicy: how many bytes the elastic consumers (neuron cache, KV pool) may hold, given what
+// the pressure sources and the operator say. It shrinks fast and grows slowly: a critical signal
+// drops to the floor at once, medium halves, low takes a fifth off (a level acts again only after
+// `repeat_ms`); after `quiet_ms` with no signal it grows a step of the ceiling every
+// `grow_every_ms`. Never below the floor the plan needs to make progress: when even that is more
+// than the device allows, starved() says so, and the server refuses new requests (503) while the
+// running ones keep going. Pure logic on a clock the caller passes in; not thread-safe.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "engine/memory/pressure_level.h"
+
+namespace sparrow {
+
+struct BudgetPolicyOptions {
+  uint64_t ceiling_bytes = 0;  // with no pressure and no operator limit
+  uint64_t floor_bytes = 0;    // the least the plan needs to make progress
+  uint64_t repeat_ms = 1000;
+  uint64_t quiet_ms = 10000;
+  uint64_t grow_every_ms = 2000;
+  double grow_fraction = 0.10;  // of the ceiling, per step
+};
+
+struct BudgetChange {
+  uint64_t bytes = 0;
+  std::string cause;  // "psi: critical (full stall ...)", "operator", "grow": for the log
+};
+
+class BudgetPolicy {
+ public:
+  explicit BudgetPolicy(const BudgetPolicyOptions& options);
+
+  // A source's reading; a change of target when it moves one.
+  std::optional<BudgetChange> OnPressure(PressureLevel heard, std::string_view cause,
+                                         uint64_t now_ms);
+  // The monitor's tick: grows back after a quiet spell.
+  std::optional<BudgetChange> OnTick(uint64_t now_ms);
+  // The operator's explicit budget for the elastic consumers (nullopt clears it): a limit below
+  // the target applies at once; above it the target grows toward it like any other growth.
+  std::optional<BudgetChange> SetOperatorLimit(std::optional<uint64_t> bytes, uint64_t now_ms);
+
+  uint64_t target() const { return target_; }
+  // The most the target may grow to now: the ceiling, or the operator's limit.
+  uint64_t cap() const;
+  std::optional<uint64_t> operator_limit() const { return operator_limit_; }
+  // The highest level heard within quiet_ms (kNone once quiet).
+  PressureLevel level(uint64_t now_ms) const;
+  // Less than the floor is wanted: the operator's limit is under it, or critical pressure
+  // persists with the target already at the floor.
+  bool starved(uint64_t now_ms) const;
+  const BudgetPolicyOptions& options() const { return o_; }
+
+ private:
+  std::optional<BudgetChange> MoveTo(uint64_t bytes, std::string cause);
+
+  BudgetPolicyOptions o_;
+  uint64_t target_;
+  std::optional<uint64_t> operator_limit_;
+  PressureLevel last_level_ = PressureLevel::kNone;
+  // When each level last acted and when any signal was last heard.
+  uint64_t acted_ms_[4] = {0, 0, 0, 0};
+  bool acted_[4] = {false, false, false, false};
+  std::optional<uint64_t> last_signal_ms_, last_critical_ms_;
+  uint64_t last_grow_ms_ = 0;
+};
+
+}  // namespace sparrow

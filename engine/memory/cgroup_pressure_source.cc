@@ -1,0 +1,135 @@
+// cgroup v1 memory pressure notifications (Documentation/admin-guide/cgroup-v1/memory.rst,
+// "Memory Pressure"): writing "<eventfd> <fd of memory.pressure_level> <level>" to
+// cgroup.event_control makes the eventfd count each event at that level or above.
+#include <fcntl.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <array>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "engine/memory/pressure_source.h"
+
+namespace sparrow {
+namespace {
+
+constexpr std::array<std::pair<const char*, PressureLevel>, 3> kLevels = {{
+    {"low", PressureLevel::kLow},
+    {"medium", PressureLevel::kMedium},
+    {"critical", PressureLevel::kCritical},
+}};
+
+class CgroupV1PressureSource : public PressureSource {
+ public:
+  CgroupV1PressureSource(std::string dir, int level_fd, std::array<int, 3> events, uint64_t limit)
+      : dir_(std::move(dir)), level_fd_(level_fd), events_(events), limit_(limit) {}
+  ~CgroupV1PressureSource() override {
+    for (int fd : events_) close(fd);
+    close(level_fd_);
+  }
+  std::string_view name() const override { return "cgroup-v1"; }
+  std::vector<pollfd> fds() const override {
+    std::vector<pollfd> v;
+    for (int fd : events_) v.push_back({fd, POLLIN, 0});
+    return v;
+  }
+  PressureReading Read(int fired) override {
+    // A listener hears its level and every level above, so the highest that fired is the one.
+    PressureLevel level = PressureLevel::kNone;
+    for (size_t i = 0; i < events_.size(); ++i) {
+      uint64_t count = 0;
+      if (read(events_[i], &count, sizeof(count)) == sizeof(count) && count > 0) {
+        level = std::max(level, kLevels[i].second);
+      }
+    }
+    (void)fired;
+    if (level == PressureLevel::kNone) return {};
+    return {level, dir_ + "/memory.pressure_level: " + std::string(PressureLevelName(level))};
+  }
+  uint64_t limit_bytes() const override { return limit_; }
+
+ private:
+  std::string dir_;
+  int level_fd_;
+  std::array<int, 3> events_;
+  uint64_t limit_;
+};
+
+// A limit the kernel reports for "no limit" is near 2^63; anything past the machine's memory
+// bounds nothing.
+uint64_t ReadLimit(const std::string& file) {
+  std::ifstream in(file);
+  uint64_t v = 0;
+  if (!(in >> v)) return 0;
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  if (pages > 0 && page > 0 && v >= static_cast<uint64_t>(pages) * static_cast<uint64_t>(page)) {
+    return 0;
+  }
+  return v;
+}
+
+}  // namespace
+
+std::string FindMemoryCgroupV1(const std::string& proc_self_cgroup, const std::string& mount) {
+  std::ifstream in(proc_self_cgroup);
+  std::string line;
+  while (std::getline(in, line)) {
+    // "4:memory:/some/path" (controllers may be listed together: "4:cpu,memory:/p").
+    const size_t a = line.find(':');
+    const size_t b = a == std::string::npos ? a : line.find(':', a + 1);
+    if (b == std::string::npos) continue;
+    std::stringstream controllers(line.substr(a + 1, b - a - 1));
+    std::string c;
+    while (std::getline(controllers, c, ',')) {
+      if (c == "memory") {
+        const std::string rel = line.substr(b + 1);
+        return rel == "/" ? mount : mount + rel;
+      }
+    }
+  }
+  return "";
+}
+
+Result<std::unique_ptr<PressureSource>> OpenCgroupV1PressureSource(std::string dir) {
+  if (dir.empty()) dir = FindMemoryCgroupV1();
+  if (dir.empty()) return Unsupported("no cgroup v1 memory controller for this process");
+  const std::string level_path = dir + "/memory.pressure_level";
+  const int level_fd = open(level_path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (level_fd < 0) return Unsupported(level_path + ": cannot open: " + std::strerror(errno));
+  const std::string control_path = dir + "/cgroup.event_control";
+  const int control = open(control_path.c_str(), O_WRONLY | O_CLOEXEC);
+  if (control < 0) {
+    const int err = errno;
+    close(level_fd);
+    return Unsupported(control_path + ": cannot open: " + std::strerror(err));
+  }
+  std::array<int, 3> events{-1, -1, -1};
+  Status st = Status::Ok();
+  for (size_t i = 0; i < kLevels.size() && st.ok(); ++i) {
+    events[i] = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (events[i] < 0) {
+      st = IoError(std::string("eventfd: ") + std::strerror(errno));
+      break;
+    }
+    const std::string line =
+        std::to_string(events[i]) + " " + std::to_string(level_fd) + " " + kLevels[i].first;
+    if (write(control, line.c_str(), line.size()) < 0) {
+      st = Unsupported(control_path + ": \"" + line + "\" refused: " + std::strerror(errno));
+    }
+  }
+  close(control);
+  if (!st.ok()) {
+    for (int fd : events) {
+      if (fd >= 0) close(fd);
+    }
+    close(level_fd);
+    return st;
+  }
+  return std::unique_ptr<PressureSource>(std::make_unique<CgroupV1PressureSource>(
+      dir, level_fd, events, ReadLimit(dir + "/memory.limit_in_bytes")));
+}
+
+}  // namespace sparrow

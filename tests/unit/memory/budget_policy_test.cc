@@ -1,0 +1,122 @@
+// BudgetPolicy's decisions, level by level, on a clock the test moves: shrink at once, act again
+// only after the repeat interval, grow back in steps after a quiet spell, obey the operator,
+// never go under the floor, and say when the floor itself does not fit.
+#include "engine/memory/budget_policy.h"
+
+#include <gtest/gtest.h>
+
+namespace sparrow {
+namespace {
+
+constexpr uint64_t kMiB = 1 << 20;
+
+BudgetPolicyOptions Options() {
+  BudgetPolicyOptions o;
+  o.ceiling_bytes = 1000 * kMiB;
+  o.floor_bytes = 100 * kMiB;
+  o.repeat_ms = 1000;
+  o.quiet_ms = 10000;
+  o.grow_every_ms = 2000;
+  o.grow_fraction = 0.10;
+  return o;
+}
+
+TEST(BudgetPolicyTest, StartsAtTheCeiling) {
+  BudgetPolicy p(Options());
+  EXPECT_EQ(p.target(), 1000 * kMiB);
+  EXPECT_EQ(p.level(0), PressureLevel::kNone);
+  EXPECT_FALSE(p.OnTick(100000)) << "nothing to grow";
+  EXPECT_FALSE(p.starved(0));
+}
+
+TEST(BudgetPolicyTest, EachLevelShrinksByItsOwnMeasure) {
+  BudgetPolicy p(Options());
+  auto c = p.OnPressure(PressureLevel::kLow, "cgroup-v1: low", 1000);
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->bytes, 800 * kMiB);
+  EXPECT_EQ(c->cause, "cgroup-v1: low");
+  c = p.OnPressure(PressureLevel::kMedium, "psi: some", 1100);
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->bytes, 400 * kMiB);
+  EXPECT_EQ(p.level(1100), PressureLevel::kMedium);
+  c = p.OnPressure(PressureLevel::kCritical, "psi: full", 1200);
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->bytes, 100 * kMiB) << "critical goes to the floor at once";
+  EXPECT_FALSE(p.OnPressure(PressureLevel::kCritical, "psi: full", 5000)) << "already there";
+  EXPECT_EQ(p.level(5000), PressureLevel::kCritical);
+}
+
+TEST(BudgetPolicyTest, ALevelActsAgainOnlyAfterTheRepeatInterval) {
+  BudgetPolicy p(Options());
+  ASSERT_TRUE(p.OnPressure(PressureLevel::kMedium, "a", 1000));
+  EXPECT_FALSE(p.OnPressure(PressureLevel::kMedium, "a", 1500)) << "the same spell";
+  EXPECT_EQ(p.target(), 500 * kMiB);
+  auto c = p.OnPressure(PressureLevel::kMedium, "a", 2000);
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->bytes, 250 * kMiB);
+  // Halving stops at the floor.
+  ASSERT_TRUE(p.OnPressure(PressureLevel::kMedium, "a", 3000));
+  EXPECT_EQ(p.target(), 125 * kMiB);
+  ASSERT_TRUE(p.OnPressure(PressureLevel::kMedium, "a", 4000));
+  EXPECT_EQ(p.target(), 100 * kMiB);
+  EXPECT_FALSE(p.OnPressure(PressureLevel::kMedium, "a", 5000));
+}
+
+TEST(BudgetPolicyTest, GrowsBackInStepsAfterAQuietSpell) {
+  BudgetPolicy p(Options());
+  ASSERT_TRUE(p.OnPressure(PressureLevel::kCritical, "x", 1000));
+  EXPECT_FALSE(p.OnTick(2000));
+  EXPECT_FALSE(p.OnTick(10999)) << "not quiet long enough";
+  auto c = p.OnTick(11000);
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->bytes, 200 * kMiB);
+  EXPECT_FALSE(p.OnTick(12000)) << "one step per grow interval";
+  ASSERT_TRUE(p.OnTick(13000));
+  EXPECT_EQ(p.target(), 300 * kMiB);
+  // A signal in the middle stops the growth and restarts the quiet spell.
+  ASSERT_TRUE(p.OnPressure(PressureLevel::kLow, "x", 14000));
+  EXPECT_EQ(p.target(), 240 * kMiB);
+  EXPECT_FALSE(p.OnTick(20000));
+  EXPECT_EQ(p.level(20000), PressureLevel::kLow);
+  uint64_t now = 24000;
+  while (p.OnTick(now)) now += 2000;
+  EXPECT_EQ(p.target(), 1000 * kMiB) << "back at the ceiling, never past it";
+  EXPECT_EQ(p.level(now), PressureLevel::kNone);
+}
+
+TEST(BudgetPolicyTest, TheOperatorsLimitAppliesAtOnceAndCapsGrowth) {
+  BudgetPolicy p(Options());
+  auto c = p.SetOperatorLimit(300 * kMiB, 0);
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->bytes, 300 * kMiB);
+  EXPECT_NE(c->cause.find("operator"), std::string::npos);
+  EXPECT_FALSE(p.OnTick(100000)) << "already at the operator's cap";
+  // Pressure still shrinks under the operator's limit.
+  ASSERT_TRUE(p.OnPressure(PressureLevel::kMedium, "x", 200000));
+  EXPECT_EQ(p.target(), 150 * kMiB);
+  uint64_t now = 220000;
+  while (p.OnTick(now)) now += 2000;
+  EXPECT_EQ(p.target(), 300 * kMiB);
+  // Cleared: growth resumes toward the ceiling, slowly.
+  EXPECT_FALSE(p.SetOperatorLimit(std::nullopt, now));
+  auto g = p.OnTick(now + 2000);
+  ASSERT_TRUE(g);
+  EXPECT_EQ(g->bytes, 400 * kMiB);
+}
+
+TEST(BudgetPolicyTest, StarvedWhenEvenTheFloorDoesNotFit) {
+  BudgetPolicy p(Options());
+  auto c = p.SetOperatorLimit(50 * kMiB, 0);
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->bytes, 100 * kMiB) << "never under the floor";
+  EXPECT_TRUE(p.starved(0));
+  EXPECT_FALSE(p.SetOperatorLimit(std::nullopt, 0));
+  EXPECT_FALSE(p.starved(0));
+  ASSERT_FALSE(p.OnPressure(PressureLevel::kCritical, "psi", 1000)) << "at the floor already";
+  EXPECT_TRUE(p.starved(1000)) << "critical at the floor";
+  EXPECT_TRUE(p.starved(10999));
+  EXPECT_FALSE(p.starved(11000)) << "quiet again";
+}
+
+}  // namespace
+}  // namespace sparrow
