@@ -56,6 +56,9 @@ struct ServerConfig {
   // file is mapped); cache_hot_percent of them are each layer's hottest, preloaded.
   int64_t cache_mb = -1;
   int64_t cache_hot_percent = 50;
+  // With cache_mb: shrink the neuron cache when the device wants memory back (PSI, the cgroup's
+  // pressure events, MemAvailable) and grow it back when it is quiet (1), or keep it fixed (0).
+  int64_t memory_pressure = 1;
   // Operations.
   std::string log_format = "text";  // text | json
   std::string log_level = "info";   // trace | debug | info | warn | error

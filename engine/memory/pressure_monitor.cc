@@ -9,13 +9,14 @@
 #include <chrono>
 #include <cstring>
 
+#include "engine/common/env.h"
+
 namespace sparrow {
 namespace {
 
+// The monitor's clock: Env's steady clock, in milliseconds.
 uint64_t NowMs() {
-  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                   std::chrono::steady_clock::now().time_since_epoch())
-                                   .count());
+  return Env::Default()->NowMicros() / 1000;
 }
 
 }  // namespace

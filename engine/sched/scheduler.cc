@@ -481,11 +481,47 @@ void Scheduler::EmitToken(Sequence& s, std::span<const float> row) {
   }
 }
 
+void Scheduler::ApplyMemoryPlan(MemoryPlan plan) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    pending_plan_ = std::move(plan);
+  }
+  cv_.notify_all();
+}
+
+void Scheduler::ApplyPendingPlan() {
+  std::optional<MemoryPlan> plan;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    plan.swap(pending_plan_);
+  }
+  if (!plan) return;
+  if (plan->neuron_cache_bytes && opts_.neuron_store) {
+    const Status st = opts_.neuron_store->Resize(*plan->neuron_cache_bytes);
+    if (!st.ok()) {
+      spdlog::warn("memory plan {}: neuron cache resize to {} bytes failed: {}", plan->version,
+                   *plan->neuron_cache_bytes, st.ToString());
+    }
+  }
+  const double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - plan->decided)
+          .count();
+  spdlog::info("memory plan {} applied ({}): neuron cache {} MiB, {:.1f} ms after the decision",
+               plan->version, plan->cause,
+               plan->neuron_cache_bytes ? std::to_string(*plan->neuron_cache_bytes >> 20) : "kept",
+               ms);
+  std::lock_guard<std::mutex> lock(mu_);
+  stats_.memory_plan_version = plan->version;
+  stats_.memory_plan_latency_ms = ms;
+}
+
 void Scheduler::Loop() {
   for (;;) {
     {
       std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [this] { return draining_ || !waiting_.empty() || !running_.empty(); });
+      cv_.wait(lock, [this] {
+        return draining_ || pending_plan_ || !waiting_.empty() || !running_.empty();
+      });
       if (draining_) {
         const bool idle = waiting_.empty() && running_.empty();
         if (idle) break;
@@ -510,6 +546,7 @@ void Scheduler::Loop() {
         }
       }
     }
+    ApplyPendingPlan();
     Step();
     {
       std::lock_guard<std::mutex> lock(mu_);

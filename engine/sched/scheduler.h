@@ -21,6 +21,7 @@
 
 #include "engine/common/result.h"
 #include "engine/kv/kv_block_pool.h"
+#include "engine/memory/memory_plan.h"
 #include "engine/model/model.h"
 #include "engine/runtime/forward_pass.h"
 #include "engine/sched/request.h"
@@ -66,6 +67,8 @@ struct SchedulerStats {
   std::string_view ffn_mode;                     // "dense", or the sparse policy (a static string)
   FfnCounters ffn;                               // decoded tokens' FFN neurons, total and computed
   std::optional<NeuronStoreStats> neuron_cache;  // with a neuron store (SchedulerOptions)
+  int64_t memory_plan_version = 0;               // the last plan applied (0: none yet)
+  double memory_plan_latency_ms = 0;             // from its decision to its application
 };
 
 class Scheduler {
@@ -85,6 +88,11 @@ class Scheduler {
   Status SubmitGroup(std::vector<GenerationRequest> requests);
 
   SchedulerStats Stats() const;
+
+  // Applies `plan` between two steps (at once when idle): the neuron store is resized to its
+  // bytes. Returns at once; a newer plan replaces one not applied yet. Stats() names the plan
+  // applied.
+  void ApplyMemoryPlan(MemoryPlan plan);
   const SchedulerOptions& options() const { return opts_; }
 
   // Stops admitting new requests, lets running ones finish until `deadline`, then cancels
@@ -105,6 +113,8 @@ class Scheduler {
   // to the queue, as requests of their own.
   void ReleaseFollowers(Sequence& leader);
   void CountWaitingLocked();
+  // Applies the pending memory plan, if any (scheduler thread, between steps).
+  void ApplyPendingPlan();
 
   const Model& model_;
   SchedulerOptions opts_;
@@ -119,7 +129,8 @@ class Scheduler {
   bool stop_ = false;                              // guarded by mu_
   std::chrono::steady_clock::time_point drain_deadline_;
   bool draining_ = false;
-  SchedulerStats stats_;  // guarded by mu_
+  std::optional<MemoryPlan> pending_plan_;  // guarded by mu_
+  SchedulerStats stats_;                    // guarded by mu_
 
   std::vector<std::unique_ptr<Sequence>> running_;  // scheduler thread only
   std::thread thread_;

@@ -87,6 +87,15 @@ Result<std::shared_ptr<ServedModel>> LoadServedModel(const ServerConfig& config,
   };
   if (m->sparse_plan) opts.neuron_store = m->sparse_plan->store;
   m->scheduler = std::make_unique<Scheduler>(*m->model, m->pool.get(), opts);
+  if (opts.neuron_store && config.memory_pressure != 0) {
+    // The cache shrinks under pressure down to nothing (every neuron then comes from flash:
+    // slower, never stuck) and grows back to what the config asked for.
+    BudgetPolicyOptions policy;
+    policy.ceiling_bytes = opts.neuron_store->stats().capacity_bytes;
+    policy.floor_bytes = 0;
+    m->memory =
+        std::make_unique<MemoryGovernor>(m->scheduler.get(), DetectPressureSources(), policy);
+  }
   return m;
 }
 

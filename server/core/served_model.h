@@ -14,6 +14,7 @@
 #include "engine/sched/scheduler.h"
 #include "engine/sparse/sparse_plan.h"
 #include "engine/tokenizer/tokenizer.h"
+#include "server/core/memory_governor.h"
 
 namespace sparrow::server {
 
@@ -29,6 +30,9 @@ struct ServedModel {
   std::unique_ptr<kernels::ThreadPool> pool;
   std::shared_ptr<const SparsePlan> sparse_plan;  // null: dense
   std::unique_ptr<Scheduler> scheduler;
+  // With a neuron store and `memory_pressure` on: resizes it as the device's memory pressure
+  // moves (destroyed first: it plans into the scheduler).
+  std::unique_ptr<MemoryGovernor> memory;
 };
 
 // Loads the GGUF at `path` with the engine settings of `config` (threads, n_ctx, KV cache,

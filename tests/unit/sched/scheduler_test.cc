@@ -4,10 +4,13 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdio>
 #include <future>
 #include <mutex>
+#include <optional>
+#include <thread>
 
 #include "engine/kernels/thread_pool.h"
 #include "engine/runtime/generate.h"
@@ -87,6 +90,35 @@ class SchedulerTest : public ::testing::Test {
     SchedulerOptions o;
     o.n_ctx = 256;
     o.is_eog = [this](int32_t id) { return tok_->IsEog(id); };
+    return o;
+  }
+
+  // PowerInfer's bamboo model converted to neuron bundles (model_ from now on), and options whose
+  // FFN reads them through a NeuronStore of `cache_bytes` (SIZE_MAX: all) opened on `env`;
+  // nullopt (the test skips) where the shared file is missing.
+  std::optional<SchedulerOptions> FlashOptions(const std::string& name, size_t cache_bytes,
+                                               Env* env, kernels::ThreadPool* pool) {
+    const std::string src = testing::SharedDir() + "/pwri/models/pwri-bamboo-q4_0.gguf";
+    if (!testing::FileExists(src)) return std::nullopt;
+    const std::string converted = testing::ConvertedCopy(src, name);
+    EXPECT_FALSE(converted.empty());
+    auto m = Model::Load(converted);
+    EXPECT_TRUE(m.ok()) << m.status().ToString();
+    if (!m.ok()) return std::nullopt;
+    model_ = std::move(m).value();
+    SparsityOptions so;
+    so.cache_bytes =
+        cache_bytes == SIZE_MAX ? model_->weights().bundles->bundle_bytes() : cache_bytes;
+    so.store.env = env;
+    auto plan = MakeSparsePlan(*model_, so, pool);
+    EXPECT_TRUE(plan.ok()) << plan.status().ToString();
+    if (!plan.ok()) return std::nullopt;
+    SchedulerOptions o = Options();
+    o.step_token_budget = 7;
+    o.make_ffn = [p = *plan](const Model& model, kernels::ThreadPool* tp) {
+      return MakeFeedForward(model, p, tp);
+    };
+    o.neuron_store = (*plan)->store;
     return o;
   }
 
@@ -206,27 +238,12 @@ TEST_F(SchedulerTest, SparseModelRequestsEqualEachAlone) {
 // needed them fail with the file named and their KV freed, the others finish exactly, and once
 // the disk is healthy again the server serves new requests.
 TEST_F(SchedulerTest, FlashReadFailuresFailOnlyTheRequestsThatNeededThem) {
-  const std::string src = testing::SharedDir() + "/pwri/models/pwri-bamboo-q4_0.gguf";
-  if (!testing::FileExists(src)) GTEST_SKIP() << src << " is missing";
-  const std::string converted = testing::ConvertedCopy(src, "sched-bamboo");
-  ASSERT_FALSE(converted.empty());
-  auto m = Model::Load(converted);
-  ASSERT_TRUE(m.ok()) << m.status().ToString();
-  model_ = std::move(m).value();
   kernels::ThreadPool pool(2);
   testing::FaultyEnv env;
-  SparsityOptions so;
-  so.cache_bytes = 0;
-  so.store.env = &env;
-  auto plan = MakeSparsePlan(*model_, so, &pool);
-  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
-  SchedulerOptions o = Options();
-  o.step_token_budget = 7;
-  o.make_ffn = [p = *plan](const Model& model, kernels::ThreadPool* tp) {
-    return MakeFeedForward(model, p, tp);
-  };
-  o.neuron_store = (*plan)->store;
-  Scheduler s(*model_, &pool, o);
+  const std::optional<SchedulerOptions> o = FlashOptions("sched-bamboo", 0, &env, &pool);
+  if (!o) GTEST_SKIP() << "pwri-bamboo-q4_0.gguf is missing";
+  const std::string converted = model_->file().path();
+  Scheduler s(*model_, &pool, *o);
   const std::vector<std::string> prompts = {"Once upon a time", "The little dog",
                                             "Lily and Ben went to the park.", "One day, a cat"};
   auto run = [&](int n, int64_t max_tokens) {
@@ -274,6 +291,49 @@ TEST_F(SchedulerTest, FlashReadFailuresFailOnlyTheRequestsThatNeededThem) {
     EXPECT_EQ(sinks[i]->tokens(), Alone(prompts[i % prompts.size()], 12)) << "request " << i;
   }
   EXPECT_EQ(s.Stats().kv.used_blocks, 0);
+}
+
+// Memory plans applied while streams run: the neuron cache shrinks to nothing and grows back
+// between steps, the resident bytes follow, the plan version advances, and every stream's greedy
+// output is what it is alone.
+TEST_F(SchedulerTest, MemoryPlansResizeTheNeuronCacheBetweenStepsWithoutChangingOutputs) {
+  kernels::ThreadPool pool(2);
+  const std::optional<SchedulerOptions> o =
+      FlashOptions("sched-plan-bamboo", SIZE_MAX, nullptr, &pool);
+  if (!o) GTEST_SKIP() << "pwri-bamboo-q4_0.gguf is missing";
+  const size_t all = model_->weights().bundles->bundle_bytes();
+  Scheduler s(*model_, &pool, *o);
+  auto wait_for_version = [&](int64_t v) {
+    while (s.Stats().memory_plan_version < v) std::this_thread::yield();
+  };
+  // Idle: applied at once.
+  s.ApplyMemoryPlan({1, size_t{0}, "test: squeeze", std::chrono::steady_clock::now()});
+  wait_for_version(1);
+  NeuronStoreStats st = *s.Stats().neuron_cache;
+  EXPECT_EQ(st.capacity_bytes, 0u);
+  EXPECT_EQ(st.hot_bytes + st.cache.mapped_bytes, 0u) << "the memory went back to the OS";
+  const std::vector<std::string> prompts = {"Once upon a time", "The little dog",
+                                            "Lily and Ben went to the park.", "One day, a cat"};
+  std::vector<std::shared_ptr<CollectingSink>> sinks;
+  for (const std::string& p : prompts) {
+    sinks.push_back(std::make_shared<CollectingSink>());
+    ASSERT_TRUE(s.Submit(Greedy(p, 24, sinks.back())).ok());
+  }
+  // Squeeze and release while they run.
+  for (int64_t v = 2; v < 12; ++v) {
+    const size_t bytes = v % 2 == 0 ? all : all / 8;
+    s.ApplyMemoryPlan({v, bytes, "test", std::chrono::steady_clock::now()});
+    wait_for_version(v);
+  }
+  for (size_t i = 0; i < sinks.size(); ++i) {
+    EXPECT_EQ(sinks[i]->Wait().reason, FinishReason::kLength);
+    EXPECT_EQ(sinks[i]->tokens(), Alone(prompts[i], 24)) << "request " << i;
+  }
+  const SchedulerStats done = s.Stats();
+  EXPECT_EQ(done.memory_plan_version, 11);
+  EXPECT_EQ(done.requests_failed, 0);
+  EXPECT_EQ(done.neuron_cache->capacity_bytes, all / 8);
+  EXPECT_LE(done.neuron_cache->hot_bytes, all / 8);
 }
 
 TEST_F(SchedulerTest, SharedPrefixBlocksAreReused) {

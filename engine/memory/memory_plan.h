@@ -1,0 +1,19 @@
+#pragma once
+// MemoryPlan: what the elastic consumers may hold, as the budget controller decided it; the
+// scheduler applies a plan between two steps (Scheduler::ApplyMemoryPlan), never in one.
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace sparrow {
+
+struct MemoryPlan {
+  int64_t version = 0;                            // rises with every plan
+  std::optional<size_t> neuron_cache_bytes;       // NeuronStore::Resize; unset: unchanged
+  std::string cause;                              // why, for the log
+  std::chrono::steady_clock::time_point decided;  // for the re-plan latency
+};
+
+}  // namespace sparrow
