@@ -16,15 +16,18 @@
 namespace sparrow {
 namespace {
 
-constexpr std::array<std::pair<const char*, PressureLevel>, 3> kLevels = {{
-    {"low", PressureLevel::kLow},
+// "low" is not listened to: it fires on any reclaim in the cgroup, page cache included, which
+// is routine for a server whose weights are mapped from a file near its limit; acting on it would
+// squeeze the neuron cache for the kernel's housekeeping.
+constexpr std::array<std::pair<const char*, PressureLevel>, 2> kLevels = {{
     {"medium", PressureLevel::kMedium},
     {"critical", PressureLevel::kCritical},
 }};
 
 class CgroupV1PressureSource : public PressureSource {
  public:
-  CgroupV1PressureSource(std::string dir, int level_fd, std::array<int, 3> events, uint64_t limit)
+  CgroupV1PressureSource(std::string dir, int level_fd, std::array<int, kLevels.size()> events,
+                         uint64_t limit)
       : dir_(std::move(dir)), level_fd_(level_fd), events_(events), limit_(limit) {}
   ~CgroupV1PressureSource() override {
     for (int fd : events_) close(fd);
@@ -54,7 +57,7 @@ class CgroupV1PressureSource : public PressureSource {
  private:
   std::string dir_;
   int level_fd_;
-  std::array<int, 3> events_;
+  std::array<int, kLevels.size()> events_;
   uint64_t limit_;
 };
 
@@ -106,7 +109,7 @@ Result<std::unique_ptr<PressureSource>> OpenCgroupV1PressureSource(std::string d
     close(level_fd);
     return Unsupported(control_path + ": cannot open: " + std::strerror(err));
   }
-  std::array<int, 3> events{-1, -1, -1};
+  std::array<int, kLevels.size()> events{-1, -1};
   Status st = Status::Ok();
   for (size_t i = 0; i < kLevels.size() && st.ok(); ++i) {
     events[i] = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);

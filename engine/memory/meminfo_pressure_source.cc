@@ -20,8 +20,6 @@ class MemInfoPressureSource : public PressureSource {
       level = PressureLevel::kCritical;
     } else if (share < 0.10) {
       level = PressureLevel::kMedium;
-    } else if (share < 0.20) {
-      level = PressureLevel::kLow;
     }
     return {level, "MemAvailable " + std::to_string(available >> 20) + " of " +
                        std::to_string(total >> 20) + " MiB"};

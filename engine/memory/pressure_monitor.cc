@@ -102,7 +102,8 @@ std::vector<std::unique_ptr<PressureSource>> DetectPressureSources() {
   };
   take(OpenPsiPressureSource(), "PSI triggers");
   take(OpenCgroupV1PressureSource(), "cgroup v1 pressure events");
-  take(OpenMemInfoPressureSource(), "MemAvailable");
+  // MemAvailable only where nothing better is: the kernel's own signals know reclaim from need.
+  if (found.empty()) take(OpenMemInfoPressureSource(), "MemAvailable");
   return found;
 }
 

@@ -41,8 +41,8 @@ class PressureMonitor {
   std::thread thread_;
 };
 
-// Every pressure source this machine offers (PSI, the cgroup v1 memory controller, MemAvailable),
-// each tried and the outcome logged; what is missing is skipped.
+// The pressure sources this machine offers (PSI, the cgroup v1 memory controller; MemAvailable
+// only where neither is), each tried and the outcome logged; what is missing is skipped.
 std::vector<std::unique_ptr<PressureSource>> DetectPressureSources();
 
 }  // namespace sparrow

@@ -42,14 +42,15 @@ class PressureSource {
 Result<std::unique_ptr<PressureSource>> OpenPsiPressureSource(
     const std::string& path = "/proc/pressure/memory");
 
-// cgroup v1 memory.pressure_level of this process's memory cgroup, through
+// cgroup v1 memory.pressure_level of this process's memory cgroup (medium and critical), through
 // cgroup.event_control and one eventfd per level. `cgroup_dir` empty: found from
 // /proc/self/cgroup under /sys/fs/cgroup/memory. Its limit (memory.limit_in_bytes) is read at
 // open.
 Result<std::unique_ptr<PressureSource>> OpenCgroupV1PressureSource(std::string cgroup_dir = "");
 
-// MemAvailable from /proc/meminfo against MemTotal: under 20% low, 10% medium, 5% critical.
-// The slow fallback, asked on the monitor's tick.
+// MemAvailable from /proc/meminfo against MemTotal: under 10% medium, 5% critical (no "low": a
+// desktop often sits under 20% and would squeeze the cache for good). The slow fallback, asked
+// on the monitor's tick, watched only where neither PSI nor a cgroup is.
 Result<std::unique_ptr<PressureSource>> OpenMemInfoPressureSource(
     const std::string& path = "/proc/meminfo");
 

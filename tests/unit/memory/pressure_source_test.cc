@@ -68,7 +68,7 @@ TEST(PressureSourceTest, MemAvailableGivesALevelByItsShare) {
     return (*s)->Read(-1).level;
   };
   EXPECT_EQ(level_at(500000), PressureLevel::kNone);
-  EXPECT_EQ(level_at(150000), PressureLevel::kLow);
+  EXPECT_EQ(level_at(150000), PressureLevel::kNone) << "under 20% is common on a desktop";
   EXPECT_EQ(level_at(80000), PressureLevel::kMedium);
   EXPECT_EQ(level_at(40000), PressureLevel::kCritical);
   auto bad = OpenMemInfoPressureSource(WriteTemp("meminfo-bad", "MemTotal: 5 kB\n"));
