@@ -102,6 +102,16 @@ Status ReadMissCurve(const GgufFile& f, ActivationProfile* p) {
   }
   SPARROW_ASSIGN_OR_RETURN(p->miss_fraction, ReadF32(f, pf::kMissFraction, {t->dims[0]}));
   SPARROW_ASSIGN_OR_RETURN(p->miss_rate, ReadF32(f, pf::kMissRate, {t->dims[0]}));
+  for (auto [name, v] : {std::pair{pf::kMissRateWindow, &p->miss_rate_window},
+                         std::pair{pf::kMissRateHotHalf, &p->miss_rate_hot_half}}) {
+    if (!f.FindTensor(name)) continue;
+    SPARROW_ASSIGN_OR_RETURN(*v, ReadF32(f, name, {t->dims[0]}));
+    for (float r : *v) {
+      if (!(r >= 0 && r <= 1)) {
+        return Corrupt(std::string(name) + " holds " + std::to_string(r) + ", outside [0, 1]");
+      }
+    }
+  }
   for (size_t i = 0; i < p->miss_fraction.size(); ++i) {
     const float x = p->miss_fraction[i];
     if (!(x > 0 && x <= 1) || (i > 0 && x <= p->miss_fraction[i - 1])) {

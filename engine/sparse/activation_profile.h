@@ -50,6 +50,9 @@ struct ActivationProfile {
   // that a cache holding miss_fraction[i] of all bundles would read from flash.
   float miss_level = 0;
   std::vector<float> miss_fraction, miss_rate;
+  // The same trace under the other policies (miss_curve.h; optional, empty in older profiles):
+  // LLM in a Flash's window, and NeuronStore's default of a hot half plus the LRU.
+  std::vector<float> miss_rate_window, miss_rate_hot_half;
 
   // Per-layer thresholds skipping `sparsity` of the neurons, interpolated between levels.
   // Fails outside [levels.front(), levels.back()], naming the range.
@@ -81,6 +84,9 @@ inline constexpr const char* kPredictorQuality = "pred.quality";
 inline constexpr const char* kMissLevelKey = "sparrow.profile.miss_level";
 inline constexpr const char* kMissFraction = "miss.fraction";
 inline constexpr const char* kMissRate = "miss.rate";
+// Optional, each {n} like miss.rate: the window and hot-half policies.
+inline constexpr const char* kMissRateWindow = "miss.rate_window";
+inline constexpr const char* kMissRateHotHalf = "miss.rate_hot_half";
 }  // namespace profile_format
 
 }  // namespace sparrow

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
 
 #include "engine/sparse/neuron_cache.h"
 
@@ -28,30 +29,147 @@ std::span<const int32_t> NeuronTrace::Active(int64_t token, int64_t layer) const
           static_cast<size_t>(l.offsets[token + 1] - l.offsets[token])};
 }
 
+namespace {
+
+// Misses of one (token, layer) under a policy; the bundles it holds are its business.
+class ReplayCache {
+ public:
+  virtual ~ReplayCache() = default;
+  virtual int64_t Use(int64_t layer, std::span<const int32_t> ids) = 0;
+};
+
+class TwoQueueReplay : public ReplayCache {
+ public:
+  TwoQueueReplay(const NeuronTrace& trace, size_t record_bytes, uint64_t bytes)
+      : cache_(trace.n_layer(), trace.n_ff(), record_bytes, bytes) {}
+  int64_t Use(int64_t layer, std::span<const int32_t> ids) override {
+    records_.resize(ids.size());
+    misses_.clear();
+    // Slots are never written here, so the cache's mapping costs address space, not memory.
+    cache_.Acquire(static_cast<int32_t>(layer), ids, records_.data(), &misses_);
+    // A bypassed bundle (no slot) is read too: a miss.
+    int64_t missed = static_cast<int64_t>(misses_.size());
+    for (uint8_t* r : records_) missed += r == nullptr;
+    cache_.Release(static_cast<int32_t>(layer), ids, records_);
+    return missed;
+  }
+
+ private:
+  NeuronCache cache_;
+  std::vector<uint8_t*> records_;
+  std::vector<int32_t> misses_;
+};
+
+// Recency over every bundle: an intrusive list, most recent first.
+class WindowReplay : public ReplayCache {
+ public:
+  WindowReplay(const NeuronTrace& trace, int64_t capacity)
+      : n_ff_(trace.n_ff()),
+        capacity_(capacity),
+        prev_(static_cast<size_t>(trace.n_layer() * trace.n_ff()), kOut),
+        next_(prev_.size(), kOut) {}
+  int64_t Use(int64_t layer, std::span<const int32_t> ids) override {
+    int64_t missed = 0;
+    for (int32_t id : ids) {
+      const int64_t b = layer * n_ff_ + id;
+      if (prev_[b] != kOut) {
+        Unlink(b);
+      } else {
+        ++missed;
+        if (capacity_ == 0) continue;
+        if (size_ == capacity_) Unlink(tail_);
+      }
+      PushFront(b);
+    }
+    return missed;
+  }
+
+ private:
+  static constexpr int64_t kOut = -2, kNone = -1;
+  void Unlink(int64_t b) {
+    (prev_[b] == kNone ? head_ : next_[prev_[b]]) = next_[b];
+    (next_[b] == kNone ? tail_ : prev_[next_[b]]) = prev_[b];
+    prev_[b] = next_[b] = kOut;
+    --size_;
+  }
+  void PushFront(int64_t b) {
+    prev_[b] = kNone;
+    next_[b] = head_;
+    (head_ == kNone ? tail_ : prev_[head_]) = b;
+    head_ = b;
+    ++size_;
+  }
+  const int64_t n_ff_, capacity_;
+  std::vector<int64_t> prev_, next_;
+  int64_t head_ = kNone, tail_ = kNone, size_ = 0;
+};
+
+class HotAndLruReplay : public ReplayCache {
+ public:
+  HotAndLruReplay(const NeuronTrace& trace, size_t record_bytes, int64_t capacity)
+      : n_ff_(trace.n_ff()), hot_(static_cast<size_t>(trace.n_layer() * trace.n_ff()), 0) {
+    const int64_t hot_per_layer =
+        std::min<int64_t>(trace.n_ff(), capacity / 2 / std::max<int64_t>(1, trace.n_layer()));
+    std::vector<int64_t> count(static_cast<size_t>(trace.n_ff()));
+    std::vector<int32_t> order(count.size());
+    for (int64_t l = 0; l < trace.n_layer(); ++l) {
+      std::fill(count.begin(), count.end(), 0);
+      for (int64_t t = 0; t < trace.tokens(); ++t) {
+        for (int32_t id : trace.Active(t, l)) ++count[id];
+      }
+      for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int32_t>(i);
+      std::stable_sort(order.begin(), order.end(),
+                       [&](int32_t a, int32_t b) { return count[a] > count[b]; });
+      for (int64_t k = 0; k < hot_per_layer; ++k) hot_[l * n_ff_ + order[k]] = 1;
+    }
+    const int64_t rest = capacity - hot_per_layer * trace.n_layer();
+    lru_ = std::make_unique<TwoQueueReplay>(trace, record_bytes,
+                                            static_cast<uint64_t>(rest) * record_bytes);
+  }
+  int64_t Use(int64_t layer, std::span<const int32_t> ids) override {
+    cold_.clear();
+    for (int32_t id : ids) {
+      if (!hot_[layer * n_ff_ + id]) cold_.push_back(id);
+    }
+    return lru_->Use(layer, cold_);
+  }
+
+ private:
+  const int64_t n_ff_;
+  std::vector<uint8_t> hot_;
+  std::vector<int32_t> cold_;
+  std::unique_ptr<TwoQueueReplay> lru_;
+};
+
+}  // namespace
+
 std::vector<MissCurvePoint> ReplayMissCurve(const NeuronTrace& trace, size_t record_bytes,
                                             std::span<const double> fractions,
-                                            int64_t warmup_tokens) {
+                                            int64_t warmup_tokens, ReplayPolicy policy) {
   std::vector<MissCurvePoint> curve;
   const int64_t bundles = trace.n_layer() * trace.n_ff();
-  std::vector<uint8_t*> records;
-  std::vector<int32_t> misses;
   for (double f : fractions) {
     MissCurvePoint p;
     p.cache_fraction = std::clamp(f, 0.0, 1.0);
-    p.cache_bytes = static_cast<uint64_t>(std::llround(p.cache_fraction * bundles)) * record_bytes;
-    // Slots are never written here, so the cache's mapping costs address space, not memory.
-    NeuronCache cache(trace.n_layer(), trace.n_ff(), record_bytes, p.cache_bytes);
+    const int64_t capacity = std::llround(p.cache_fraction * static_cast<double>(bundles));
+    p.cache_bytes = static_cast<uint64_t>(capacity) * record_bytes;
+    std::unique_ptr<ReplayCache> cache;
+    switch (policy) {
+      case ReplayPolicy::kTwoQueueLru:
+        cache = std::make_unique<TwoQueueReplay>(trace, record_bytes, p.cache_bytes);
+        break;
+      case ReplayPolicy::kWindow:
+        cache = std::make_unique<WindowReplay>(trace, capacity);
+        break;
+      case ReplayPolicy::kHotHalfAndLru:
+        cache = std::make_unique<HotAndLruReplay>(trace, record_bytes, capacity);
+        break;
+    }
     int64_t counted_misses = 0, counted_uses = 0, counted_tokens = 0;
     for (int64_t t = 0; t < trace.tokens(); ++t) {
       for (int64_t l = 0; l < trace.n_layer(); ++l) {
         const std::span<const int32_t> ids = trace.Active(t, l);
-        records.resize(ids.size());
-        misses.clear();
-        cache.Acquire(static_cast<int32_t>(l), ids, records.data(), &misses);
-        // A bypassed bundle (no slot) is read too: a miss.
-        int64_t missed = static_cast<int64_t>(misses.size());
-        for (uint8_t* r : records) missed += r == nullptr;
-        cache.Release(static_cast<int32_t>(l), ids, records);
+        const int64_t missed = cache->Use(l, ids);
         if (t >= warmup_tokens) {
           counted_misses += missed;
           counted_uses += static_cast<int64_t>(ids.size());

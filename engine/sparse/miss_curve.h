@@ -43,10 +43,23 @@ struct MissCurvePoint {
   double misses_per_token = 0;  // bundles read from flash per decoded token
 };
 
-// Replays `trace` through a NeuronCache of each size (a fraction of all n_layer * n_ff bundles of
+// Which policy a replay runs.
+enum class ReplayPolicy {
+  // The NeuronCache's two-queue LRU over every bundle (what the profile's miss curve stores).
+  kTwoQueueLru,
+  // LLM in a Flash's sliding window: the neurons of the most recent tokens, as many tokens back
+  // as fit (a bundle leaves when it is the least recently used: recency alone, no promotion).
+  kWindow,
+  // NeuronStore's default: half the bytes a static hot segment (each layer's most frequent
+  // neurons over the trace, as a converted file orders them), the other half the two-queue LRU.
+  kHotHalfAndLru,
+};
+
+// Replays `trace` under `policy` at each size (a fraction of all n_layer * n_ff bundles of
 // `record_bytes`); the first `warmup_tokens` only fill the cache and are not counted.
 std::vector<MissCurvePoint> ReplayMissCurve(const NeuronTrace& trace, size_t record_bytes,
                                             std::span<const double> fractions,
-                                            int64_t warmup_tokens);
+                                            int64_t warmup_tokens,
+                                            ReplayPolicy policy = ReplayPolicy::kTwoQueueLru);
 
 }  // namespace sparrow

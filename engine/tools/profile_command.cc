@@ -156,6 +156,15 @@ Result<ActivationProfile> CalibrateProfile(const ProfileOptions& o) {
       profile.miss_fraction.push_back(static_cast<float>(pt.cache_fraction));
       profile.miss_rate.push_back(static_cast<float>(pt.miss_rate));
     }
+    // The same trace under the other policies, for the report and the planner.
+    for (auto [policy, rates] :
+         {std::pair{ReplayPolicy::kWindow, &profile.miss_rate_window},
+          std::pair{ReplayPolicy::kHotHalfAndLru, &profile.miss_rate_hot_half}}) {
+      for (const MissCurvePoint& pt :
+           ReplayMissCurve(*trace, 4096, fractions, trace->tokens() / 4, policy)) {
+        rates->push_back(static_cast<float>(pt.miss_rate));
+      }
+    }
   }
   if (!o.train_predictor) return profile;
   profile.n_embd = c.n_embd;
@@ -226,6 +235,10 @@ Status WriteActivationProfile(const ActivationProfile& p, const std::string& pat
     const auto n = static_cast<uint64_t>(p.miss_fraction.size());
     w.DeclareTensor(pf::kMissFraction, TensorType::kF32, {n});
     w.DeclareTensor(pf::kMissRate, TensorType::kF32, {n});
+    if (!p.miss_rate_window.empty()) w.DeclareTensor(pf::kMissRateWindow, TensorType::kF32, {n});
+    if (!p.miss_rate_hot_half.empty()) {
+      w.DeclareTensor(pf::kMissRateHotHalf, TensorType::kF32, {n});
+    }
   }
   SPARROW_RETURN_IF_ERROR(w.Begin(path));
   for (const auto& [name, values] : tensors) {
@@ -237,7 +250,8 @@ Status WriteActivationProfile(const ActivationProfile& p, const std::string& pat
   }
   if (!quality.empty())
     SPARROW_RETURN_IF_ERROR(w.Append(quality.data(), quality.size() * sizeof(float)));
-  for (const std::vector<float>* v : {&p.miss_fraction, &p.miss_rate}) {
+  for (const std::vector<float>* v :
+       {&p.miss_fraction, &p.miss_rate, &p.miss_rate_window, &p.miss_rate_hot_half}) {
     if (!v->empty()) SPARROW_RETURN_IF_ERROR(w.Append(v->data(), v->size() * sizeof(float)));
   }
   return w.Finish();
@@ -304,9 +318,14 @@ std::string DescribeProfile(const ActivationProfile& p) {
   }
   if (!p.miss_fraction.empty()) {
     out += Fmt("\nmiss curve (neurons at sparsity %.2f through the neuron cache):\n", p.miss_level);
-    out += "cache share of all bundles | share of neurons read from flash\n";
+    const bool others = !p.miss_rate_window.empty() && !p.miss_rate_hot_half.empty();
+    out += "cache share of all bundles | share of neurons read from flash: two-queue LRU";
+    out += others ? " | LLM in a Flash window | hot half + LRU (--cache-mb's default)\n" : "\n";
     for (size_t i = 0; i < p.miss_fraction.size(); ++i) {
-      out += Fmt("  %4.2f", p.miss_fraction[i]) + Fmt("  %.3f\n", p.miss_rate[i]);
+      out += Fmt("  %4.2f", p.miss_fraction[i]) + Fmt("  %.3f", p.miss_rate[i]);
+      if (others)
+        out += Fmt("  %.3f", p.miss_rate_window[i]) + Fmt("  %.3f", p.miss_rate_hot_half[i]);
+      out += "\n";
     }
   }
   return out;

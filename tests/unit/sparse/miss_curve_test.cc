@@ -1,6 +1,8 @@
 // The miss curve: replayed through the real cache, a working set that fits misses only while
 // warming up; a loop larger than the cache misses every time (LRU's worst case); a skewed trace
-// misses less as the cache grows, and a cache of every bundle misses only first uses.
+// misses less as the cache grows, and a cache of every bundle misses only first uses. The other
+// policies: LLM in a Flash's window loses the frequent neurons to a scan where the two-queue LRU
+// keeps them; a hot half never misses its neurons.
 #include "engine/sparse/miss_curve.h"
 
 #include <gtest/gtest.h>
@@ -68,6 +70,52 @@ TEST(MissCurve, ASkewedTraceMissesLessAsTheCacheGrows) {
     }
   }
   EXPECT_DOUBLE_EQ(curve.back().miss_rate, static_cast<double>(first_uses) / uses);
+}
+
+TEST(MissCurve, AScanPushesFrequentNeuronsOutOfTheWindowButNotOutOfTheTwoQueueLru) {
+  // Every token: the same 10 neurons, then 10 never seen before. 15 slots.
+  NeuronTrace trace(1, 4000);
+  for (int t = 0; t < 100; ++t) {
+    std::vector<int32_t> ids;
+    for (int32_t i = 0; i < 10; ++i) ids.push_back(i);
+    for (int32_t i = 0; i < 10; ++i) ids.push_back(100 + t * 10 + i);
+    trace.Append(0, ids);
+  }
+  const std::vector<double> fractions = {15.0 / 4000};
+  const auto lru = ReplayMissCurve(trace, 4096, fractions, 10, ReplayPolicy::kTwoQueueLru);
+  const auto window = ReplayMissCurve(trace, 4096, fractions, 10, ReplayPolicy::kWindow);
+  EXPECT_EQ(lru[0].misses_per_token, 10.0) << "only the scan misses";
+  // The scan leaves 5 of the frequent ones, and reusing them in order evicts the other 5 just
+  // before they are needed: recency's loop pathology, everything misses.
+  EXPECT_EQ(window[0].misses_per_token, 20.0);
+  // A window that holds everything misses only first uses, as the LRU does.
+  const std::vector<double> all = {1.0};
+  EXPECT_EQ(ReplayMissCurve(trace, 4096, all, 10, ReplayPolicy::kWindow)[0].misses_per_token, 10.0);
+}
+
+TEST(MissCurve, AHotHalfNeverMissesItsNeurons) {
+  // Per layer: neurons 0..19 every token, and 30 of 400 others at random. 40 slots per layer:
+  // the hot half holds the 20 that are always used.
+  const int64_t n_layer = 2, n_ff = 420;
+  NeuronTrace trace(n_layer, n_ff);
+  std::mt19937 rng(5);
+  std::uniform_int_distribution<int32_t> other(20, n_ff - 1);
+  for (int t = 0; t < 200; ++t) {
+    for (int64_t l = 0; l < n_layer; ++l) {
+      std::vector<int32_t> ids;
+      for (int32_t i = 0; i < 20; ++i) ids.push_back(i);
+      std::vector<uint8_t> taken(n_ff, 0);
+      while (ids.size() < 50) {
+        const int32_t id = other(rng);
+        if (!taken[id]) ids.push_back(id), taken[id] = 1;
+      }
+      trace.Append(l, ids);
+    }
+  }
+  const std::vector<double> fractions = {80.0 / (n_layer * n_ff)};
+  const auto hot = ReplayMissCurve(trace, 4096, fractions, 20, ReplayPolicy::kHotHalfAndLru);
+  EXPECT_LE(hot[0].misses_per_token, 30.0 * n_layer) << "only the random ones can miss";
+  EXPECT_GT(hot[0].misses_per_token, 20.0 * n_layer) << "40 slots cannot hold 400 random ones";
 }
 
 }  // namespace

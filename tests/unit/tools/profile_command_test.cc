@@ -162,6 +162,17 @@ TEST_F(ProfileTest, MissCurveFallsAsTheCacheGrows) {
   EXPECT_GT(p.miss_rate.front(), 0.5f);
   EXPECT_LT(p.miss_rate.back(), 0.05f);
   EXPECT_GT(p.miss_rate.front(), p.miss_rate.back() + 0.3f);
+  // The other policies on the same trace, read back from the file: a hot half never does worse
+  // than the LRU at the smallest size, where the LRU thrashes.
+  ASSERT_EQ(p.miss_rate_window.size(), 10u);
+  ASSERT_EQ(p.miss_rate_hot_half.size(), 10u);
+  EXPECT_LT(p.miss_rate_hot_half.front(), p.miss_rate.front());
+  EXPECT_LT(p.miss_rate_window.back(), 0.05f);
+  EXPECT_LT(p.miss_rate_hot_half.back(), 0.05f);
+  auto back = ReadActivationProfile(*path_);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->miss_rate_window, p.miss_rate_window);
+  EXPECT_EQ(back->miss_rate_hot_half, p.miss_rate_hot_half);
 }
 
 // Decoding held-out text token by token, the share of neurons computed follows --sparsity.
@@ -446,6 +457,12 @@ TEST_F(ProfileTest, MalformedProfilesNameTheField) {
   r = ReadActivationProfile(path);
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("miss.rate"), std::string::npos);
+  bad = *profile_;
+  bad.miss_rate_hot_half[4] = -0.5f;
+  ASSERT_TRUE(WriteActivationProfile(bad, path).ok());
+  r = ReadActivationProfile(path);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("miss.rate_hot_half"), std::string::npos);
 
   // Not a profile at all: a model file.
   r = ReadActivationProfile(KjvPath("models/kjv-llama-5m-q4_0.gguf"));
