@@ -60,11 +60,11 @@ std::optional<BudgetChange> BudgetPolicy::OnTick(uint64_t now_ms) {
 std::optional<BudgetChange> BudgetPolicy::SetOperatorLimit(std::optional<uint64_t> bytes,
                                                            uint64_t now_ms) {
   operator_limit_ = bytes;
-  (void)now_ms;
-  if (target_ > cap()) {
-    return MoveTo(cap(), bytes ? "operator budget " + std::to_string(*bytes) + " bytes"
-                               : std::string("operator budget cleared"));
-  }
+  const std::string cause = bytes ? "operator budget " + std::to_string(*bytes) + " bytes"
+                                  : std::string("operator budget cleared");
+  if (target_ > cap()) return MoveTo(cap(), cause);
+  // Up to the operator's word at once, unless the device said otherwise within the quiet spell.
+  if (level(now_ms) == PressureLevel::kNone) return MoveTo(cap(), cause);
   return std::nullopt;
 }
 

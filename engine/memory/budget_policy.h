@@ -38,8 +38,9 @@ class BudgetPolicy {
                                          uint64_t now_ms);
   // The monitor's tick: grows back after a quiet spell.
   std::optional<BudgetChange> OnTick(uint64_t now_ms);
-  // The operator's explicit budget for the elastic consumers (nullopt clears it): a limit below
-  // the target applies at once; above it the target grows toward it like any other growth.
+  // The operator's explicit budget for the elastic consumers (nullopt clears it): it applies at
+  // once, down or up (to the ceiling when cleared), except that while pressure was heard within
+  // quiet_ms the target only goes down, growing back later like any other growth.
   std::optional<BudgetChange> SetOperatorLimit(std::optional<uint64_t> bytes, uint64_t now_ms);
 
   uint64_t target() const { return target_; }

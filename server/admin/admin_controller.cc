@@ -239,6 +239,41 @@ Status AdminController::SetLogLevel(const AdminCaller& who, const std::string& l
   return s;
 }
 
+Result<MemoryGovernorStats> AdminController::Memory() const {
+  const std::shared_ptr<ServedModel> served = ctx_.served();
+  if (!served || !served->memory) {
+    return Unavailable(
+        "this model has no memory budget to manage: its FFN is in memory (start sparrowd with "
+        "cache_mb on a file from `sparrow convert`, and memory_pressure 1)");
+  }
+  return served->memory->stats();
+}
+
+Status AdminController::SetMemoryBudget(const AdminCaller& who, std::optional<uint64_t> bytes) {
+  const std::shared_ptr<ServedModel> served = ctx_.served();
+  Status s;
+  if (!served || !served->memory) {
+    s = Memory().status();
+  } else {
+    served->memory->SetOperatorBudget(bytes);
+  }
+  Done(who, bytes ? "memory_budget_set" : "memory_budget_clear",
+       bytes ? json{{"bytes", *bytes}} : json::object(), s);
+  return s;
+}
+
+Status AdminController::Replan(const AdminCaller& who) {
+  const std::shared_ptr<ServedModel> served = ctx_.served();
+  Status s;
+  if (!served || !served->memory) {
+    s = Memory().status();
+  } else {
+    served->memory->Replan("operator: replan");
+  }
+  Done(who, "memory_replan", json::object(), s);
+  return s;
+}
+
 void AdminController::RecordRefused(const AdminCaller& who, const std::string& action,
                                     const std::string& why) {
   Done(who, action, json::object(), InvalidArgument(why));

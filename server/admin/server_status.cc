@@ -77,6 +77,7 @@ ServerStatus CollectStatus(const ServerContext& ctx, const ModelStatus& model) {
                                                          static_cast<double>(st.ffn.neurons_total)
                                                    : 1.0;
   s.rss_bytes = ProcessRssBytes();
+  if (served->memory) s.budget_bytes = static_cast<int64_t>(served->memory->stats().budget_bytes);
   return s;
 }
 
@@ -138,11 +139,33 @@ json StatusJson(const ServerStatus& s) {
         {"block_size", s.kv_block_size},
         {"prefix_hit_rate", s.prefix_hit_rate}}},
       {"sparse", {{"mode", s.ffn_mode}, {"active_fraction", s.ffn_active_fraction}}},
-      // The neuron cache (flash offload) and the memory budget (adaptive memory) join here
-      // when those land; the proto has to grow with them.
-      {"memory", {{"rss_bytes", s.rss_bytes}, {"budget_bytes", nullptr}}},
+      {"memory",
+       {{"rss_bytes", s.rss_bytes},
+        {"budget_bytes", s.budget_bytes ? json(*s.budget_bytes) : json(nullptr)}}},
       {"event_subscribers", s.event_subscribers},
   };
+}
+
+json MemoryJson(const MemoryGovernorStats& m, const SchedulerStats& s) {
+  json j = {{"budget_bytes", m.budget_bytes},
+            {"ceiling_bytes", m.ceiling_bytes},
+            {"operator_budget_bytes", nullptr},
+            {"pressure_level", std::string(PressureLevelName(m.level))},
+            {"starved", m.starved},
+            {"plan_version", m.plan_version},
+            {"applied_plan_version", s.memory_plan_version},
+            {"replan_latency_ms", s.memory_plan_latency_ms},
+            {"shrinks", m.shrinks},
+            {"grows", m.grows},
+            {"operator_changes", m.operator_changes},
+            {"sources", m.sources}};
+  if (m.operator_budget_bytes) j["operator_budget_bytes"] = *m.operator_budget_bytes;
+  if (s.neuron_cache) {
+    j["neuron_cache"] = {
+        {"capacity_bytes", s.neuron_cache->capacity_bytes},
+        {"resident_bytes", s.neuron_cache->hot_bytes + s.neuron_cache->cache.mapped_bytes}};
+  }
+  return j;
 }
 
 }  // namespace sparrow::server

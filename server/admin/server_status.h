@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -43,8 +44,12 @@ struct ServerStatus {
   std::string ffn_mode;
   double ffn_active_fraction = 1;  // neurons computed / total over decoded tokens so far
   int64_t rss_bytes = 0;
+  std::optional<int64_t> budget_bytes;  // the neuron cache's, with a memory budget controller
   int64_t event_subscribers = 0;
 };
+
+// The memory budget as GET /admin/v1/memory and the gRPC MemoryBudget give it.
+nlohmann::json MemoryJson(const MemoryGovernorStats& m, const SchedulerStats& s);
 
 // The process's resident set size, from /proc/self/statm (0 where unavailable).
 int64_t ProcessRssBytes();

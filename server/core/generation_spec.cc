@@ -128,6 +128,11 @@ Status SubmitGeneration(const ServerContext& ctx, ServedModel& m, const Resolved
   if (ctx.draining.load()) {
     return Unavailable("the server is draining (an operator stopped admissions); retry later");
   }
+  if (m.memory && m.memory->stats().starved) {
+    return Unavailable(
+        "the device is critically short of memory and the neuron cache is already at its floor: "
+        "new requests wait until the pressure eases (running ones continue); retry later");
+  }
   std::vector<GenerationRequest> group;
   group.reserve(sinks.size());
   for (size_t i = 0; i < sinks.size(); ++i) {

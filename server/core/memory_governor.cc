@@ -78,12 +78,19 @@ void MemoryGovernor::Plan(const BudgetChange& change) {
   scheduler_->ApplyMemoryPlan(std::move(plan));
 }
 
+int64_t MemoryGovernor::Replan(const std::string& cause) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Plan(BudgetChange{policy_.target(), cause});
+  return stats_.plan_version;
+}
+
 MemoryGovernorStats MemoryGovernor::stats() const {
   std::lock_guard<std::mutex> lock(mu_);
   MemoryGovernorStats s = stats_;
   const uint64_t now = NowMs();
   s.level = policy_.level(now);
   s.starved = policy_.starved(now);
+  s.operator_budget_bytes = policy_.operator_limit();
   return s;
 }
 

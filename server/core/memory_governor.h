@@ -21,6 +21,7 @@ namespace sparrow::server {
 struct MemoryGovernorStats {
   uint64_t budget_bytes = 0;   // the neuron cache's target now
   uint64_t ceiling_bytes = 0;  // with no pressure
+  std::optional<uint64_t> operator_budget_bytes;
   PressureLevel level = PressureLevel::kNone;
   bool starved = false;
   int64_t plan_version = 0;
@@ -39,6 +40,9 @@ class MemoryGovernor {
   void SetOperatorBudget(std::optional<uint64_t> bytes);
   // A level heard from outside the machine's own sources (the host app's onTrimMemory).
   void Report(PressureLevel level, const std::string& source);
+  // Plans the current budget again (the operator's "replan"): a new plan version, applied
+  // between two steps like any other. Returns the version.
+  int64_t Replan(const std::string& cause);
 
   MemoryGovernorStats stats() const;
 

@@ -139,9 +139,36 @@ void RenderNeuronCache(const NeuronStoreStats& c, std::string* out) {
   Sample("sparrow_flash_read_seconds_count", "", static_cast<double>(cumulative), out);
 }
 
+// The memory budget controller (issue "Adaptive memory").
+void RenderMemory(const MemoryGovernorStats& m, const SchedulerStats& s, std::string* out) {
+  Header("sparrow_memory_budget_bytes", "gauge", "Bytes each elastic consumer may hold now.", out);
+  Sample("sparrow_memory_budget_bytes", "consumer=\"neuron_cache\"",
+         static_cast<double>(m.budget_bytes), out);
+  Header("sparrow_memory_ceiling_bytes", "gauge", "Bytes each elastic consumer gets unpressed.",
+         out);
+  Sample("sparrow_memory_ceiling_bytes", "consumer=\"neuron_cache\"",
+         static_cast<double>(m.ceiling_bytes), out);
+  Header("sparrow_memory_pressure_level", "gauge",
+         "Highest pressure heard recently: 0 none, 1 low, 2 medium, 3 critical.", out);
+  Sample("sparrow_memory_pressure_level", "", static_cast<double>(m.level), out);
+  Header("sparrow_memory_starved", "gauge", "1 while even the plan's floor does not fit.", out);
+  Sample("sparrow_memory_starved", "", m.starved ? 1.0 : 0.0, out);
+  Header("sparrow_memory_replans_total", "counter", "Memory plans by cause.", out);
+  Sample("sparrow_memory_replans_total", "cause=\"pressure\"", static_cast<double>(m.shrinks), out);
+  Sample("sparrow_memory_replans_total", "cause=\"grow\"", static_cast<double>(m.grows), out);
+  Sample("sparrow_memory_replans_total", "cause=\"operator\"",
+         static_cast<double>(m.operator_changes), out);
+  Header("sparrow_memory_plan_version", "gauge", "The last memory plan the scheduler applied.",
+         out);
+  Sample("sparrow_memory_plan_version", "", static_cast<double>(s.memory_plan_version), out);
+  Header("sparrow_memory_replan_seconds", "gauge",
+         "From the last budget decision to its application between two steps.", out);
+  Sample("sparrow_memory_replan_seconds", "", s.memory_plan_latency_ms / 1000.0, out);
+}
+
 }  // namespace
 
-std::string Metrics::Render(const SchedulerStats& s) const {
+std::string Metrics::Render(const SchedulerStats& s, const MemoryGovernorStats* memory) const {
   std::string out;
   std::lock_guard<std::mutex> lock(mu_);
   Header("sparrow_requests_total", "counter", "Finished generations by finish reason.", &out);
@@ -231,6 +258,7 @@ std::string Metrics::Render(const SchedulerStats& s) const {
   Sample("sparrow_ffn_neurons_computed_total", mode, static_cast<double>(s.ffn.neurons_computed),
          &out);
   if (s.neuron_cache) RenderNeuronCache(*s.neuron_cache, &out);
+  if (memory) RenderMemory(*memory, s, &out);
   return out;
 }
 

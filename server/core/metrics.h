@@ -13,6 +13,7 @@
 #include "engine/sched/request.h"
 #include "engine/sched/scheduler.h"
 #include "server/core/latency_window.h"
+#include "server/core/memory_governor.h"
 
 namespace sparrow::server {
 
@@ -59,8 +60,10 @@ class Metrics {
   Percentiles RecentTtft(std::chrono::seconds span) const;
   Percentiles RecentTbt(std::chrono::seconds span) const;
 
-  // The whole exposition; `stats` supplies the gauges.
-  std::string Render(const SchedulerStats& stats) const;
+  // The whole exposition; `stats` supplies the gauges, `memory` (null without a budget
+  // controller) the memory budget's.
+  std::string Render(const SchedulerStats& stats,
+                     const MemoryGovernorStats* memory = nullptr) const;
 
  private:
   mutable std::mutex mu_;

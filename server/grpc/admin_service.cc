@@ -306,6 +306,52 @@ grpc::ServerUnaryReactor* AdminService::ListModels(grpc::CallbackServerContext* 
   return Done(context, grpc::Status::OK);
 }
 
+grpc::ServerUnaryReactor* AdminService::MemoryReply(grpc::CallbackServerContext* context,
+                                                    const Status& action,
+                                                    adminpb::MemoryBudget* response) {
+  if (!action.ok()) return Done(context, ToGrpcStatus(action));
+  const Result<MemoryGovernorStats> m = ctx_.admin->Memory();
+  if (!m.ok()) return Done(context, ToGrpcStatus(m.status()));
+  const std::shared_ptr<ServedModel> served = ctx_.served();
+  std::string error;
+  if (!ProtoFromJson(MemoryJson(*m, served->scheduler->Stats()).dump(), response, &error)) {
+    return Done(context, grpc::Status(grpc::StatusCode::INTERNAL, "memory: " + error));
+  }
+  return Done(context, grpc::Status::OK);
+}
+
+grpc::ServerUnaryReactor* AdminService::GetMemory(grpc::CallbackServerContext* context,
+                                                  const adminpb::GetMemoryRequest*,
+                                                  adminpb::MemoryBudget* response) {
+  AdminCaller who;
+  if (auto* r = Check(context, "GetMemory", &who)) return r;
+  return MemoryReply(context, Status::Ok(), response);
+}
+
+grpc::ServerUnaryReactor* AdminService::SetMemoryBudget(
+    grpc::CallbackServerContext* context, const adminpb::SetMemoryBudgetRequest* request,
+    adminpb::MemoryBudget* response) {
+  AdminCaller who;
+  if (auto* r = Check(context, "SetMemoryBudget", &who)) return r;
+  return MemoryReply(context, ctx_.admin->SetMemoryBudget(who, request->bytes()), response);
+}
+
+grpc::ServerUnaryReactor* AdminService::ClearMemoryBudget(grpc::CallbackServerContext* context,
+                                                          const adminpb::ClearMemoryBudgetRequest*,
+                                                          adminpb::MemoryBudget* response) {
+  AdminCaller who;
+  if (auto* r = Check(context, "ClearMemoryBudget", &who)) return r;
+  return MemoryReply(context, ctx_.admin->SetMemoryBudget(who, std::nullopt), response);
+}
+
+grpc::ServerUnaryReactor* AdminService::Replan(grpc::CallbackServerContext* context,
+                                               const adminpb::ReplanRequest*,
+                                               adminpb::MemoryBudget* response) {
+  AdminCaller who;
+  if (auto* r = Check(context, "Replan", &who)) return r;
+  return MemoryReply(context, ctx_.admin->Replan(who), response);
+}
+
 grpc::ServerWriteReactor<adminpb::Event>* AdminService::WatchEvents(
     grpc::CallbackServerContext* context, const adminpb::WatchEventsRequest*) {
   std::string key_id;

@@ -42,8 +42,23 @@ class AdminService final : public adminpb::Admin::CallbackService {
                                        adminpb::ListModelsResponse* response) override;
   grpc::ServerWriteReactor<adminpb::Event>* WatchEvents(
       grpc::CallbackServerContext* context, const adminpb::WatchEventsRequest* request) override;
+  grpc::ServerUnaryReactor* GetMemory(grpc::CallbackServerContext* context,
+                                      const adminpb::GetMemoryRequest* request,
+                                      adminpb::MemoryBudget* response) override;
+  grpc::ServerUnaryReactor* SetMemoryBudget(grpc::CallbackServerContext* context,
+                                            const adminpb::SetMemoryBudgetRequest* request,
+                                            adminpb::MemoryBudget* response) override;
+  grpc::ServerUnaryReactor* ClearMemoryBudget(grpc::CallbackServerContext* context,
+                                              const adminpb::ClearMemoryBudgetRequest* request,
+                                              adminpb::MemoryBudget* response) override;
+  grpc::ServerUnaryReactor* Replan(grpc::CallbackServerContext* context,
+                                   const adminpb::ReplanRequest* request,
+                                   adminpb::MemoryBudget* response) override;
 
  private:
+  // Finishes a memory call: the budget as it stands after `action` (its status).
+  grpc::ServerUnaryReactor* MemoryReply(grpc::CallbackServerContext* context, const Status& action,
+                                        adminpb::MemoryBudget* response);
   // Authorizes the call for the admin scope; on failure (or without a controller) finishes it
   // and returns the reactor, else returns null and fills *who.
   grpc::ServerUnaryReactor* Check(grpc::CallbackServerContext* context, const char* what,

@@ -124,4 +124,36 @@ grpc::ServerUnaryReactor* SparrowService::ListModels(grpc::CallbackServerContext
   return Done(context, grpc::Status::OK);
 }
 
+grpc::ServerUnaryReactor* SparrowService::ReportMemoryPressure(
+    grpc::CallbackServerContext* context, const v1::ReportMemoryPressureRequest* request,
+    v1::ReportMemoryPressureResponse* response) {
+  grpc::Status auth =
+      Authorize(ctx_, *context, AuthScope::kApiKey, "ReportMemoryPressure", nullptr);
+  if (!auth.ok()) return Done(context, auth);
+  std::optional<PressureLevel> level;
+  if (!request->trim_level().empty()) {
+    level = PressureFromTrimMemory(request->trim_level());
+  } else if (request->trim_level_value() != 0) {
+    level = PressureFromTrimMemory(request->trim_level_value());
+  }
+  if (!level) {
+    return Done(context,
+                grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                             "trim_level: '" + request->trim_level() + "' / " +
+                                 std::to_string(request->trim_level_value()) +
+                                 " is not an onTrimMemory level (RUNNING_MODERATE, RUNNING_LOW, "
+                                 "RUNNING_CRITICAL, UI_HIDDEN, BACKGROUND, MODERATE, COMPLETE)"));
+  }
+  const std::shared_ptr<ServedModel> served = ctx_.served();
+  if (!served->memory) {
+    return Done(context, grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                                      "this model has no memory budget to manage: its FFN is in "
+                                      "memory (start sparrowd with cache_mb on a converted file)"));
+  }
+  served->memory->Report(*level, "host app");
+  response->set_pressure_level(std::string(PressureLevelName(*level)));
+  response->set_budget_bytes(served->memory->stats().budget_bytes);
+  return Done(context, grpc::Status::OK);
+}
+
 }  // namespace sparrow::server

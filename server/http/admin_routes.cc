@@ -130,6 +130,56 @@ asio::awaitable<bool> SetLogLevel(HttpExchange& ex) {
   co_return co_await Reply(ex, JsonResponse(ex.req, http::status::ok, body));
 }
 
+// The memory answer after an action: the budget as it stands now.
+asio::awaitable<bool> ReplyMemory(HttpExchange& ex, AdminController& admin) {
+  const Result<MemoryGovernorStats> m = admin.Memory();
+  if (!m.ok()) co_return co_await Reply(ex, StatusError(ex, m.status()));
+  const std::shared_ptr<ServedModel> served = ex.ctx.served();
+  const json body = MemoryJson(*m, served->scheduler->Stats());
+  co_return co_await Reply(ex, JsonResponse(ex.req, http::status::ok, body));
+}
+
+// GET /admin/v1/memory: the budget, its plan, the pressure level and the cache's occupancy.
+asio::awaitable<bool> GetMemory(HttpExchange& ex) {
+  AdminController* admin = Controller(ex);
+  if (!admin) co_return co_await Reply(ex, NotServing(ex));
+  co_return co_await ReplyMemory(ex, *admin);
+}
+
+// PUT /admin/v1/memory/budget {"bytes": N}: the operator's budget for the neuron cache.
+asio::awaitable<bool> PutMemoryBudget(HttpExchange& ex) {
+  AdminController* admin = Controller(ex);
+  if (!admin) co_return co_await Reply(ex, NotServing(ex));
+  const json in = json::parse(ex.req.body(), nullptr, /*allow_exceptions=*/false);
+  if (!in.is_object() || !in.contains("bytes") || !in["bytes"].is_number_unsigned()) {
+    const std::string why = "the body must be a JSON object {\"bytes\": N}, N a whole number >= 0";
+    admin->RecordRefused(Caller(ex), "memory_budget_set", why);
+    co_return co_await Reply(
+        ex, ErrorResponse(ex.req, http::status::bad_request, why, "bytes", "invalid_body"));
+  }
+  const Status s = admin->SetMemoryBudget(Caller(ex), in["bytes"].get<uint64_t>());
+  if (!s.ok()) co_return co_await Reply(ex, StatusError(ex, s));
+  co_return co_await ReplyMemory(ex, *admin);
+}
+
+// DELETE /admin/v1/memory/budget: back to what the device's pressure allows.
+asio::awaitable<bool> DeleteMemoryBudget(HttpExchange& ex) {
+  AdminController* admin = Controller(ex);
+  if (!admin) co_return co_await Reply(ex, NotServing(ex));
+  const Status s = admin->SetMemoryBudget(Caller(ex), std::nullopt);
+  if (!s.ok()) co_return co_await Reply(ex, StatusError(ex, s));
+  co_return co_await ReplyMemory(ex, *admin);
+}
+
+// POST /admin/v1/memory/replan: a new plan now.
+asio::awaitable<bool> PostReplan(HttpExchange& ex) {
+  AdminController* admin = Controller(ex);
+  if (!admin) co_return co_await Reply(ex, NotServing(ex));
+  const Status s = admin->Replan(Caller(ex));
+  if (!s.ok()) co_return co_await Reply(ex, StatusError(ex, s));
+  co_return co_await ReplyMemory(ex, *admin);
+}
+
 // POST /admin/v1/reload {"model": NAME}: switch to another model of model_dir.
 asio::awaitable<bool> Reload(HttpExchange& ex) {
   AdminController* admin = Controller(ex);
@@ -240,6 +290,10 @@ void AddAdminRoutes(HttpRouter& r) {
   r.Add({http::verb::post, "/admin/v1/reload", AuthScope::kAdmin, Reload});
   r.Add({http::verb::get, "/admin/v1/models", AuthScope::kAdmin, Models});
   r.Add({http::verb::get, "/admin/v1/events", AuthScope::kAdmin, Events});
+  r.Add({http::verb::get, "/admin/v1/memory", AuthScope::kAdmin, GetMemory});
+  r.Add({http::verb::put, "/admin/v1/memory/budget", AuthScope::kAdmin, PutMemoryBudget});
+  r.Add({http::verb::delete_, "/admin/v1/memory/budget", AuthScope::kAdmin, DeleteMemoryBudget});
+  r.Add({http::verb::post, "/admin/v1/memory/replan", AuthScope::kAdmin, PostReplan});
 }
 
 }  // namespace sparrow::server

@@ -59,7 +59,7 @@ bool SubmitAll(HttpExchange& ex, const GenerationLimits& limits, Job* job, HttpR
     const bool draining = s.code() == StatusCode::kUnavailable;
     *error = ErrorResponse(req, HttpStatusFor(s.code()), s.message(), "",
                            full       ? "queue_full"
-                           : draining ? "draining"
+                           : draining ? (ctx.draining.load() ? "draining" : "memory_pressure")
                                       : "");
     if (full || draining) error->set(http::field::retry_after, "1");
     return false;

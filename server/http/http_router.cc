@@ -44,7 +44,10 @@ asio::awaitable<bool> MetricsPage(HttpExchange& ex) {
   HttpResponse res(http::status::ok, ex.req.version());
   res.set(http::field::content_type, "text/plain; version=0.0.4");
   res.keep_alive(ex.req.keep_alive());
-  res.body() = ex.ctx.metrics.Render(ex.ctx.served()->scheduler->Stats());
+  const std::shared_ptr<ServedModel> served = ex.ctx.served();
+  std::optional<MemoryGovernorStats> memory;
+  if (served->memory) memory = served->memory->stats();
+  res.body() = ex.ctx.metrics.Render(served->scheduler->Stats(), memory ? &*memory : nullptr);
   res.prepare_payload();
   co_return co_await Reply(ex, std::move(res));
 }

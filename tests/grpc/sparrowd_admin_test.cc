@@ -18,6 +18,8 @@
 #include <thread>
 
 #include "sparrow/admin/v1/admin.grpc.pb.h"
+#include "sparrow/v1/sparrow.grpc.pb.h"
+#include "tests/util/converted_model.h"
 #include "tests/util/sparrowd_process.h"
 #include "tests/util/test_paths.h"
 
@@ -176,6 +178,10 @@ TEST(SparrowdAdminTest, EveryRouteAndRpcChecksTheAdminKey) {
                                      {"PUT", "/admin/v1/log-level", R"({"level":"info"})"},
                                      {"GET", "/admin/v1/models", ""},
                                      {"POST", "/admin/v1/reload", R"({"model":"x"})"},
+                                     {"GET", "/admin/v1/memory", ""},
+                                     {"PUT", "/admin/v1/memory/budget", R"({"bytes":0})"},
+                                     {"DELETE", "/admin/v1/memory/budget", ""},
+                                     {"POST", "/admin/v1/memory/replan", ""},
                                      {"GET", "/admin/v1/nothing-here", ""}};
   for (const Route& r : routes) {
     SCOPED_TRACE(r.method + " " + r.path);
@@ -185,9 +191,11 @@ TEST(SparrowdAdminTest, EveryRouteAndRpcChecksTheAdminKey) {
     EXPECT_EQ(StatusOf(inference), 403);
     EXPECT_EQ(BodyOf(inference)["error"]["code"], "insufficient_scope");
     const int ok = StatusOf(Call(port, r.method, r.path, kAdminKey, r.body));
-    // Without --model-dir the model routes answer 403 reload_disabled past the key check.
+    // Without --model-dir the model routes answer 403 reload_disabled past the key check; a
+    // model with its FFN in memory has no memory budget (503).
     const int want = r.path.ends_with("req-999") || r.path.ends_with("nothing-here") ? 404
                      : r.path.ends_with("models") || r.path.ends_with("reload")      ? 403
+                     : r.path.find("/memory") != std::string::npos                   ? 503
                                                                                      : 200;
     EXPECT_EQ(ok, want);
   }
@@ -665,6 +673,151 @@ TEST(SparrowdAdminTest, SparrowctlStatusRequestsCancelDrainAndErrors) {
   CtlRun unreachable = Ctl(1, keys, "--timeout-ms 2000 status");
   EXPECT_EQ(unreachable.exit_code, 1);
   EXPECT_NE(unreachable.out.find("cannot reach"), std::string::npos) << unreachable.out;
+}
+
+// The operator moves the neuron cache's budget of a model on flash: GET shows it, PUT sets it
+// (applied between two steps: the cache empties, RSS with it), DELETE clears it, POST replan
+// issues a new plan; completions stay the same throughout; bad bodies are refused; /metrics
+// follows.
+TEST(SparrowdAdminTest, TheOperatorMovesTheMemoryBudgetWhileServing) {
+  const std::string src = testing::SharedDir() + "/pwri/models/pwri-bamboo-q4_0.gguf";
+  if (!testing::FileExists(src)) GTEST_SKIP() << src << " is missing";
+  const std::string converted = testing::ConvertedCopy(src, "admin-memory-bamboo");
+  ASSERT_FALSE(converted.empty());
+  Files f;
+  SparrowdProcess::Options o;
+  o.args = {"--model",          converted,
+            "--port",           "0",
+            "--grpc-port",      "0",
+            "--threads",        "1",
+            "--api-key-file",   f.Path("api.keys"),
+            "--admin-key-file", f.Path("admin.keys"),
+            "--audit-log",      f.Path("audit.jsonl"),
+            "--cache-mb",       "2"};
+  std::string error;
+  auto p = SparrowdProcess::Start(SparrowdProcess::Binary(SPARROWD), o, &error);
+  ASSERT_NE(p, nullptr) << error;
+  const int port = p->http_port();
+  const std::string greedy =
+      Request("POST", "/v1/completions", kApiKey,
+              json{{"prompt", "Once upon a time"}, {"max_tokens", 16}, {"temperature", 0}}.dump());
+  auto complete = [&] {
+    return BodyOf(RawExchange("127.0.0.1", port, greedy))["choices"][0]["text"].get<std::string>();
+  };
+  const std::string before = complete();
+
+  json m = BodyOf(Call(port, "GET", "/admin/v1/memory", kAdminKey));
+  EXPECT_EQ(m["budget_bytes"], 2u << 20) << m.dump();
+  EXPECT_EQ(m["ceiling_bytes"], 2u << 20);
+  EXPECT_TRUE(m["operator_budget_bytes"].is_null());
+  EXPECT_EQ(m["pressure_level"], "none");
+  EXPECT_TRUE(m["sources"].is_array());
+
+  m = BodyOf(Call(port, "PUT", "/admin/v1/memory/budget", kAdminKey, R"({"bytes": 0})"));
+  EXPECT_EQ(m["budget_bytes"], 0) << m.dump();
+  EXPECT_EQ(m["operator_budget_bytes"], 0);
+  const int64_t version = m["plan_version"];
+  EXPECT_GE(version, 1);
+  for (int i = 0; i < 400 && m["applied_plan_version"].get<int64_t>() < version; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    m = BodyOf(Call(port, "GET", "/admin/v1/memory", kAdminKey));
+  }
+  EXPECT_EQ(m["applied_plan_version"], version);
+  EXPECT_EQ(m["neuron_cache"]["capacity_bytes"], 0);
+  EXPECT_EQ(m["neuron_cache"]["resident_bytes"], 0) << "the cache's memory went back";
+  EXPECT_EQ(complete(), before) << "every neuron from flash, the same completion";
+  const std::string metrics = RawExchange("127.0.0.1", port, Request("GET", "/metrics", kApiKey));
+  EXPECT_NE(metrics.find("sparrow_memory_budget_bytes{consumer=\"neuron_cache\"} 0"),
+            std::string::npos);
+
+  for (const char* bad : {R"({"bytes": -5})", R"({"bytes": "lots"})", "[1]", "not json"}) {
+    const std::string r = Call(port, "PUT", "/admin/v1/memory/budget", kAdminKey, bad);
+    EXPECT_EQ(StatusOf(r), 400) << bad;
+    EXPECT_EQ(BodyOf(r)["error"]["param"], "bytes") << bad;
+  }
+  m = BodyOf(Call(port, "DELETE", "/admin/v1/memory/budget", kAdminKey));
+  EXPECT_TRUE(m["operator_budget_bytes"].is_null()) << m.dump();
+  m = BodyOf(Call(port, "POST", "/admin/v1/memory/replan", kAdminKey));
+  EXPECT_GT(m["plan_version"].get<int64_t>(), version) << m.dump();
+  EXPECT_EQ(complete(), before);
+
+  // The same over gRPC, and the host app's onTrimMemory through the inference service.
+  auto stub = AdminStub(p->grpc_port());
+  {
+    grpc::ClientContext c;
+    WithKey(&c, kAdminKey);
+    adminpb::SetMemoryBudgetRequest req;
+    req.set_bytes(1 << 20);
+    adminpb::MemoryBudget out;
+    ASSERT_TRUE(stub->SetMemoryBudget(&c, req, &out).ok());
+    EXPECT_EQ(out.budget_bytes(), 1u << 20);
+    EXPECT_EQ(out.operator_budget_bytes(), 1u << 20);
+  }
+  {
+    grpc::ClientContext c;
+    WithKey(&c, kApiKey);
+    adminpb::MemoryBudget out;
+    EXPECT_EQ(stub->GetMemory(&c, adminpb::GetMemoryRequest(), &out).error_code(),
+              grpc::StatusCode::PERMISSION_DENIED);
+  }
+  auto app = sparrow::v1::Sparrow::NewStub(grpc::CreateChannel(
+      "127.0.0.1:" + std::to_string(p->grpc_port()), grpc::InsecureChannelCredentials()));
+  {
+    grpc::ClientContext c;
+    WithKey(&c, kApiKey);
+    sparrow::v1::ReportMemoryPressureRequest req;
+    req.set_trim_level("TRIM_MEMORY_RUNNING_LOW");
+    sparrow::v1::ReportMemoryPressureResponse out;
+    ASSERT_TRUE(app->ReportMemoryPressure(&c, req, &out).ok());
+    EXPECT_EQ(out.pressure_level(), "medium");
+    EXPECT_EQ(out.budget_bytes(), 1u << 19) << "medium halves";
+  }
+  {
+    grpc::ClientContext c;
+    WithKey(&c, kApiKey);
+    sparrow::v1::ReportMemoryPressureRequest req;
+    req.set_trim_level("SOMETIMES");
+    sparrow::v1::ReportMemoryPressureResponse out;
+    const grpc::Status st = app->ReportMemoryPressure(&c, req, &out);
+    EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    EXPECT_NE(st.error_message().find("SOMETIMES"), std::string::npos);
+  }
+  {
+    grpc::ClientContext c;
+    WithKey(&c, kAdminKey);
+    adminpb::MemoryBudget out;
+    ASSERT_TRUE(stub->GetMemory(&c, adminpb::GetMemoryRequest(), &out).ok());
+    EXPECT_EQ(out.pressure_level(), "medium");
+    EXPECT_EQ(out.budget_bytes(), 1u << 19);
+  }
+  {
+    grpc::ClientContext c;
+    WithKey(&c, kAdminKey);
+    adminpb::MemoryBudget out;
+    ASSERT_TRUE(stub->Replan(&c, adminpb::ReplanRequest(), &out).ok());
+    EXPECT_GT(out.plan_version(), version + 1);
+  }
+  EXPECT_EQ(complete(), before);
+  // The app is next to be killed: the cache goes to its floor and, the device still critical,
+  // new requests are refused with 503 until the pressure eases.
+  {
+    grpc::ClientContext c;
+    WithKey(&c, kApiKey);
+    sparrow::v1::ReportMemoryPressureRequest req;
+    req.set_trim_level_value(80);  // TRIM_MEMORY_COMPLETE
+    sparrow::v1::ReportMemoryPressureResponse out;
+    ASSERT_TRUE(app->ReportMemoryPressure(&c, req, &out).ok());
+    EXPECT_EQ(out.pressure_level(), "critical");
+    EXPECT_EQ(out.budget_bytes(), 0u);
+  }
+  const std::string refused = RawExchange("127.0.0.1", port, greedy);
+  EXPECT_EQ(StatusOf(refused), 503);
+  EXPECT_EQ(BodyOf(refused)["error"]["code"], "memory_pressure");
+  EXPECT_EQ(Header(refused, "Retry-After"), "1");
+  EXPECT_TRUE(BodyOf(Call(port, "GET", "/admin/v1/memory", kAdminKey))["starved"].get<bool>());
+  const std::string audit = f.Read("audit.jsonl");
+  EXPECT_NE(audit.find("memory_budget_set"), std::string::npos);
+  EXPECT_NE(audit.find("memory_replan"), std::string::npos);
 }
 
 }  // namespace

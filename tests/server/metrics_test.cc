@@ -87,6 +87,31 @@ TEST(MetricsTest, NeuronCacheCountersAppearWithAStore) {
   EXPECT_TRUE(Has(text, "sparrow_flash_wait_seconds_total 0.25\n"));
 }
 
+TEST(MetricsTest, MemoryBudgetGaugesAppearWithAController) {
+  Metrics m;
+  SchedulerStats s;
+  EXPECT_FALSE(Has(m.Render(s), "sparrow_memory_"));
+  s.memory_plan_version = 7;
+  s.memory_plan_latency_ms = 2.5;
+  MemoryGovernorStats g;
+  g.budget_bytes = 1 << 20;
+  g.ceiling_bytes = 4 << 20;
+  g.level = PressureLevel::kMedium;
+  g.shrinks = 3;
+  g.grows = 2;
+  g.operator_changes = 1;
+  const std::string text = m.Render(s, &g);
+  EXPECT_TRUE(Has(text, "sparrow_memory_budget_bytes{consumer=\"neuron_cache\"} 1048576\n"));
+  EXPECT_TRUE(Has(text, "sparrow_memory_ceiling_bytes{consumer=\"neuron_cache\"} 4194304\n"));
+  EXPECT_TRUE(Has(text, "sparrow_memory_pressure_level 2\n"));
+  EXPECT_TRUE(Has(text, "sparrow_memory_starved 0\n"));
+  EXPECT_TRUE(Has(text, "sparrow_memory_replans_total{cause=\"pressure\"} 3\n"));
+  EXPECT_TRUE(Has(text, "sparrow_memory_replans_total{cause=\"grow\"} 2\n"));
+  EXPECT_TRUE(Has(text, "sparrow_memory_replans_total{cause=\"operator\"} 1\n"));
+  EXPECT_TRUE(Has(text, "sparrow_memory_plan_version 7\n"));
+  EXPECT_TRUE(Has(text, "sparrow_memory_replan_seconds 0.0025\n"));
+}
+
 TEST(MetricsTest, HistogramBucketsAreCumulative) {
   SecondsHistogram h;
   h.Observe(0.001);

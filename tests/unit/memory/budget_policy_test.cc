@@ -97,11 +97,20 @@ TEST(BudgetPolicyTest, TheOperatorsLimitAppliesAtOnceAndCapsGrowth) {
   uint64_t now = 220000;
   while (p.OnTick(now)) now += 2000;
   EXPECT_EQ(p.target(), 300 * kMiB);
-  // Cleared: growth resumes toward the ceiling, slowly.
-  EXPECT_FALSE(p.SetOperatorLimit(std::nullopt, now));
-  auto g = p.OnTick(now + 2000);
+  // Cleared with nothing heard lately: the ceiling at once.
+  auto g = p.SetOperatorLimit(std::nullopt, now);
   ASSERT_TRUE(g);
-  EXPECT_EQ(g->bytes, 400 * kMiB);
+  EXPECT_EQ(g->bytes, 1000 * kMiB);
+  // Raised during pressure: only down now, up after the quiet spell.
+  ASSERT_TRUE(p.OnPressure(PressureLevel::kMedium, "x", now + 1000));
+  EXPECT_EQ(p.target(), 500 * kMiB);
+  EXPECT_FALSE(p.SetOperatorLimit(800 * kMiB, now + 2000));
+  EXPECT_EQ(p.target(), 500 * kMiB);
+  ASSERT_TRUE(p.SetOperatorLimit(200 * kMiB, now + 3000));
+  EXPECT_EQ(p.target(), 200 * kMiB);
+  EXPECT_FALSE(p.SetOperatorLimit(std::nullopt, now + 4000));
+  ASSERT_TRUE(p.OnTick(now + 11000));
+  EXPECT_EQ(p.target(), 300 * kMiB) << "growing back a step at a time";
 }
 
 TEST(BudgetPolicyTest, StarvedWhenEvenTheFloorDoesNotFit) {
@@ -110,12 +119,14 @@ TEST(BudgetPolicyTest, StarvedWhenEvenTheFloorDoesNotFit) {
   ASSERT_TRUE(c);
   EXPECT_EQ(c->bytes, 100 * kMiB) << "never under the floor";
   EXPECT_TRUE(p.starved(0));
-  EXPECT_FALSE(p.SetOperatorLimit(std::nullopt, 0));
+  ASSERT_TRUE(p.SetOperatorLimit(std::nullopt, 0));
   EXPECT_FALSE(p.starved(0));
-  ASSERT_FALSE(p.OnPressure(PressureLevel::kCritical, "psi", 1000)) << "at the floor already";
-  EXPECT_TRUE(p.starved(1000)) << "critical at the floor";
-  EXPECT_TRUE(p.starved(10999));
-  EXPECT_FALSE(p.starved(11000)) << "quiet again";
+  ASSERT_TRUE(p.OnPressure(PressureLevel::kCritical, "psi", 1000));
+  EXPECT_EQ(p.target(), 100 * kMiB);
+  EXPECT_FALSE(p.OnPressure(PressureLevel::kCritical, "psi", 2500)) << "at the floor already";
+  EXPECT_TRUE(p.starved(2500)) << "critical at the floor";
+  EXPECT_TRUE(p.starved(12499));
+  EXPECT_FALSE(p.starved(12500)) << "quiet again";
 }
 
 }  // namespace
