@@ -16,13 +16,29 @@
 namespace sparrow {
 namespace {
 
-// "low" is not listened to: it fires on any reclaim in the cgroup, page cache included, which
-// is routine for a server whose weights are mapped from a file near its limit; acting on it would
-// squeeze the neuron cache for the kernel's housekeeping.
-constexpr std::array<std::pair<const char*, PressureLevel>, 2> kLevels = {{
+// "low" fires as soon as the cgroup reclaims at all, page cache included: the early warning
+// that leaves time to give memory back before "critical", when the OOM killer is close (a hog
+// growing at 20 MB/s outran a cache that waited for "medium": tests/server/
+// sparrowd_squeeze_test.cc). Near the limit it also fires for the server's own mapped weights;
+// then shrinking the cache is the right answer too.
+constexpr std::array<std::pair<const char*, PressureLevel>, 3> kLevels = {{
+    {"low", PressureLevel::kLow},
     {"medium", PressureLevel::kMedium},
     {"critical", PressureLevel::kCritical},
 }};
+
+// A limit the kernel reports for "no limit" is near 2^63; anything past the machine's memory
+// bounds nothing.
+uint64_t ReadLimit(const std::string& file) {
+  std::ifstream in(file);
+  uint64_t v = 0;
+  if (!(in >> v)) return 0;
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  if (pages > 0 && page > 0 && v >= static_cast<uint64_t>(pages) * static_cast<uint64_t>(page)) {
+    return 0;
+  }
+  return v;
+}
 
 class CgroupV1PressureSource : public PressureSource {
  public:
@@ -48,31 +64,63 @@ class CgroupV1PressureSource : public PressureSource {
         level = std::max(level, kLevels[i].second);
       }
     }
-    (void)fired;
-    if (level == PressureLevel::kNone) return {};
-    return {level, dir_ + "/memory.pressure_level: " + std::string(PressureLevelName(level))};
+    if (level != PressureLevel::kNone) {
+      return {level, dir_ + "/memory.pressure_level: " + std::string(PressureLevelName(level))};
+    }
+    if (fired >= 0) return {};
+    return Headroom();
   }
   uint64_t limit_bytes() const override { return limit_; }
 
+  // On the tick: how close the cgroup's working set (usage less its inactive file pages, which
+  // reclaim takes first) is to the limit. Without swap, reclaim finds nothing in anonymous
+  // memory, so the kernel's own events go from silence to "critical" just before the OOM kill;
+  // the headroom gives the warning they do not. Under 10% of the limit free is low, 6% medium,
+  // 3% critical.
+  PressureReading Headroom() {
+    // The limit can change while serving (lowered by whoever owns the cgroup): read it each time.
+    limit_ = ReadLimit(dir_ + "/memory.limit_in_bytes");
+    if (limit_ == 0) return {};
+    const uint64_t usage = ReadU64(dir_ + "/memory.usage_in_bytes");
+    const uint64_t inactive = StatValue(dir_ + "/memory.stat", "total_inactive_file");
+    const uint64_t working = usage > inactive ? usage - inactive : 0;
+    const uint64_t free = limit_ > working ? limit_ - working : 0;
+    const double share = static_cast<double>(free) / static_cast<double>(limit_);
+    PressureLevel level = PressureLevel::kNone;
+    if (share < 0.03) {
+      level = PressureLevel::kCritical;
+    } else if (share < 0.06) {
+      level = PressureLevel::kMedium;
+    } else if (share < 0.10) {
+      level = PressureLevel::kLow;
+    }
+    if (level == PressureLevel::kNone) return {};
+    return {level, dir_ + ": " + std::to_string(free >> 20) + " MiB of its " +
+                       std::to_string(limit_ >> 20) + " MiB limit free"};
+  }
+
  private:
+  static uint64_t ReadU64(const std::string& file) {
+    std::ifstream in(file);
+    uint64_t v = 0;
+    in >> v;
+    return v;
+  }
+  static uint64_t StatValue(const std::string& file, const std::string& key) {
+    std::ifstream in(file);
+    std::string k;
+    uint64_t v = 0;
+    while (in >> k >> v) {
+      if (k == key) return v;
+    }
+    return 0;
+  }
+
   std::string dir_;
   int level_fd_;
   std::array<int, kLevels.size()> events_;
   uint64_t limit_;
 };
-
-// A limit the kernel reports for "no limit" is near 2^63; anything past the machine's memory
-// bounds nothing.
-uint64_t ReadLimit(const std::string& file) {
-  std::ifstream in(file);
-  uint64_t v = 0;
-  if (!(in >> v)) return 0;
-  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-  if (pages > 0 && page > 0 && v >= static_cast<uint64_t>(pages) * static_cast<uint64_t>(page)) {
-    return 0;
-  }
-  return v;
-}
 
 }  // namespace
 
@@ -109,7 +157,7 @@ Result<std::unique_ptr<PressureSource>> OpenCgroupV1PressureSource(std::string d
     close(level_fd);
     return Unsupported(control_path + ": cannot open: " + std::strerror(err));
   }
-  std::array<int, kLevels.size()> events{-1, -1};
+  std::array<int, kLevels.size()> events{-1, -1, -1};
   Status st = Status::Ok();
   for (size_t i = 0; i < kLevels.size() && st.ok(); ++i) {
     events[i] = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);

@@ -78,7 +78,6 @@ void PressureMonitor::Loop() {
     if (NowMs() >= next_tick) {
       next_tick = NowMs() + static_cast<uint64_t>(tick_ms_);
       for (const auto& s : sources_) {
-        if (!s->fds().empty()) continue;
         const PressureReading r = s->Read(-1);
         if (r.level != PressureLevel::kNone) on_event_(s->name(), r);
       }

@@ -30,7 +30,7 @@ class PressureSource {
   // they always read as POLLIN; eventfds: POLLIN); empty for a source asked on the tick.
   virtual std::vector<pollfd> fds() const = 0;
   // What the source says now: after `fired` (one of fds()) became ready, consuming its event;
-  // on the tick with fired = -1.
+  // on every tick with fired = -1 (sources with descriptors may have something to add).
   virtual PressureReading Read(int fired) = 0;
   // The most memory this process may use as the source knows it (a cgroup's limit), or 0.
   virtual uint64_t limit_bytes() const { return 0; }
@@ -42,8 +42,9 @@ class PressureSource {
 Result<std::unique_ptr<PressureSource>> OpenPsiPressureSource(
     const std::string& path = "/proc/pressure/memory");
 
-// cgroup v1 memory.pressure_level of this process's memory cgroup (medium and critical), through
-// cgroup.event_control and one eventfd per level. `cgroup_dir` empty: found from
+// cgroup v1 memory.pressure_level of this process's memory cgroup (low, medium, critical), through
+// cgroup.event_control and one eventfd per level, and on each tick the working set's headroom
+// under the limit (under 10% free low, 6% medium, 3% critical). `cgroup_dir` empty: found from
 // /proc/self/cgroup under /sys/fs/cgroup/memory. Its limit (memory.limit_in_bytes) is read at
 // open.
 Result<std::unique_ptr<PressureSource>> OpenCgroupV1PressureSource(std::string cgroup_dir = "");

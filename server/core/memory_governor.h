@@ -33,7 +33,7 @@ class MemoryGovernor {
  public:
   // `scheduler` must outlive the governor. `sources`: DetectPressureSources(), or the tests'.
   MemoryGovernor(Scheduler* scheduler, std::vector<std::unique_ptr<PressureSource>> sources,
-                 const BudgetPolicyOptions& policy, int tick_ms = 500);
+                 const BudgetPolicyOptions& policy, int tick_ms = 100);
   ~MemoryGovernor();
 
   // The operator's budget for the neuron cache (nullopt clears it).

@@ -24,7 +24,8 @@ class ScriptedPressureSource : public PressureSource {
   ScriptedPressureSource(int fd, std::atomic<int>* level) : fd_(fd), level_(level) {}
   std::string_view name() const override { return "scripted"; }
   std::vector<pollfd> fds() const override { return {{fd_, POLLIN, 0}}; }
-  PressureReading Read(int) override {
+  PressureReading Read(int fired) override {
+    if (fired < 0) return {};  // the tick: news come only through the descriptor
     uint64_t n = 0;
     (void)!read(fd_, &n, sizeof(n));
     return {static_cast<PressureLevel>(level_->load()), "the test"};
@@ -75,13 +76,15 @@ class MemoryGovernorTest : public ::testing::Test {
     const uint64_t one = 1;
     ASSERT_EQ(write(fd_, &one, sizeof(one)), 8);
   }
-  // Waits until the store's capacity is `bytes` and the plan that set it is applied.
+  // Waits until the store's capacity is `bytes` (a minute at most: a hang would say nothing).
   NeuronStoreStats WaitForCapacity(size_t bytes) {
-    for (;;) {
-      const SchedulerStats s = scheduler_->Stats();
-      if (s.neuron_cache->capacity_bytes == bytes) return *s.neuron_cache;
+    SchedulerStats s = scheduler_->Stats();
+    for (int i = 0; i < 30000 && s.neuron_cache->capacity_bytes != bytes; ++i) {
       std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      s = scheduler_->Stats();
     }
+    EXPECT_EQ(s.neuron_cache->capacity_bytes, bytes);
+    return *s.neuron_cache;
   }
 
   std::string path_;

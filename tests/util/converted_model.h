@@ -25,13 +25,9 @@ inline std::string ConvertedCopy(const std::string& src, const std::string& name
   return sum.ok() ? o.output : "";
 }
 
-// The converted file's path (under TempPath, named after `name`); fails the test on error.
-inline std::string WriteConvertedSyntheticModel(const std::string& name, TensorType type) {
-  LlamaModelSpec s;
-  s.weight_type = s.embd_type = s.output_type = type;
-  s.n_embd = 64;
-  s.n_ff = 256;
-  s.predictor_rank = 32;
+// A model of `spec` (quantized by the kernels), converted; the converted file's path (under
+// TempPath, named after `name`); fails the test on error.
+inline std::string WriteConvertedModel(const std::string& name, LlamaModelSpec s) {
   s.quantize = [](TensorType t, const float* src, void* dst, int64_t n) {
     kernels::QuantizeRow(t, src, dst, n);
   };
@@ -41,6 +37,16 @@ inline std::string WriteConvertedSyntheticModel(const std::string& name, TensorT
   const std::string src = TempPath(name + "-src.gguf");
   EXPECT_TRUE(w->WriteFile(src).ok());
   return ConvertedCopy(src, name);
+}
+
+// A small PowerInfer-layout synthetic model of `type`, converted.
+inline std::string WriteConvertedSyntheticModel(const std::string& name, TensorType type) {
+  LlamaModelSpec s;
+  s.weight_type = s.embd_type = s.output_type = type;
+  s.n_embd = 64;
+  s.n_ff = 256;
+  s.predictor_rank = 32;
+  return WriteConvertedModel(name, s);
 }
 
 }  // namespace sparrow::testing

@@ -19,6 +19,8 @@ class SparrowdProcess {
   struct Options {
     std::vector<std::string> args;  // after the binary; --port 0 and --grpc-port are up to you
     rlim_t max_open_files = 0;      // RLIMIT_NOFILE for the child; 0 leaves it alone
+    // A cgroup's cgroup.procs: the child joins that cgroup before it executes sparrowd.
+    std::string cgroup_procs;
   };
   // The sparrowd to test: $SPARROWD_UNDER_TEST when set (to run the tests against another
   // build, such as the one before a fix), else `built`.

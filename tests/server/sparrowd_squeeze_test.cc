@@ -1,0 +1,271 @@
+// The real sparrowd inside a real cgroup v1 memory limit, serving 8 greedy streams from a model
+// whose FFN is on flash, while a memory hog in the same cgroup grows past what the limit leaves:
+// the cgroup's pressure events reach sparrowd's memory governor, the neuron cache shrinks and its
+// memory goes back, nothing is OOM-killed, every stream completes with the tokens it gets
+// without pressure; when the hog leaves, the cache grows back. Skips where the machine has no
+// cgroup v1 memory controller or the test may not create a cgroup, and unless
+// SPARROW_SQUEEZE_TEST=1: it passed 2 of 3 runs here (session 13); the third ended in an OOM
+// kill, so it is not yet a gate for CI (the KV pool and the per-step read buffers are not under
+// the budget, and a burst of them can pass the 3% critical margin at once).
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <future>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <sstream>
+#include <thread>
+
+#include "engine/kernels/quantize.h"
+#include "engine/memory/pressure_source.h"
+#include "tests/util/converted_model.h"
+#include "tests/util/sparrowd_process.h"
+#include "tests/util/synthetic_llama.h"
+#include "tests/util/test_paths.h"
+
+namespace sparrow {
+namespace {
+
+using json = nlohmann::json;
+using testing::SparrowdProcess;
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+int64_t ReadNumber(const std::string& path) {
+  std::ifstream in(path);
+  int64_t v = -1;
+  in >> v;
+  return v;
+}
+
+// "oom_kill N" of memory.oom_control (kernels since 4.13), 0 where it is not reported.
+int64_t OomKills(const std::string& dir) {
+  std::istringstream in(ReadFile(dir + "/memory.oom_control"));
+  std::string key;
+  int64_t v = 0;
+  while (in >> key >> v) {
+    if (key == "oom_kill") return v;
+  }
+  return 0;
+}
+
+int64_t RssBytes(pid_t pid) {
+  std::istringstream in(ReadFile("/proc/" + std::to_string(pid) + "/status"));
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("VmRSS:", 0) == 0) return std::stoll(line.substr(6)) * 1024;
+  }
+  return -1;
+}
+
+std::string Post(int port, const std::string& path, const std::string& body) {
+  const int fd = testing::ConnectTcp("127.0.0.1", port, std::chrono::seconds(120));
+  if (fd < 0) return "";
+  testing::SendAll(fd, "POST " + path + " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n" +
+                           "Content-Type: application/json\r\nContent-Length: " +
+                           std::to_string(body.size()) + "\r\n\r\n" + body);
+  std::string r = testing::ReadUntilClose(fd);
+  close(fd);
+  return r;
+}
+
+std::string Get(int port, const std::string& path) {
+  const int fd = testing::ConnectTcp("127.0.0.1", port);
+  if (fd < 0) return "";
+  testing::SendAll(fd, "GET " + path + " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  std::string r = testing::ReadUntilClose(fd);
+  close(fd);
+  return r;
+}
+
+json Body(const std::string& raw) {
+  const size_t at = raw.find("\r\n\r\n");
+  return json::parse(at == std::string::npos ? "" : raw.substr(at + 4), nullptr, false);
+}
+
+double Gauge(const std::string& metrics, const std::string& name) {
+  std::smatch m;
+  if (!std::regex_search(metrics, m, std::regex(name + " ([0-9.e+]+)"))) return -1;
+  return std::stod(m[1]);
+}
+
+// A PowerInfer-layout model whose bundles take 64 MiB (8 layers of 4096 neurons), converted.
+std::string SqueezeModel() {
+  testing::LlamaModelSpec s;
+  s.weight_type = s.embd_type = s.output_type = TensorType::kQ8_0;
+  s.n_embd = 512;
+  s.n_head = 8;
+  s.n_head_kv = 8;
+  s.n_ff = 4096;
+  s.n_layer = 8;
+  s.n_ctx = 1024;
+  s.predictor_rank = 64;
+  return testing::WriteConvertedModel("squeeze", s);
+}
+
+TEST(SparrowdSqueezeTest, TheCacheGivesWayToAHogAndComesBack) {
+  const char* enabled = std::getenv("SPARROW_SQUEEZE_TEST");
+  if (!enabled || std::string(enabled) != "1") {
+    GTEST_SKIP() << "set SPARROW_SQUEEZE_TEST=1 to run (about a minute; not yet reliable enough "
+                    "for CI: see the file's comment)";
+  }
+  const std::string ours = FindMemoryCgroupV1();
+  if (ours.empty() || !std::filesystem::exists(ours + "/memory.pressure_level")) {
+    GTEST_SKIP() << "no cgroup v1 memory controller here";
+  }
+  const std::string dir = ours + "/sparrow-squeeze-test-" + std::to_string(getpid());
+  if (mkdir(dir.c_str(), 0755) != 0) {
+    GTEST_SKIP() << "cannot create a cgroup under " << ours << ": " << std::strerror(errno);
+  }
+  struct Cleanup {
+    std::string dir;
+    ~Cleanup() { rmdir(dir.c_str()); }
+  } cleanup{dir};
+  const std::string model = SqueezeModel();
+  ASSERT_FALSE(model.empty());
+
+  SparrowdProcess::Options o;
+  // The KV pool holds the 8 streams and no more (160 blocks of 16 positions), so that the
+  // unpressed run has touched all of it: the KV pool is not under the budget yet (issue 15).
+  o.args = {"--model",    model, "--port",        "0", "--grpc-port", "-1",  "--threads",   "2",
+            "--cache-mb", "64",  "--max-running", "8", "--n-ctx",     "512", "--kv-blocks", "160"};
+  o.cgroup_procs = dir + "/cgroup.procs";
+  std::string error;
+  auto p = SparrowdProcess::Start(SparrowdProcess::Binary(SPARROWD), o, &error);
+  ASSERT_NE(p, nullptr) << error;
+  const int port = p->http_port();
+  ASSERT_NE(p->Stdout().find("watching cgroup v1 pressure events"), std::string::npos)
+      << p->Stdout();
+
+  const std::vector<std::string> prompts = {"a b c", "d e",   "f g h i", "j",
+                                            "k l",   "m n o", "p q",     "r s t"};
+  auto request = [](const std::string& prompt) {
+    return json{{"prompt", prompt}, {"max_tokens", 300}, {"temperature", 0}}.dump();
+  };
+  auto run_all = [&] {
+    std::vector<std::future<std::string>> f;
+    for (const std::string& pr : prompts) {
+      f.push_back(std::async(std::launch::async,
+                             [&, pr] { return Post(port, "/v1/completions", request(pr)); }));
+    }
+    std::vector<std::string> texts;
+    for (auto& x : f) {
+      const json b = Body(x.get());
+      texts.push_back(b.contains("choices") ? b["choices"][0]["text"].get<std::string>()
+                                            : "<failed: " + b.dump() + ">");
+    }
+    return texts;
+  };
+  // Unpressed: the reference outputs, and a full cache.
+  const std::vector<std::string> reference = run_all();
+  const int64_t rss_full = RssBytes(p->pid());
+  const double budget_full =
+      Gauge(Get(port, "/metrics"), "sparrow_memory_budget_bytes\\{consumer=\"neuron_cache\"\\}");
+  ASSERT_EQ(budget_full, 64.0 * (1 << 20));
+
+  // The limit leaves 32 MiB over what the cgroup holds now; the hog wants that and a quarter of
+  // what the neuron cache holds, at 10 MB/s: it gets it only if the cache gives way.
+  const double resident = Gauge(Get(port, "/metrics"), "sparrow_neuron_cache_resident_bytes");
+  ASSERT_GT(resident, 16 << 20);
+  const int hog_mib = 32 + static_cast<int>(resident / 4 / (1 << 20));
+  const int64_t usage = ReadNumber(dir + "/memory.usage_in_bytes");
+  std::ofstream(dir + "/memory.limit_in_bytes") << usage + (int64_t{32} << 20);
+  std::promise<void> hog_may_leave;
+  std::shared_future<void> leave = hog_may_leave.get_future().share();
+  int hog_pipe[2];
+  ASSERT_EQ(pipe(hog_pipe), 0);
+  const pid_t hog = fork();
+  ASSERT_GE(hog, 0);
+  if (hog == 0) {
+    close(hog_pipe[1]);
+    std::ofstream(dir + "/cgroup.procs") << getpid();
+    for (int i = 0; i < hog_mib; ++i) {
+      void* m = mmap(nullptr, 1 << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      if (m == MAP_FAILED) _exit(2);
+      std::memset(m, 1, 1 << 20);
+      usleep(100000);
+    }
+    char c;
+    (void)!read(hog_pipe[0], &c, 1);  // hold the memory until told
+    _exit(0);
+  }
+  close(hog_pipe[0]);
+  signal(SIGPIPE, SIG_IGN);  // the hog may be gone when it is told to leave
+  // The lowest budget and RSS while the streams run (the cache grows back once it is quiet).
+  std::atomic<bool> sampling{true};
+  double budget_squeezed = budget_full;
+  int64_t rss_squeezed = rss_full;
+  std::thread sampler([&] {
+    while (sampling) {
+      budget_squeezed = std::min(
+          budget_squeezed, Gauge(Get(port, "/metrics"),
+                                 "sparrow_memory_budget_bytes\\{consumer=\"neuron_cache\"\\}"));
+      const int64_t rss = RssBytes(p->pid());
+      if (rss > 0) rss_squeezed = std::min(rss_squeezed, rss);
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  });
+  const std::vector<std::string> squeezed = run_all();
+  sampling = false;
+  sampler.join();
+  // Let the hog finish growing, then look.
+  for (int i = 0; i < 200; ++i) {
+    if (ReadNumber("/proc/" + std::to_string(hog) + "/statm") < 0) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  const int64_t oom = OomKills(dir);
+  EXPECT_EQ(oom, 0) << "nothing was OOM-killed";
+  int hog_status = 0;
+  const bool hog_alive = waitpid(hog, &hog_status, WNOHANG) == 0;
+  EXPECT_TRUE(hog_alive) << "the hog got its memory";
+  EXPECT_FALSE(p->Wait(std::chrono::milliseconds(0)).has_value()) << "sparrowd still serves";
+  int same = 0;
+  for (size_t i = 0; i < reference.size(); ++i) same += squeezed[i] == reference[i];
+  EXPECT_EQ(same, static_cast<int>(reference.size())) << "every stream the same as unpressed";
+  if (::testing::Test::HasFailure()) {
+    std::istringstream log(p->Stdout());
+    for (std::string line; std::getline(log, line);) {
+      if (line.find("memory") != std::string::npos) std::printf("%s\n", line.c_str());
+    }
+  }
+  EXPECT_LT(budget_squeezed, budget_full);
+  EXPECT_LT(rss_squeezed, rss_full - (int64_t{8} << 20)) << "the cache's memory went back";
+  std::printf(
+      "[squeeze] hog %d MiB; sparrowd rss %.1f -> %.1f MiB, cache budget %.0f -> %.0f MiB, "
+      "resident %.1f MiB before, oom kills %lld\n",
+      hog_mib, rss_full / 1048576.0, rss_squeezed / 1048576.0, budget_full / 1048576.0,
+      budget_squeezed / 1048576.0, resident / 1048576.0, static_cast<long long>(oom));
+
+  // The hog leaves; after the quiet spell the cache grows back.
+  (void)!write(hog_pipe[1], "x", 1);
+  close(hog_pipe[1]);
+  waitpid(hog, &hog_status, 0);
+  std::ofstream(dir + "/memory.limit_in_bytes") << -1;
+  double budget_after = budget_squeezed;
+  for (int i = 0; i < 300 && budget_after <= budget_squeezed; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    budget_after =
+        Gauge(Get(port, "/metrics"), "sparrow_memory_budget_bytes\\{consumer=\"neuron_cache\"\\}");
+  }
+  EXPECT_GT(budget_after, budget_squeezed) << "growing back once quiet";
+  p->Signal(SIGKILL);
+  p->Wait(std::chrono::seconds(5));
+}
+
+}  // namespace
+}  // namespace sparrow
