@@ -57,7 +57,9 @@ struct ServerConfig {
   int64_t cache_mb = -1;
   int64_t cache_hot_percent = 50;
   // With cache_mb: shrink the neuron cache when the device wants memory back (PSI, the cgroup's
-  // pressure events, MemAvailable) and grow it back when it is quiet (1), or keep it fixed (0).
+  // pressure events and headroom, MemAvailable), the operator or the host app says so, and grow
+  // it back when it is quiet (1); the same without watching the device (2: admin API and
+  // ReportMemoryPressure only); or keep it fixed (0).
   int64_t memory_pressure = 1;
   // Operations.
   std::string log_format = "text";  // text | json

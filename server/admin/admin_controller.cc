@@ -244,7 +244,7 @@ Result<MemoryGovernorStats> AdminController::Memory() const {
   if (!served || !served->memory) {
     return Unavailable(
         "this model has no memory budget to manage: its FFN is in memory (start sparrowd with "
-        "cache_mb on a file from `sparrow convert`, and memory_pressure 1)");
+        "cache_mb on a file from `sparrow convert`, and memory_pressure 1 or 2)");
   }
   return served->memory->stats();
 }

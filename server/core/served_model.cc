@@ -93,8 +93,11 @@ Result<std::shared_ptr<ServedModel>> LoadServedModel(const ServerConfig& config,
     BudgetPolicyOptions policy;
     policy.ceiling_bytes = opts.neuron_store->stats().capacity_bytes;
     policy.floor_bytes = 0;
-    m->memory =
-        std::make_unique<MemoryGovernor>(m->scheduler.get(), DetectPressureSources(), policy);
+    m->memory = std::make_unique<MemoryGovernor>(
+        m->scheduler.get(),
+        config.memory_pressure == 1 ? DetectPressureSources()
+                                    : std::vector<std::unique_ptr<PressureSource>>{},
+        policy);
   }
   return m;
 }
