@@ -106,21 +106,14 @@ class WindowReplay : public ReplayCache {
 
 class HotAndLruReplay : public ReplayCache {
  public:
-  HotAndLruReplay(const NeuronTrace& trace, size_t record_bytes, int64_t capacity)
+  // `ranked[l]`: layer l's neurons, most frequent first (RankByFrequency).
+  HotAndLruReplay(const NeuronTrace& trace, size_t record_bytes, int64_t capacity,
+                  const std::vector<std::vector<int32_t>>& ranked)
       : n_ff_(trace.n_ff()), hot_(static_cast<size_t>(trace.n_layer() * trace.n_ff()), 0) {
     const int64_t hot_per_layer =
         std::min<int64_t>(trace.n_ff(), capacity / 2 / std::max<int64_t>(1, trace.n_layer()));
-    std::vector<int64_t> count(static_cast<size_t>(trace.n_ff()));
-    std::vector<int32_t> order(count.size());
     for (int64_t l = 0; l < trace.n_layer(); ++l) {
-      std::fill(count.begin(), count.end(), 0);
-      for (int64_t t = 0; t < trace.tokens(); ++t) {
-        for (int32_t id : trace.Active(t, l)) ++count[id];
-      }
-      for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int32_t>(i);
-      std::stable_sort(order.begin(), order.end(),
-                       [&](int32_t a, int32_t b) { return count[a] > count[b]; });
-      for (int64_t k = 0; k < hot_per_layer; ++k) hot_[l * n_ff_ + order[k]] = 1;
+      for (int64_t k = 0; k < hot_per_layer; ++k) hot_[l * n_ff_ + ranked[l][k]] = 1;
     }
     const int64_t rest = capacity - hot_per_layer * trace.n_layer();
     lru_ = std::make_unique<TwoQueueReplay>(trace, record_bytes,
@@ -141,6 +134,25 @@ class HotAndLruReplay : public ReplayCache {
   std::unique_ptr<TwoQueueReplay> lru_;
 };
 
+// Each layer's neurons by how often the trace uses them, most frequent first (the order a
+// converted file gives them), once for every cache size.
+std::vector<std::vector<int32_t>> RankByFrequency(const NeuronTrace& trace) {
+  std::vector<std::vector<int32_t>> ranked(static_cast<size_t>(trace.n_layer()));
+  std::vector<int64_t> count(static_cast<size_t>(trace.n_ff()));
+  for (int64_t l = 0; l < trace.n_layer(); ++l) {
+    std::fill(count.begin(), count.end(), 0);
+    for (int64_t t = 0; t < trace.tokens(); ++t) {
+      for (int32_t id : trace.Active(t, l)) ++count[id];
+    }
+    std::vector<int32_t>& order = ranked[l];
+    order.resize(count.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int32_t>(i);
+    std::stable_sort(order.begin(), order.end(),
+                     [&](int32_t a, int32_t b) { return count[a] > count[b]; });
+  }
+  return ranked;
+}
+
 }  // namespace
 
 std::vector<MissCurvePoint> ReplayMissCurve(const NeuronTrace& trace, size_t record_bytes,
@@ -148,6 +160,9 @@ std::vector<MissCurvePoint> ReplayMissCurve(const NeuronTrace& trace, size_t rec
                                             int64_t warmup_tokens, ReplayPolicy policy) {
   std::vector<MissCurvePoint> curve;
   const int64_t bundles = trace.n_layer() * trace.n_ff();
+  const std::vector<std::vector<int32_t>> ranked = policy == ReplayPolicy::kHotHalfAndLru
+                                                       ? RankByFrequency(trace)
+                                                       : std::vector<std::vector<int32_t>>{};
   for (double f : fractions) {
     MissCurvePoint p;
     p.cache_fraction = std::clamp(f, 0.0, 1.0);
@@ -162,7 +177,7 @@ std::vector<MissCurvePoint> ReplayMissCurve(const NeuronTrace& trace, size_t rec
         cache = std::make_unique<WindowReplay>(trace, capacity);
         break;
       case ReplayPolicy::kHotHalfAndLru:
-        cache = std::make_unique<HotAndLruReplay>(trace, record_bytes, capacity);
+        cache = std::make_unique<HotAndLruReplay>(trace, record_bytes, capacity, ranked);
         break;
     }
     int64_t counted_misses = 0, counted_uses = 0, counted_tokens = 0;
