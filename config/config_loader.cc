@@ -120,8 +120,9 @@ const std::vector<KeySpec>& Keys() {
        "Share of cache_mb preloaded with each layer's hottest neurons (the rest: an LRU cache)",
        nullptr, &ServerConfig::cache_hot_percent, 0, 100},
       {"memory_pressure",
-       "With cache_mb: size the neuron cache by the device's memory pressure, the operator and the "
-       "host app (1), by the operator and the host app only (2), or keep it fixed (0)",
+       "Size the KV pool and the neuron cache (with cache_mb) by the device's memory pressure, the "
+       "operator and the host app (1), by the operator and the host app only (2), or keep them "
+       "fixed (0)",
        nullptr, &ServerConfig::memory_pressure, 0, 2},
       {"log_format", "Log line format: text or json", &ServerConfig::log_format},
       {"log_level", "Log level: trace, debug, info, warn, error", &ServerConfig::log_level},

@@ -1,7 +1,10 @@
 #include "engine/kv/kv_block_pool.h"
 
 #include <algorithm>
+#include <cstring>
+#include <functional>
 #include <iterator>
+#include <string>
 
 #include "engine/common/check.h"
 
@@ -25,6 +28,10 @@ uint64_t ChainBlockHash(uint64_t parent, const int32_t* tokens, int64_t n) {
   return h ^ (h >> 31);
 }
 
+// Memory comes and goes a chunk at a time: small enough that a small model's pool gives memory
+// back in steps, large enough to keep the mappings few (a 7B model's block is 16 MiB anyway).
+constexpr size_t kChunkBytes = size_t{1} << 20;
+
 int64_t KvBlockPool::BlockBytes(int64_t n_layer, int64_t kv_dim, int64_t block_size) {
   return 2 * n_layer * kv_dim * block_size * static_cast<int64_t>(sizeof(float));
 }
@@ -33,32 +40,46 @@ KvBlockPool::KvBlockPool(int64_t n_layer, int64_t kv_dim, int64_t block_size, in
     : n_layer_(n_layer),
       kv_dim_(kv_dim),
       block_size_(block_size),
-      n_blocks_(n_blocks),
-      k_(n_blocks * n_layer * block_size * kv_dim),
-      v_(n_blocks * n_layer * block_size * kv_dim),
-      blocks_(n_blocks) {
+      n_blocks_(0),
+      arena_(static_cast<size_t>(BlockBytes(n_layer, kv_dim, block_size)), kChunkBytes) {
   SPARROW_CHECK(n_layer > 0 && kv_dim > 0 && block_size > 0 && n_blocks > 0);
-  free_.reserve(n_blocks);
-  // Hand out low ids first.
-  for (BlockId b = static_cast<BlockId>(n_blocks) - 1; b >= 0; --b) free_.push_back(b);
+  std::unordered_map<BlockId, BlockId> none;
+  const Status st = Resize(n_blocks, &none);
+  SPARROW_CHECK(st.ok());
+}
+
+BlockId KvBlockPool::PopFree() {
+  std::pop_heap(free_.begin(), free_.end(), std::greater<>());
+  const BlockId b = free_.back();
+  free_.pop_back();
+  return b;
+}
+
+void KvBlockPool::PushFree(BlockId b) {
+  free_.push_back(b);
+  std::push_heap(free_.begin(), free_.end(), std::greater<>());
 }
 
 int64_t KvBlockPool::available() const {
   return static_cast<int64_t>(free_.size() + lru_.size());
 }
 
+void KvBlockPool::Evict(BlockId b) {
+  Block& blk = blocks_[b];
+  SPARROW_CHECK(blk.in_lru && blk.refs == 0);
+  lru_.erase(blk.lru_pos);
+  blk.in_lru = false;
+  by_hash_.erase(*blk.hash);
+  blk.hash.reset();
+}
+
 std::optional<BlockId> KvBlockPool::Allocate() {
   BlockId b;
   if (!free_.empty()) {
-    b = free_.back();
-    free_.pop_back();
+    b = PopFree();
   } else if (!lru_.empty()) {
     b = lru_.front();  // evict the least recently used cached prefix block
-    lru_.pop_front();
-    Block& blk = blocks_[b];
-    blk.in_lru = false;
-    by_hash_.erase(*blk.hash);
-    blk.hash.reset();
+    Evict(b);
   } else {
     return std::nullopt;
   }
@@ -89,8 +110,86 @@ void KvBlockPool::Release(BlockId b) {
     blk.lru_pos = std::prev(lru_.end());
     blk.in_lru = true;
   } else {
-    free_.push_back(b);
+    PushFree(b);
   }
+}
+
+void KvBlockPool::MoveBlock(BlockId from, BlockId to) {
+  CopyContents(from, to);
+  Block& src = blocks_[from];
+  Block& dst = blocks_[to];
+  SPARROW_CHECK(dst.refs == 0 && !dst.hash && !dst.in_lru);
+  dst = src;
+  if (dst.hash) by_hash_[*dst.hash] = to;
+  if (dst.in_lru) *dst.lru_pos = to;
+  src = Block{};
+}
+
+Status KvBlockPool::Resize(int64_t n_blocks, std::unordered_map<BlockId, BlockId>* moved) {
+  moved->clear();
+  if (n_blocks < 1)
+    return InvalidArgument("a KV pool needs at least 1 block, not " + std::to_string(n_blocks));
+  if (n_blocks > n_blocks_) {
+    SPARROW_RETURN_IF_ERROR(arena_.Reserve(n_blocks));
+    blocks_.resize(n_blocks);
+    for (int64_t b = n_blocks_; b < n_blocks; ++b) PushFree(static_cast<BlockId>(b));
+    n_blocks_ = n_blocks;
+    return Status::Ok();
+  }
+  if (n_blocks == n_blocks_) return Status::Ok();
+  if (used_ > n_blocks) {
+    return ResourceExhausted(std::to_string(used_) + " KV blocks are in use; the pool cannot " +
+                             "shrink to " + std::to_string(n_blocks) + " before they are freed");
+  }
+  Shrink(n_blocks, moved);
+  return arena_.Reserve(n_blocks);  // unmapping does not fail
+}
+
+void KvBlockPool::Shrink(int64_t n_blocks, std::unordered_map<BlockId, BlockId>* moved) {
+  const auto end = static_cast<BlockId>(n_blocks);
+  // Room below the new end: free blocks, then cached ones, least recently used first.
+  std::vector<BlockId> holes;
+  for (BlockId b : free_) {
+    if (b < end) holes.push_back(b);
+  }
+  std::vector<BlockId> low_cached;
+  for (BlockId b : lru_) {
+    if (b < end) low_cached.push_back(b);
+  }
+  free_.clear();
+  size_t next_hole = 0, next_cached = 0;
+  auto take_hole = [&]() -> std::optional<BlockId> {
+    if (next_hole < holes.size()) return holes[next_hole++];
+    return std::nullopt;
+  };
+  // Referenced blocks above the end must move; used_ <= n_blocks guarantees room.
+  for (BlockId b = end; b < static_cast<BlockId>(n_blocks_); ++b) {
+    if (blocks_[b].refs == 0) continue;
+    std::optional<BlockId> to = take_hole();
+    if (!to) {
+      SPARROW_CHECK(next_cached < low_cached.size());
+      to = low_cached[next_cached++];
+      Evict(*to);
+    }
+    MoveBlock(b, *to);
+    (*moved)[b] = *to;
+  }
+  // Cached blocks above the end: the most recently used keep their place while holes remain.
+  std::vector<BlockId> high_cached;
+  for (auto it = lru_.rbegin(); it != lru_.rend(); ++it) {
+    if (*it >= end) high_cached.push_back(*it);
+  }
+  for (BlockId b : high_cached) {
+    if (auto to = take_hole()) {
+      MoveBlock(b, *to);
+    } else {
+      Evict(b);
+    }
+  }
+  for (size_t i = next_hole; i < holes.size(); ++i) free_.push_back(holes[i]);
+  std::make_heap(free_.begin(), free_.end(), std::greater<>());
+  blocks_.resize(n_blocks);
+  n_blocks_ = n_blocks;
 }
 
 std::optional<BlockId> KvBlockPool::Lookup(uint64_t hash) {
@@ -111,17 +210,17 @@ void KvBlockPool::Register(BlockId b, uint64_t hash) {
 }
 
 void KvBlockPool::CopyContents(BlockId src, BlockId dst) {
-  const int64_t n = n_layer_ * block_size_ * kv_dim_;
-  std::copy_n(&k_[src * n], n, &k_[dst * n]);
-  std::copy_n(&v_[src * n], n, &v_[dst * n]);
+  std::memcpy(arena_.slot(dst), arena_.slot(src), arena_.slot_bytes());
 }
 
 float* KvBlockPool::Key(BlockId b, int64_t layer, int64_t offset) {
-  return &k_[((static_cast<int64_t>(b) * n_layer_ + layer) * block_size_ + offset) * kv_dim_];
+  auto* base = reinterpret_cast<float*>(arena_.slot(b));
+  return base + (layer * block_size_ + offset) * kv_dim_;
 }
 
 float* KvBlockPool::Value(BlockId b, int64_t layer, int64_t offset) {
-  return &v_[((static_cast<int64_t>(b) * n_layer_ + layer) * block_size_ + offset) * kv_dim_];
+  auto* base = reinterpret_cast<float*>(arena_.slot(b));
+  return base + ((n_layer_ + layer) * block_size_ + offset) * kv_dim_;
 }
 
 KvPoolStats KvBlockPool::Stats() const {
@@ -132,6 +231,7 @@ KvPoolStats KvBlockPool::Stats() const {
   s.free_blocks = static_cast<int64_t>(free_.size());
   s.prefix_hits = prefix_hits_;
   s.prefix_lookups = prefix_lookups_;
+  s.mapped_bytes = static_cast<int64_t>(arena_.mapped_bytes());
   return s;
 }
 

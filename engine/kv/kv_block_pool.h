@@ -1,14 +1,20 @@
 #pragma once
-// KvBlockPool: the paged KV cache's storage. A fixed number of blocks, each holding the keys
-// and values of `block_size` consecutive positions for every layer. Blocks are reference
-// counted (prefix sharing); full blocks can be registered under the hash of their token chain
-// and stay cached, evictable in LRU order, after their last user releases them.
+// KvBlockPool: the paged KV cache's storage. Blocks, each holding the keys and values of
+// `block_size` consecutive positions for every layer. Blocks are reference counted (prefix
+// sharing); full blocks can be registered under the hash of their token chain and stay cached,
+// evictable in LRU order, after their last user releases them. The number of blocks changes at
+// run time (Resize, under the memory budget): blocks live in a SlotArena, so a shrink unmaps
+// whole chunks and RSS falls; the lowest free id is handed out first, so that the blocks in use
+// cluster at the bottom and a shrink moves few of them.
 // Not thread-safe: owned and used by the scheduler thread.
 #include <cstdint>
 #include <list>
 #include <optional>
 #include <unordered_map>
 #include <vector>
+
+#include "engine/common/status.h"
+#include "engine/memory/slot_arena.h"
 
 namespace sparrow {
 
@@ -21,6 +27,7 @@ struct KvPoolStats {
   int64_t free_blocks = 0;
   int64_t prefix_hits = 0;  // blocks reused from the prefix cache, cumulative
   int64_t prefix_lookups = 0;
+  int64_t mapped_bytes = 0;  // memory the blocks take now (whole chunks)
 };
 
 class KvBlockPool {
@@ -32,7 +39,16 @@ class KvBlockPool {
 
   int64_t block_size() const { return block_size_; }
   int64_t n_blocks() const { return n_blocks_; }
-  int64_t available() const;  // free plus evictable cached blocks
+  int64_t available() const;              // free plus evictable cached blocks
+  int64_t used() const { return used_; }  // referenced by at least one sequence
+
+  // Sets the number of blocks (at least 1). Growing maps memory for the new ones (on failure
+  // nothing changes). Shrinking needs used() <= n_blocks (the caller preempts sequences first):
+  // each referenced block above the new end moves, contents copied, into a free or cached block
+  // below it and is reported in `moved` (old id -> new id), which every block table holding it
+  // must follow (SequenceKv::Remap); cached blocks above the end are kept while free room
+  // remains below it, most recently used first, and dropped otherwise.
+  Status Resize(int64_t n_blocks, std::unordered_map<BlockId, BlockId>* moved);
 
   // A fresh block with refcount 1, evicting the least recently used cached block if needed;
   // nullopt when every block is referenced.
@@ -61,11 +77,19 @@ class KvBlockPool {
     bool in_lru = false;
   };
 
+  BlockId PopFree();
+  void PushFree(BlockId b);
+  // Drops a cached block's registration and takes it out of the LRU.
+  void Evict(BlockId b);
+  // Copies `from` into the unreferenced, unregistered `to` and hands over its state.
+  void MoveBlock(BlockId from, BlockId to);
+  void Shrink(int64_t n_blocks, std::unordered_map<BlockId, BlockId>* moved);
+
   int64_t n_layer_, kv_dim_, block_size_, n_blocks_;
-  std::vector<float> k_, v_;
+  SlotArena arena_;  // one slot per block: keys of every layer, then values
   std::vector<Block> blocks_;
-  std::vector<BlockId> free_;
-  std::list<BlockId> lru_;  // unreferenced registered blocks, least recently used first
+  std::vector<BlockId> free_;  // a min-heap: the lowest id goes first
+  std::list<BlockId> lru_;     // unreferenced registered blocks, least recently used first
   std::unordered_map<uint64_t, BlockId> by_hash_;
   int64_t used_ = 0;
   int64_t prefix_hits_ = 0, prefix_lookups_ = 0;

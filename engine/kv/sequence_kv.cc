@@ -82,6 +82,14 @@ void SequenceKv::PublishFullBlocks(const std::vector<int32_t>& tokens, int64_t n
   }
 }
 
+void SequenceKv::Remap(const std::unordered_map<BlockId, BlockId>& moved) {
+  if (moved.empty()) return;
+  for (BlockId& b : blocks_) {
+    auto it = moved.find(b);
+    if (it != moved.end()) b = it->second;
+  }
+}
+
 void SequenceKv::ReleaseAll() {
   for (BlockId b : blocks_) pool_->Release(b);
   blocks_.clear();

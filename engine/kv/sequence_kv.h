@@ -3,6 +3,7 @@
 // pool blocks. Implements KvCache, so the forward pass reads and writes through it unchanged.
 // Not thread-safe; the pool must outlive it.
 #include <cstdint>
+#include <unordered_map>
 #include <vector>
 
 #include "engine/kv/kv_block_pool.h"
@@ -40,6 +41,8 @@ class SequenceKv final : public KvCache {
   // cache, so other sequences can reuse them.
   void PublishFullBlocks(const std::vector<int32_t>& tokens, int64_t n_done);
   void ReleaseAll();
+  // Follows the blocks the pool moved in a shrink (KvBlockPool::Resize).
+  void Remap(const std::unordered_map<BlockId, BlockId>& moved);
   int64_t n_blocks() const { return static_cast<int64_t>(blocks_.size()); }
 
  private:

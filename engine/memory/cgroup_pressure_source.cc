@@ -11,6 +11,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "engine/memory/cgroup_headroom.h"
 #include "engine/memory/pressure_source.h"
 
 namespace sparrow {
@@ -26,19 +27,6 @@ constexpr std::array<std::pair<const char*, PressureLevel>, 3> kLevels = {{
     {"medium", PressureLevel::kMedium},
     {"critical", PressureLevel::kCritical},
 }};
-
-// A limit the kernel reports for "no limit" is near 2^63; anything past the machine's memory
-// bounds nothing.
-uint64_t ReadLimit(const std::string& file) {
-  std::ifstream in(file);
-  uint64_t v = 0;
-  if (!(in >> v)) return 0;
-  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-  if (pages > 0 && page > 0 && v >= static_cast<uint64_t>(pages) * static_cast<uint64_t>(page)) {
-    return 0;
-  }
-  return v;
-}
 
 class CgroupV1PressureSource : public PressureSource {
  public:
@@ -72,50 +60,15 @@ class CgroupV1PressureSource : public PressureSource {
   }
   uint64_t limit_bytes() const override { return limit_; }
 
-  // On the tick: how close the cgroup's working set (usage less its inactive file pages, which
-  // reclaim takes first) is to the limit. Without swap, reclaim finds nothing in anonymous
-  // memory, so the kernel's own events go from silence to "critical" just before the OOM kill;
-  // the headroom gives the warning they do not. Under 10% of the limit free is low, 6% medium,
-  // 3% critical.
+  // On the tick, the headroom under the limit (cgroup_headroom.h). The limit can change while
+  // serving (lowered by whoever owns the cgroup): read it each time.
   PressureReading Headroom() {
-    // The limit can change while serving (lowered by whoever owns the cgroup): read it each time.
-    limit_ = ReadLimit(dir_ + "/memory.limit_in_bytes");
-    if (limit_ == 0) return {};
-    const uint64_t usage = ReadU64(dir_ + "/memory.usage_in_bytes");
-    const uint64_t inactive = StatValue(dir_ + "/memory.stat", "total_inactive_file");
-    const uint64_t working = usage > inactive ? usage - inactive : 0;
-    const uint64_t free = limit_ > working ? limit_ - working : 0;
-    const double share = static_cast<double>(free) / static_cast<double>(limit_);
-    PressureLevel level = PressureLevel::kNone;
-    if (share < 0.03) {
-      level = PressureLevel::kCritical;
-    } else if (share < 0.06) {
-      level = PressureLevel::kMedium;
-    } else if (share < 0.10) {
-      level = PressureLevel::kLow;
-    }
-    if (level == PressureLevel::kNone) return {};
-    return {level, dir_ + ": " + std::to_string(free >> 20) + " MiB of its " +
-                       std::to_string(limit_ >> 20) + " MiB limit free"};
+    limit_ = ReadCgroupLimit(dir_ + "/memory.limit_in_bytes");
+    return HeadroomReading(dir_, limit_, ReadCgroupNumber(dir_ + "/memory.usage_in_bytes"),
+                           ReadCgroupKey(dir_ + "/memory.stat", "total_inactive_file"));
   }
 
  private:
-  static uint64_t ReadU64(const std::string& file) {
-    std::ifstream in(file);
-    uint64_t v = 0;
-    in >> v;
-    return v;
-  }
-  static uint64_t StatValue(const std::string& file, const std::string& key) {
-    std::ifstream in(file);
-    std::string k;
-    uint64_t v = 0;
-    while (in >> k >> v) {
-      if (k == key) return v;
-    }
-    return 0;
-  }
-
   std::string dir_;
   int level_fd_;
   std::array<int, kLevels.size()> events_;
@@ -180,7 +133,7 @@ Result<std::unique_ptr<PressureSource>> OpenCgroupV1PressureSource(std::string d
     return st;
   }
   return std::unique_ptr<PressureSource>(std::make_unique<CgroupV1PressureSource>(
-      dir, level_fd, events, ReadLimit(dir + "/memory.limit_in_bytes")));
+      dir, level_fd, events, ReadCgroupLimit(dir + "/memory.limit_in_bytes")));
 }
 
 }  // namespace sparrow

@@ -14,6 +14,9 @@ struct MemoryPlan {
   std::optional<size_t> neuron_cache_bytes;       // NeuronStore::Resize; unset: unchanged
   std::string cause;                              // why, for the log
   std::chrono::steady_clock::time_point decided;  // for the re-plan latency
+  // The KV pool (KvBlockPool::Resize, whole blocks, never under the scheduler's floor of one
+  // full context); unset: unchanged.
+  std::optional<size_t> kv_pool_bytes;
 };
 
 }  // namespace sparrow

@@ -100,7 +100,10 @@ std::vector<std::unique_ptr<PressureSource>> DetectPressureSources() {
     }
   };
   take(OpenPsiPressureSource(), "PSI triggers");
+  const size_t before = found.size();
   take(OpenCgroupV1PressureSource(), "cgroup v1 pressure events");
+  // A hybrid host has both hierarchies; the memory controller is in one of them.
+  if (found.size() == before) take(OpenCgroupV2PressureSource(), "cgroup v2 memory events");
   // MemAvailable only where nothing better is: the kernel's own signals know reclaim from need.
   if (found.empty()) take(OpenMemInfoPressureSource(), "MemAvailable");
   return found;

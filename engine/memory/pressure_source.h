@@ -49,6 +49,13 @@ Result<std::unique_ptr<PressureSource>> OpenPsiPressureSource(
 // open.
 Result<std::unique_ptr<PressureSource>> OpenCgroupV1PressureSource(std::string cgroup_dir = "");
 
+// cgroup v2 of this process: memory.events (a rise of "max" or "oom" is critical, of "high"
+// medium), polled for the kernel's change notification and read again on each tick, and the
+// working set's headroom under the lower of memory.high and memory.max (as for v1). `cgroup_dir`
+// empty: found from /proc/self/cgroup under /sys/fs/cgroup. Unsupported where the cgroup has no
+// memory controller.
+Result<std::unique_ptr<PressureSource>> OpenCgroupV2PressureSource(std::string cgroup_dir = "");
+
 // MemAvailable from /proc/meminfo against MemTotal: under 10% medium, 5% critical (no "low": a
 // desktop often sits under 20% and would squeeze the cache for good). The slow fallback, asked
 // on the monitor's tick, watched only where neither PSI nor a cgroup is.
@@ -58,5 +65,8 @@ Result<std::unique_ptr<PressureSource>> OpenMemInfoPressureSource(
 // This process's memory cgroup directory (v1), from /proc/self/cgroup; empty when it has none.
 std::string FindMemoryCgroupV1(const std::string& proc_self_cgroup = "/proc/self/cgroup",
                                const std::string& mount = "/sys/fs/cgroup/memory");
+// This process's cgroup directory in the unified (v2) hierarchy; empty when it has none.
+std::string FindMemoryCgroupV2(const std::string& proc_self_cgroup = "/proc/self/cgroup",
+                               const std::string& mount = "/sys/fs/cgroup");
 
 }  // namespace sparrow

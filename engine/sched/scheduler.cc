@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <unordered_map>
 
 #include "engine/common/check.h"
 #include "engine/kv/sequence_kv.h"
@@ -91,6 +92,10 @@ Scheduler::Scheduler(const Model& model, kernels::ThreadPool* pool, SchedulerOpt
   SPARROW_CHECK(opts_.is_eog != nullptr);
   SPARROW_CHECK(opts_.n_ctx > 1 && opts_.max_running > 0 && opts_.step_token_budget > 0);
   opts_.kv_blocks = kv_.n_blocks();
+  kv_block_bytes_ =
+      KvBlockPool::BlockBytes(model.config().n_layer, model.config().kv_dim(), opts_.kv_block_size);
+  min_kv_blocks_ =
+      std::min(opts_.kv_blocks, (opts_.n_ctx + opts_.kv_block_size - 1) / opts_.kv_block_size);
   stats_.ffn_mode = fp_.ffn().mode();
   stats_.kv = kv_.Stats();  // an idle server reports its pool, not zeros
   thread_ = std::thread([this] { Loop(); });
@@ -116,9 +121,11 @@ Status Scheduler::Validate(const GenerationRequest& request) const {
                            " (prompt plus at least one generated token)");
   }
   const int64_t blocks = (n + 1 + opts_.kv_block_size - 1) / opts_.kv_block_size;
-  if (blocks > kv_.n_blocks()) {
+  // Against the configured pool, not the pool now: a budget may shrink it for a while, but never
+  // under one full context, so whatever passes here can run.
+  if (blocks > opts_.kv_blocks) {
     return InvalidArgument("the prompt needs " + std::to_string(blocks) +
-                           " KV blocks but the pool has " + std::to_string(kv_.n_blocks()));
+                           " KV blocks but the pool has " + std::to_string(opts_.kv_blocks));
   }
   if (request.max_tokens < 1) return InvalidArgument("max_tokens must be at least 1");
   if (request.top_logprobs < 0 || request.top_logprobs > 20) {
@@ -259,6 +266,12 @@ void Scheduler::Preempt(Sequence& s) {
   ++stats_.preemptions;
 }
 
+void Scheduler::Requeue(std::unique_ptr<Sequence> s) {
+  std::lock_guard<std::mutex> lock(mu_);
+  waiting_.push_front(std::move(s));
+  CountWaitingLocked();
+}
+
 void Scheduler::Admit() {
   while (static_cast<int64_t>(running_.size()) < opts_.max_running) {
     std::unique_ptr<Sequence> seq;
@@ -352,11 +365,7 @@ bool Scheduler::Step() {
       Preempt(victim);
       std::unique_ptr<Sequence> v = std::move(running_.back());
       running_.pop_back();
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        waiting_.push_front(std::move(v));
-        CountWaitingLocked();
-      }
+      Requeue(std::move(v));
       if (&victim == &s) break;
     }
   }
@@ -496,6 +505,10 @@ void Scheduler::ApplyPendingPlan() {
     plan.swap(pending_plan_);
   }
   if (!plan) return;
+  if (plan->kv_pool_bytes) {
+    const int64_t want = static_cast<int64_t>(*plan->kv_pool_bytes) / kv_block_bytes_;
+    ResizeKv(std::clamp(want, min_kv_blocks_, opts_.kv_blocks));
+  }
   if (plan->neuron_cache_bytes && opts_.neuron_store) {
     const Status st = opts_.neuron_store->Resize(*plan->neuron_cache_bytes);
     if (!st.ok()) {
@@ -506,13 +519,43 @@ void Scheduler::ApplyPendingPlan() {
   const double ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - plan->decided)
           .count();
-  spdlog::info("memory plan {} applied ({}): neuron cache {} MiB, {:.1f} ms after the decision",
-               plan->version, plan->cause,
-               plan->neuron_cache_bytes ? std::to_string(*plan->neuron_cache_bytes >> 20) : "kept",
-               ms);
+  spdlog::info(
+      "memory plan {} applied ({}): neuron cache {} MiB, KV pool {} blocks ({} MiB), {:.1f} ms "
+      "after the decision",
+      plan->version, plan->cause,
+      plan->neuron_cache_bytes ? std::to_string(*plan->neuron_cache_bytes >> 20) : "kept",
+      kv_.n_blocks(), kv_.Stats().mapped_bytes >> 20, ms);
   std::lock_guard<std::mutex> lock(mu_);
+  stats_.kv = kv_.Stats();
   stats_.memory_plan_version = plan->version;
   stats_.memory_plan_latency_ms = ms;
+}
+
+void Scheduler::ResizeKv(int64_t blocks) {
+  if (blocks == kv_.n_blocks()) return;
+  // The newest sequences give their blocks back first, as when decoding runs the pool dry; the
+  // full ones stay in the prefix cache while the smaller pool has room for them.
+  int64_t preempted = 0;
+  while (kv_.used() > blocks && !running_.empty()) {
+    Preempt(*running_.back());
+    std::unique_ptr<Sequence> v = std::move(running_.back());
+    running_.pop_back();
+    Requeue(std::move(v));
+    ++preempted;
+  }
+  std::unordered_map<BlockId, BlockId> moved;
+  const Status st = kv_.Resize(blocks, &moved);
+  if (!st.ok()) {
+    spdlog::warn("memory plan: KV pool resize to {} blocks failed: {}", blocks, st.ToString());
+    return;
+  }
+  for (auto& s : running_) {
+    if (s->kv) s->kv->Remap(moved);
+  }
+  if (preempted > 0) {
+    spdlog::info("memory plan: {} sequences preempted to shrink the KV pool to {} blocks",
+                 preempted, blocks);
+  }
 }
 
 void Scheduler::Loop() {

@@ -90,10 +90,18 @@ class Scheduler {
   SchedulerStats Stats() const;
 
   // Applies `plan` between two steps (at once when idle): the neuron store is resized to its
-  // bytes. Returns at once; a newer plan replaces one not applied yet. Stats() names the plan
+  // bytes, and the KV pool to its bytes (preempting the newest sequences, which resume later
+  // with their prefix kept where the prefix cache still holds it, when the blocks in use do not
+  // fit). Returns at once; a newer plan replaces one not applied yet. Stats() names the plan
   // applied.
   void ApplyMemoryPlan(MemoryPlan plan);
+  // kv_blocks: the pool's size as configured, the most a budget may give it.
   const SchedulerOptions& options() const { return opts_; }
+  // The KV pool's bounds under a budget: a block's bytes, the fewest blocks it may shrink to (one
+  // full context, so that every request Submit accepts can still run), and the most (as
+  // configured).
+  int64_t kv_block_bytes() const { return kv_block_bytes_; }
+  int64_t min_kv_blocks() const { return min_kv_blocks_; }
 
   // Stops admitting new requests, lets running ones finish until `deadline`, then cancels
   // what is left (sinks get kCancelled) and joins the step thread. Idempotent.
@@ -115,11 +123,17 @@ class Scheduler {
   void CountWaitingLocked();
   // Applies the pending memory plan, if any (scheduler thread, between steps).
   void ApplyPendingPlan();
+  // Resizes the KV pool to `blocks`, preempting sequences while the blocks in use do not fit.
+  void ResizeKv(int64_t blocks);
+  // Puts a preempted running sequence back at the head of the queue.
+  void Requeue(std::unique_ptr<Sequence> s);
 
   const Model& model_;
   SchedulerOptions opts_;
   ForwardPass fp_;
   KvBlockPool kv_;
+  int64_t kv_block_bytes_ = 0;
+  int64_t min_kv_blocks_ = 0;
   StepTimeModel step_time_;  // scheduler thread only
 
   mutable std::mutex mu_;

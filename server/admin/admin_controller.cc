@@ -243,8 +243,8 @@ Result<MemoryGovernorStats> AdminController::Memory() const {
   const std::shared_ptr<ServedModel> served = ctx_.served();
   if (!served || !served->memory) {
     return Unavailable(
-        "this model has no memory budget to manage: its FFN is in memory (start sparrowd with "
-        "cache_mb on a file from `sparrow convert`, and memory_pressure 1 or 2)");
+        "memory budget control is off (memory_pressure 0): start sparrowd with memory_pressure 1 "
+        "or 2");
   }
   return served->memory->stats();
 }

@@ -67,9 +67,9 @@ class AdminController {
   // trace, debug, info, warn, error, off. InvalidArgument naming the value otherwise.
   Status SetLogLevel(const AdminCaller& who, const std::string& level);
   // The memory budget of the served model (its MemoryGovernor): Unavailable, saying how to get
-  // one, when the model runs without a neuron store or with memory_pressure off.
+  // one, with memory_pressure off.
   Result<MemoryGovernorStats> Memory() const;
-  // The operator's budget for the neuron cache in bytes (nullopt clears it). Audited.
+  // The operator's budget for the whole process in bytes (nullopt clears it). Audited.
   Status SetMemoryBudget(const AdminCaller& who, std::optional<uint64_t> bytes);
   // A new plan of the current budget, applied between two steps. Audited.
   Status Replan(const AdminCaller& who);

@@ -130,8 +130,9 @@ Status SubmitGeneration(const ServerContext& ctx, ServedModel& m, const Resolved
   }
   if (m.memory && m.memory->stats().starved) {
     return Unavailable(
-        "the device is critically short of memory and the neuron cache is already at its floor: "
-        "new requests wait until the pressure eases (running ones continue); retry later");
+        "the device is critically short of memory and the memory budget is already at its floor "
+        "(the KV pool at one context, the neuron cache empty): new requests wait until the "
+        "pressure eases (running ones continue); retry later");
   }
   std::vector<GenerationRequest> group;
   group.reserve(sinks.size());

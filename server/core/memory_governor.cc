@@ -16,12 +16,32 @@ uint64_t NowMs() {
 
 }  // namespace
 
+namespace {
+
+BudgetPolicyOptions Elastic(const MemoryBudget& budget, BudgetPolicyOptions policy) {
+  policy.ceiling_bytes = budget.elastic_ceiling();
+  policy.floor_bytes = budget.elastic_floor();
+  return policy;
+}
+
+std::string Mib(uint64_t bytes) {
+  return std::to_string(bytes >> 20) + " MiB";
+}
+
+}  // namespace
+
 MemoryGovernor::MemoryGovernor(Scheduler* scheduler,
                                std::vector<std::unique_ptr<PressureSource>> sources,
-                               const BudgetPolicyOptions& policy, int tick_ms)
-    : scheduler_(scheduler), policy_(policy) {
-  stats_.ceiling_bytes = policy.ceiling_bytes;
-  stats_.budget_bytes = policy_.target();
+                               const MemoryBudget& budget, BudgetPolicyOptions policy, int tick_ms)
+    : scheduler_(scheduler), budget_(budget), policy_(Elastic(budget, policy)) {
+  stats_.ceiling_bytes = budget_.ceiling();
+  stats_.floor_bytes = budget_.floor();
+  stats_.split = budget_.Split(policy_.target());
+  stats_.budget_bytes = stats_.split.total();
+  const MemorySplit& c = stats_.split;
+  spdlog::info("memory: budget {} (weights {}, scratch {}, KV pool {} down to {}, neuron cache {})",
+               Mib(budget_.ceiling()), Mib(c.weights), Mib(c.scratch), Mib(c.kv_pool),
+               Mib(budget_.consumers().kv_min_bytes), Mib(c.neuron_cache));
   for (const auto& s : sources) stats_.sources.emplace_back(s->name());
   monitor_ = std::make_unique<PressureMonitor>(
       std::move(sources), tick_ms,
@@ -58,23 +78,31 @@ void MemoryGovernor::Report(PressureLevel level, const std::string& source) {
 
 void MemoryGovernor::SetOperatorBudget(std::optional<uint64_t> bytes) {
   std::lock_guard<std::mutex> lock(mu_);
-  spdlog::info("memory: operator budget {}",
-               bytes ? std::to_string(*bytes >> 20) + " MiB" : std::string("cleared"));
-  if (auto change = policy_.SetOperatorLimit(bytes, NowMs())) {
+  spdlog::info("memory: operator budget {}", bytes ? Mib(*bytes) : std::string("cleared"));
+  stats_.operator_budget_bytes = bytes;
+  std::optional<uint64_t> elastic;
+  if (bytes) elastic = budget_.ElasticFor(*bytes);
+  if (auto change = policy_.SetOperatorLimit(elastic, NowMs())) {
     ++stats_.operator_changes;
     Plan(*change);
   }
 }
 
 void MemoryGovernor::Plan(const BudgetChange& change) {
+  const MemorySplit split = budget_.Split(change.bytes);
   MemoryPlan plan;
   plan.version = ++stats_.plan_version;
-  plan.neuron_cache_bytes = static_cast<size_t>(change.bytes);
+  if (budget_.consumers().cache_max_bytes > 0) {
+    plan.neuron_cache_bytes = static_cast<size_t>(split.neuron_cache);
+  }
+  plan.kv_pool_bytes = static_cast<size_t>(split.kv_pool);
   plan.cause = change.cause;
   plan.decided = std::chrono::steady_clock::now();
-  spdlog::info("memory: neuron cache budget {} -> {} MiB: {}", stats_.budget_bytes >> 20,
-               change.bytes >> 20, change.cause);
-  stats_.budget_bytes = change.bytes;
+  spdlog::info("memory: budget {} -> {} (KV pool {}, neuron cache {}): {}",
+               Mib(stats_.budget_bytes), Mib(split.total()), Mib(split.kv_pool),
+               Mib(split.neuron_cache), change.cause);
+  stats_.split = split;
+  stats_.budget_bytes = split.total();
   scheduler_->ApplyMemoryPlan(std::move(plan));
 }
 
@@ -90,7 +118,6 @@ MemoryGovernorStats MemoryGovernor::stats() const {
   const uint64_t now = NowMs();
   s.level = policy_.level(now);
   s.starved = policy_.starved(now);
-  s.operator_budget_bytes = policy_.operator_limit();
   return s;
 }
 

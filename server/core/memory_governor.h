@@ -1,10 +1,11 @@
 #pragma once
 // MemoryGovernor: sparrowd's budget controller. It watches the pressure sources this machine has
-// (PressureMonitor), decides with BudgetPolicy how many bytes the neuron cache may hold, and hands
-// each decision to the scheduler as a MemoryPlan, which applies it between two steps: when the
-// device wants memory back the cache shrinks and RSS falls while requests keep running; when it
-// is quiet again the cache grows back. Every change is logged with its cause. One per served
-// model with a neuron store; thread-safe.
+// (PressureMonitor), decides with BudgetPolicy how many bytes the elastic consumers may hold,
+// splits them between the KV pool and the neuron cache (MemoryBudget), and hands each decision to
+// the scheduler as a MemoryPlan, which applies it between two steps: when the device wants
+// memory back the pool and the cache shrink and RSS falls while requests keep running; when it
+// is quiet again they grow back. Every change is logged with its cause. One per served model;
+// thread-safe.
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -13,14 +14,18 @@
 #include <vector>
 
 #include "engine/memory/budget_policy.h"
+#include "engine/memory/memory_budget.h"
 #include "engine/memory/pressure_monitor.h"
 #include "engine/sched/scheduler.h"
 
 namespace sparrow::server {
 
 struct MemoryGovernorStats {
-  uint64_t budget_bytes = 0;   // the neuron cache's target now
-  uint64_t ceiling_bytes = 0;  // with no pressure
+  // The whole process's budget: now, with no pressure, and the least that makes progress.
+  uint64_t budget_bytes = 0;
+  uint64_t ceiling_bytes = 0;
+  uint64_t floor_bytes = 0;
+  MemorySplit split;  // budget_bytes among the consumers
   std::optional<uint64_t> operator_budget_bytes;
   PressureLevel level = PressureLevel::kNone;
   bool starved = false;
@@ -32,11 +37,13 @@ struct MemoryGovernorStats {
 class MemoryGovernor {
  public:
   // `scheduler` must outlive the governor. `sources`: DetectPressureSources(), or the tests'.
+  // The policy's ceiling and floor are the budget's elastic ones (its other fields are kept).
   MemoryGovernor(Scheduler* scheduler, std::vector<std::unique_ptr<PressureSource>> sources,
-                 const BudgetPolicyOptions& policy, int tick_ms = 100);
+                 const MemoryBudget& budget, BudgetPolicyOptions policy, int tick_ms = 100);
   ~MemoryGovernor();
 
-  // The operator's budget for the neuron cache (nullopt clears it).
+  // The operator's budget for the whole process (nullopt clears it): what is left after the
+  // weights and the scratch goes to the KV pool and the neuron cache.
   void SetOperatorBudget(std::optional<uint64_t> bytes);
   // A level heard from outside the machine's own sources (the host app's onTrimMemory).
   void Report(PressureLevel level, const std::string& source);
@@ -53,6 +60,7 @@ class MemoryGovernor {
   void Plan(const BudgetChange& change);
 
   Scheduler* scheduler_;
+  const MemoryBudget budget_;
   mutable std::mutex mu_;
   BudgetPolicy policy_;
   MemoryGovernorStats stats_;

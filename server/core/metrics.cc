@@ -1,6 +1,7 @@
 #include "server/core/metrics.h"
 
 #include <cstdio>
+#include <utility>
 
 namespace sparrow::server {
 namespace {
@@ -141,13 +142,23 @@ void RenderNeuronCache(const NeuronStoreStats& c, std::string* out) {
 
 // The memory budget controller (issue "Adaptive memory").
 void RenderMemory(const MemoryGovernorStats& m, const SchedulerStats& s, std::string* out) {
-  Header("sparrow_memory_budget_bytes", "gauge", "Bytes each elastic consumer may hold now.", out);
-  Sample("sparrow_memory_budget_bytes", "consumer=\"neuron_cache\"",
-         static_cast<double>(m.budget_bytes), out);
-  Header("sparrow_memory_ceiling_bytes", "gauge", "Bytes each elastic consumer gets unpressed.",
-         out);
-  Sample("sparrow_memory_ceiling_bytes", "consumer=\"neuron_cache\"",
-         static_cast<double>(m.ceiling_bytes), out);
+  Header("sparrow_memory_budget_bytes", "gauge",
+         "Bytes each consumer may hold now (the memory budget's split).", out);
+  const std::pair<const char*, uint64_t> consumers[] = {
+      {"consumer=\"weights\"", m.split.weights},
+      {"consumer=\"scratch\"", m.split.scratch},
+      {"consumer=\"kv_pool\"", m.split.kv_pool},
+      {"consumer=\"neuron_cache\"", m.split.neuron_cache},
+      {"consumer=\"total\"", m.budget_bytes}};
+  for (const auto& [label, bytes] : consumers) {
+    Sample("sparrow_memory_budget_bytes", label, static_cast<double>(bytes), out);
+  }
+  Header("sparrow_memory_ceiling_bytes", "gauge", "The whole budget with no pressure.", out);
+  Sample("sparrow_memory_ceiling_bytes", "", static_cast<double>(m.ceiling_bytes), out);
+  Header("sparrow_memory_floor_bytes", "gauge", "The least budget that makes progress.", out);
+  Sample("sparrow_memory_floor_bytes", "", static_cast<double>(m.floor_bytes), out);
+  Header("sparrow_kv_pool_mapped_bytes", "gauge", "Memory the KV pool's blocks take now.", out);
+  Sample("sparrow_kv_pool_mapped_bytes", "", static_cast<double>(s.kv.mapped_bytes), out);
   Header("sparrow_memory_pressure_level", "gauge",
          "Highest pressure heard recently: 0 none, 1 low, 2 medium, 3 critical.", out);
   Sample("sparrow_memory_pressure_level", "", static_cast<double>(m.level), out);

@@ -87,17 +87,25 @@ Result<std::shared_ptr<ServedModel>> LoadServedModel(const ServerConfig& config,
   };
   if (m->sparse_plan) opts.neuron_store = m->sparse_plan->store;
   m->scheduler = std::make_unique<Scheduler>(*m->model, m->pool.get(), opts);
-  if (opts.neuron_store && config.memory_pressure != 0) {
-    // The cache shrinks under pressure down to nothing (every neuron then comes from flash:
-    // slower, never stuck) and grows back to what the config asked for.
-    BudgetPolicyOptions policy;
-    policy.ceiling_bytes = opts.neuron_store->stats().capacity_bytes;
-    policy.floor_bytes = 0;
+  if (config.memory_pressure != 0) {
+    // Under pressure the KV pool shrinks to one full context and the neuron cache to nothing
+    // (every neuron then comes from flash: slower, never stuck); both grow back to what the
+    // config asked for.
+    MemoryConsumers c;
+    const Model& model = *m->model;
+    const uint64_t ffn_on_flash = opts.neuron_store ? model.weights().bundles->bundle_bytes() : 0;
+    c.weights_bytes = model.file().file_size() - std::min(ffn_on_flash, model.file().file_size());
+    if (m->sparse_plan) c.weights_bytes += m->sparse_plan->owned_bytes();
+    c.scratch_bytes = EstimateScratchBytes(model.config(), opts.step_token_budget, m->n_ctx);
+    const auto block = static_cast<uint64_t>(m->scheduler->kv_block_bytes());
+    c.kv_min_bytes = block * static_cast<uint64_t>(m->scheduler->min_kv_blocks());
+    c.kv_max_bytes = block * static_cast<uint64_t>(m->scheduler->options().kv_blocks);
+    if (opts.neuron_store) c.cache_max_bytes = opts.neuron_store->stats().capacity_bytes;
     m->memory = std::make_unique<MemoryGovernor>(
         m->scheduler.get(),
         config.memory_pressure == 1 ? DetectPressureSources()
                                     : std::vector<std::unique_ptr<PressureSource>>{},
-        policy);
+        MemoryBudget(c), BudgetPolicyOptions{});
   }
   return m;
 }

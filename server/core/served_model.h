@@ -30,8 +30,8 @@ struct ServedModel {
   std::unique_ptr<kernels::ThreadPool> pool;
   std::shared_ptr<const SparsePlan> sparse_plan;  // null: dense
   std::unique_ptr<Scheduler> scheduler;
-  // With a neuron store and `memory_pressure` on: resizes it as the device's memory pressure
-  // moves (destroyed first: it plans into the scheduler).
+  // With `memory_pressure` on: resizes the KV pool and the neuron cache as the device's memory
+  // pressure moves (destroyed first: it plans into the scheduler).
   std::unique_ptr<MemoryGovernor> memory;
 };
 

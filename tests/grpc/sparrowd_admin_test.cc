@@ -191,11 +191,9 @@ TEST(SparrowdAdminTest, EveryRouteAndRpcChecksTheAdminKey) {
     EXPECT_EQ(StatusOf(inference), 403);
     EXPECT_EQ(BodyOf(inference)["error"]["code"], "insufficient_scope");
     const int ok = StatusOf(Call(port, r.method, r.path, kAdminKey, r.body));
-    // Without --model-dir the model routes answer 403 reload_disabled past the key check; a
-    // model with its FFN in memory has no memory budget (503).
+    // Without --model-dir the model routes answer 403 reload_disabled past the key check.
     const int want = r.path.ends_with("req-999") || r.path.ends_with("nothing-here") ? 404
                      : r.path.ends_with("models") || r.path.ends_with("reload")      ? 403
-                     : r.path.find("/memory") != std::string::npos                   ? 503
                                                                                      : 200;
     EXPECT_EQ(ok, want);
   }
@@ -675,10 +673,11 @@ TEST(SparrowdAdminTest, SparrowctlStatusRequestsCancelDrainAndErrors) {
   EXPECT_NE(unreachable.out.find("cannot reach"), std::string::npos) << unreachable.out;
 }
 
-// The operator moves the neuron cache's budget of a model on flash: GET shows it, PUT sets it
-// (applied between two steps: the cache empties, RSS with it), DELETE clears it, POST replan
-// issues a new plan; completions stay the same throughout; bad bodies are refused; /metrics
-// follows.
+// The operator moves the memory budget of a model on flash: GET shows it and its split among
+// weights, scratch, KV pool and neuron cache; PUT sets the whole process's budget (applied
+// between two steps: at the floor the cache empties and the KV pool holds one context, their
+// memory given back), DELETE clears it, POST replan issues a new plan; completions stay the same
+// throughout; bad bodies are refused; /metrics follows.
 TEST(SparrowdAdminTest, TheOperatorMovesTheMemoryBudgetWhileServing) {
   const std::string src = testing::SharedDir() + "/pwri/models/pwri-bamboo-q4_0.gguf";
   if (!testing::FileExists(src)) GTEST_SKIP() << src << " is missing";
@@ -705,15 +704,25 @@ TEST(SparrowdAdminTest, TheOperatorMovesTheMemoryBudgetWhileServing) {
   const std::string before = complete();
 
   json m = BodyOf(Call(port, "GET", "/admin/v1/memory", kAdminKey));
-  EXPECT_EQ(m["budget_bytes"], 2u << 20) << m.dump();
-  EXPECT_EQ(m["ceiling_bytes"], 2u << 20);
+  EXPECT_EQ(m["consumers"]["neuron_cache_bytes"], 2u << 20) << m.dump();
+  EXPECT_EQ(m["budget_bytes"], m["ceiling_bytes"]);
+  const json& c = m["consumers"];
+  EXPECT_EQ(m["budget_bytes"].get<uint64_t>(),
+            c["weights_bytes"].get<uint64_t>() + c["scratch_bytes"].get<uint64_t>() +
+                c["kv_pool_bytes"].get<uint64_t>() + c["neuron_cache_bytes"].get<uint64_t>());
+  EXPECT_GT(c["weights_bytes"].get<uint64_t>(), 0u);
+  const uint64_t floor = m["floor_bytes"];
+  EXPECT_LT(floor, m["ceiling_bytes"].get<uint64_t>());
+  const int64_t kv_blocks = m["kv_pool"]["blocks"];
   EXPECT_TRUE(m["operator_budget_bytes"].is_null());
   EXPECT_EQ(m["pressure_level"], "none");
   EXPECT_TRUE(m["sources"].is_array());
 
-  m = BodyOf(Call(port, "PUT", "/admin/v1/memory/budget", kAdminKey, R"({"bytes": 0})"));
-  EXPECT_EQ(m["budget_bytes"], 0) << m.dump();
-  EXPECT_EQ(m["operator_budget_bytes"], 0);
+  m = BodyOf(
+      Call(port, "PUT", "/admin/v1/memory/budget", kAdminKey, json{{"bytes", floor}}.dump()));
+  EXPECT_EQ(m["budget_bytes"], floor) << m.dump();
+  EXPECT_EQ(m["operator_budget_bytes"], floor);
+  EXPECT_EQ(m["consumers"]["neuron_cache_bytes"], 0);
   const int64_t version = m["plan_version"];
   EXPECT_GE(version, 1);
   for (int i = 0; i < 400 && m["applied_plan_version"].get<int64_t>() < version; ++i) {
@@ -723,6 +732,7 @@ TEST(SparrowdAdminTest, TheOperatorMovesTheMemoryBudgetWhileServing) {
   EXPECT_EQ(m["applied_plan_version"], version);
   EXPECT_EQ(m["neuron_cache"]["capacity_bytes"], 0);
   EXPECT_EQ(m["neuron_cache"]["resident_bytes"], 0) << "the cache's memory went back";
+  EXPECT_LT(m["kv_pool"]["blocks"].get<int64_t>(), kv_blocks) << "one context of KV";
   EXPECT_EQ(complete(), before) << "every neuron from flash, the same completion";
   const std::string metrics = RawExchange("127.0.0.1", port, Request("GET", "/metrics", kApiKey));
   EXPECT_NE(metrics.find("sparrow_memory_budget_bytes{consumer=\"neuron_cache\"} 0"),
@@ -745,11 +755,12 @@ TEST(SparrowdAdminTest, TheOperatorMovesTheMemoryBudgetWhileServing) {
     grpc::ClientContext c;
     WithKey(&c, kAdminKey);
     adminpb::SetMemoryBudgetRequest req;
-    req.set_bytes(1 << 20);
+    req.set_bytes(floor + (1 << 20));  // the floor and 1 MiB of neurons
     adminpb::MemoryBudget out;
     ASSERT_TRUE(stub->SetMemoryBudget(&c, req, &out).ok());
-    EXPECT_EQ(out.budget_bytes(), 1u << 20);
-    EXPECT_EQ(out.operator_budget_bytes(), 1u << 20);
+    EXPECT_EQ(out.budget_bytes(), floor + (1 << 20));
+    EXPECT_EQ(out.operator_budget_bytes(), floor + (1 << 20));
+    EXPECT_EQ(out.consumers().neuron_cache_bytes(), 1u << 20);
   }
   {
     grpc::ClientContext c;
@@ -768,7 +779,8 @@ TEST(SparrowdAdminTest, TheOperatorMovesTheMemoryBudgetWhileServing) {
     sparrow::v1::ReportMemoryPressureResponse out;
     ASSERT_TRUE(app->ReportMemoryPressure(&c, req, &out).ok());
     EXPECT_EQ(out.pressure_level(), "medium");
-    EXPECT_EQ(out.budget_bytes(), 1u << 19) << "medium halves";
+    EXPECT_LT(out.budget_bytes(), floor + (1 << 20)) << "medium shrinks";
+    EXPECT_GE(out.budget_bytes(), floor);
   }
   {
     grpc::ClientContext c;
@@ -786,7 +798,7 @@ TEST(SparrowdAdminTest, TheOperatorMovesTheMemoryBudgetWhileServing) {
     adminpb::MemoryBudget out;
     ASSERT_TRUE(stub->GetMemory(&c, adminpb::GetMemoryRequest(), &out).ok());
     EXPECT_EQ(out.pressure_level(), "medium");
-    EXPECT_EQ(out.budget_bytes(), 1u << 19);
+    EXPECT_LT(out.consumers().neuron_cache_bytes(), 1u << 20);
   }
   {
     grpc::ClientContext c;
@@ -806,7 +818,7 @@ TEST(SparrowdAdminTest, TheOperatorMovesTheMemoryBudgetWhileServing) {
     sparrow::v1::ReportMemoryPressureResponse out;
     ASSERT_TRUE(app->ReportMemoryPressure(&c, req, &out).ok());
     EXPECT_EQ(out.pressure_level(), "critical");
-    EXPECT_EQ(out.budget_bytes(), 0u);
+    EXPECT_EQ(out.budget_bytes(), floor);
   }
   const std::string refused = RawExchange("127.0.0.1", port, greedy);
   EXPECT_EQ(StatusOf(refused), 503);

@@ -1,8 +1,8 @@
 // MemoryGovernor driving a real scheduler and neuron store: a critical signal from a pressure
-// source empties the neuron cache (its memory given back) within a plan; after a quiet spell the
-// cache grows back to its ceiling in steps; the operator's budget caps it; the host app's
-// onTrimMemory level acts like any source. The source is an eventfd the test writes to: the same
-// descriptor kind the cgroup v1 source polls.
+// source empties the neuron cache (its memory given back) and takes the KV pool to one context
+// within a plan; after a quiet spell both grow back to their ceiling in steps; the operator's
+// budget caps them; the host app's onTrimMemory level acts like any source. The source is an
+// eventfd the test writes to: the same descriptor kind the cgroup v1 source polls.
 #include "server/core/memory_governor.h"
 
 #include <gtest/gtest.h>
@@ -64,12 +64,21 @@ class MemoryGovernorTest : public ::testing::Test {
     std::vector<std::unique_ptr<PressureSource>> sources;
     sources.push_back(std::make_unique<ScriptedPressureSource>(fd_, &level_));
     BudgetPolicyOptions p;
-    p.ceiling_bytes = all_;
-    p.floor_bytes = 0;
     p.quiet_ms = 1000;
     p.grow_every_ms = 20;
     p.grow_fraction = 0.25;
-    return std::make_unique<MemoryGovernor>(scheduler_.get(), std::move(sources), p, 10);
+    return std::make_unique<MemoryGovernor>(scheduler_.get(), std::move(sources), Budget(), p, 10);
+  }
+  // The consumers as sparrowd counts them; weights and scratch are fixed here.
+  MemoryBudget Budget() const {
+    MemoryConsumers c;
+    c.weights_bytes = 1 << 20;
+    c.scratch_bytes = 1 << 16;
+    const auto block = static_cast<uint64_t>(scheduler_->kv_block_bytes());
+    c.kv_min_bytes = block * static_cast<uint64_t>(scheduler_->min_kv_blocks());
+    c.kv_max_bytes = block * static_cast<uint64_t>(scheduler_->options().kv_blocks);
+    c.cache_max_bytes = all_;
+    return MemoryBudget(c);
   }
   void Signal(PressureLevel level) {
     level_ = static_cast<int>(level);
@@ -101,16 +110,30 @@ TEST_F(MemoryGovernorTest, CriticalEmptiesTheCacheAndQuietGrowsItBack) {
   auto g = Start();
   EXPECT_EQ(g->stats().sources, std::vector<std::string>{"scripted"});
   EXPECT_GT(scheduler_->Stats().neuron_cache->hot_bytes, 0u);
+  const MemoryBudget budget = Budget();
+  EXPECT_EQ(g->stats().budget_bytes, budget.ceiling());
+  EXPECT_GT(scheduler_->options().kv_blocks, scheduler_->min_kv_blocks());
   Signal(PressureLevel::kCritical);
   const NeuronStoreStats squeezed = WaitForCapacity(0);
   EXPECT_EQ(squeezed.hot_bytes + squeezed.cache.mapped_bytes, 0u);
   MemoryGovernorStats st = g->stats();
-  EXPECT_EQ(st.budget_bytes, 0u);
+  EXPECT_EQ(st.budget_bytes, budget.floor());
+  EXPECT_EQ(st.split.kv_pool, budget.consumers().kv_min_bytes);
+  EXPECT_EQ(st.split.neuron_cache, 0u);
   EXPECT_EQ(st.shrinks, 1);
-  EXPECT_GE(scheduler_->Stats().memory_plan_version, 1);
+  SchedulerStats ss = scheduler_->Stats();
+  EXPECT_GE(ss.memory_plan_version, 1);
+  EXPECT_EQ(ss.kv.total_blocks, scheduler_->min_kv_blocks());
   // Quiet: back to the ceiling in steps of a quarter.
   WaitForCapacity(all_);
+  ss = scheduler_->Stats();
+  for (int i = 0; i < 30000 && ss.kv.total_blocks != scheduler_->options().kv_blocks; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    ss = scheduler_->Stats();
+  }
+  EXPECT_EQ(ss.kv.total_blocks, scheduler_->options().kv_blocks);
   st = g->stats();
+  EXPECT_EQ(st.budget_bytes, budget.ceiling());
   EXPECT_GE(st.grows, 4);
   EXPECT_EQ(st.plan_version, 1 + st.grows);
   EXPECT_EQ(st.level, PressureLevel::kNone);
@@ -118,11 +141,20 @@ TEST_F(MemoryGovernorTest, CriticalEmptiesTheCacheAndQuietGrowsItBack) {
 
 TEST_F(MemoryGovernorTest, TheOperatorsBudgetAndTheHostAppsLevelsAct) {
   auto g = Start();
-  g->SetOperatorBudget(all_ / 4);
+  const MemoryBudget budget = Budget();
+  // A budget for the whole process: the weights, the scratch and one context of KV, and a
+  // quarter of the neurons.
+  const uint64_t total = budget.floor() + all_ / 4;
+  g->SetOperatorBudget(total);
   WaitForCapacity(all_ / 4);
-  EXPECT_EQ(g->stats().operator_changes, 1);
-  g->Report(*PressureFromTrimMemory("RUNNING_LOW"), "host app");  // medium: half
-  WaitForCapacity(all_ / 4 / 2);
+  MemoryGovernorStats st = g->stats();
+  EXPECT_EQ(st.operator_changes, 1);
+  EXPECT_EQ(st.operator_budget_bytes, total);
+  EXPECT_EQ(st.budget_bytes, total);
+  g->Report(*PressureFromTrimMemory("RUNNING_LOW"), "host app");  // medium: half the elastic part
+  const MemorySplit half = budget.Split(budget.ElasticFor(total) / 2);
+  WaitForCapacity(half.neuron_cache);
+  EXPECT_EQ(g->stats().split.kv_pool, half.kv_pool);
   g->SetOperatorBudget(std::nullopt);
   WaitForCapacity(all_);  // grows back past the cleared budget, to the ceiling
 }

@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <unordered_map>
+#include <vector>
+
 #include "engine/kv/sequence_kv.h"
 
 namespace sparrow {
@@ -140,6 +143,114 @@ TEST(SequenceKvTest, CopyOnWriteNeedsAFreeBlock) {
   leader.ReleaseAll();
   EXPECT_TRUE(member.Reserve(7, 6));  // the only user now: written in place
   EXPECT_EQ(pool.Stats().used_blocks, 2);
+}
+
+// Writes a value that identifies (sequence, position) into every layer's key and value.
+void FillPositions(SequenceKv& kv, int64_t n_layer, int64_t from, int64_t to, float tag) {
+  for (int64_t p = from; p < to; ++p) {
+    for (int64_t l = 0; l < n_layer; ++l) {
+      kv.Key(l, p)[0] = tag + static_cast<float>(p);
+      kv.Value(l, p)[1] = -(tag + static_cast<float>(p));
+    }
+  }
+}
+
+void ExpectPositions(SequenceKv& kv, int64_t n_layer, int64_t from, int64_t to, float tag) {
+  for (int64_t p = from; p < to; ++p) {
+    for (int64_t l = 0; l < n_layer; ++l) {
+      ASSERT_EQ(kv.Key(l, p)[0], tag + static_cast<float>(p)) << "layer " << l << " pos " << p;
+      ASSERT_EQ(kv.Value(l, p)[1], -(tag + static_cast<float>(p)));
+    }
+  }
+}
+
+TEST(KvBlockPoolTest, GrowsAndHandsOutTheLowestFreeBlockFirst) {
+  KvBlockPool pool(2, 4, 2, 2);
+  std::unordered_map<BlockId, BlockId> moved;
+  ASSERT_TRUE(pool.Resize(5, &moved).ok());
+  EXPECT_TRUE(moved.empty());
+  EXPECT_EQ(pool.n_blocks(), 5);
+  EXPECT_EQ(pool.available(), 5);
+  std::vector<BlockId> got;
+  for (int i = 0; i < 5; ++i) got.push_back(*pool.Allocate());
+  EXPECT_EQ(got, (std::vector<BlockId>{0, 1, 2, 3, 4}));
+  EXPECT_FALSE(pool.Allocate().has_value());
+  pool.Release(3);
+  pool.Release(1);
+  EXPECT_EQ(*pool.Allocate(), 1);
+  EXPECT_FALSE(pool.Resize(0, &moved).ok());
+}
+
+TEST(KvBlockPoolTest, ShrinkMovesBlocksInUseBelowTheEndAndTablesFollow) {
+  const int64_t n_layer = 3;
+  KvBlockPool pool(n_layer, 4, 2, 8);
+  SequenceKv a(&pool), b(&pool), c(&pool);
+  ASSERT_TRUE(a.Reserve(4));  // blocks 0, 1
+  ASSERT_TRUE(b.Reserve(4));  // 2, 3
+  ASSERT_TRUE(c.Reserve(6));  // 4, 5, 6
+  FillPositions(a, n_layer, 0, 4, 100);
+  FillPositions(b, n_layer, 0, 4, 200);
+  FillPositions(c, n_layer, 0, 6, 300);
+  b.ReleaseAll();  // holes at 2, 3
+  std::unordered_map<BlockId, BlockId> moved;
+  // 5 blocks in use: the pool cannot go under that.
+  EXPECT_FALSE(pool.Resize(4, &moved).ok());
+  EXPECT_EQ(pool.n_blocks(), 8);
+  ASSERT_TRUE(pool.Resize(5, &moved).ok());
+  EXPECT_EQ(pool.n_blocks(), 5);
+  EXPECT_EQ(moved.size(), 2u);  // c's blocks 5 and 6 went into the holes
+  for (const auto& [from, to] : moved) {
+    EXPECT_GE(from, 5);
+    EXPECT_LT(to, 5);
+  }
+  c.Remap(moved);
+  a.Remap(moved);
+  ExpectPositions(a, n_layer, 0, 4, 100);
+  ExpectPositions(c, n_layer, 0, 6, 300);
+  EXPECT_EQ(pool.Stats().used_blocks, 5);
+  EXPECT_EQ(pool.available(), 0);
+  // Released blocks come back, and the pool grows again.
+  c.ReleaseAll();
+  EXPECT_EQ(pool.available(), 3);
+  ASSERT_TRUE(pool.Resize(8, &moved).ok());
+  EXPECT_EQ(pool.available(), 6);
+}
+
+TEST(KvBlockPoolTest, ShrinkKeepsTheMostRecentlyUsedCachedPrefixesWhileRoomRemains) {
+  KvBlockPool pool(1, 2, 2, 6);
+  std::vector<BlockId> b;
+  for (int i = 0; i < 6; ++i) b.push_back(*pool.Allocate());
+  // Blocks 3, 4, 5 cached (5 used last); 0 referenced; 1, 2 free.
+  for (int i = 3; i < 6; ++i) {
+    *pool.Key(b[i], 0, 0) = static_cast<float>(10 * i);
+    pool.Register(b[i], 1000 + i);
+    pool.Release(b[i]);
+  }
+  pool.Release(b[1]);
+  pool.Release(b[2]);
+  std::unordered_map<BlockId, BlockId> moved;
+  ASSERT_TRUE(pool.Resize(3, &moved).ok());
+  EXPECT_TRUE(moved.empty());  // no referenced block moved
+  // Two holes (1, 2) for three cached blocks: 5 and 4 stay findable, 3 is dropped.
+  EXPECT_FALSE(pool.Lookup(1003).has_value());
+  for (int i : {4, 5}) {
+    auto hit = pool.Lookup(1000 + i);
+    ASSERT_TRUE(hit) << i;
+    EXPECT_LT(*hit, 3);
+    EXPECT_EQ(*pool.Key(*hit, 0, 0), static_cast<float>(10 * i));
+  }
+  EXPECT_EQ(pool.Stats().used_blocks, 3);
+}
+
+TEST(KvBlockPoolTest, ShrinkingReturnsWholeChunks) {
+  // Blocks of 2 * 4 layers * 16 positions * 1024 floats = 512 KiB: 2 to a 1 MiB chunk.
+  KvBlockPool pool(4, 1024, 16, 64);
+  const int64_t full = pool.Stats().mapped_bytes;
+  std::unordered_map<BlockId, BlockId> moved;
+  ASSERT_TRUE(pool.Resize(8, &moved).ok());
+  EXPECT_EQ(pool.Stats().mapped_bytes, full / 8);
+  ASSERT_TRUE(pool.Resize(64, &moved).ok());
+  EXPECT_EQ(pool.Stats().mapped_bytes, full);
 }
 
 TEST(ChainBlockHashTest, DependsOnParentAndTokens) {

@@ -56,6 +56,61 @@ TEST(PressureSourceTest, TheMemoryCgroupIsFoundInProcSelfCgroup) {
   EXPECT_EQ(FindMemoryCgroupV1("/nonexistent", "/m"), "");
 }
 
+TEST(PressureSourceTest, TheUnifiedCgroupIsFoundInProcSelfCgroup) {
+  EXPECT_EQ(FindMemoryCgroupV2(WriteTemp("cgroup-v2-app", "0::/user.slice/app\n"), "/u"),
+            "/u/user.slice/app");
+  EXPECT_EQ(FindMemoryCgroupV2(WriteTemp("cgroup-v2-root", "0::/\n"), "/u"), "/u");
+  EXPECT_EQ(FindMemoryCgroupV2(WriteTemp("cgroup-v1-only", "4:memory:/a\n"), "/u"), "");
+}
+
+// This machine's memory controller is on cgroup v1, so the v2 source reads a directory laid out
+// as the kernel lays out a v2 cgroup's memory files: the rules (counts that rise, the lower of
+// memory.high and memory.max, the headroom) are what is tested; the kernel's wake-up is not.
+TEST(PressureSourceTest, CgroupV2EventsAndHeadroomGiveLevels) {
+  const std::string dir = ::testing::TempDir() + "/cgroup-v2-fake";
+  std::filesystem::create_directories(dir);
+  auto put = [&](const std::string& file, const std::string& text) {
+    std::ofstream(dir + "/" + file) << text;
+  };
+  auto events = [&](int high, int max, int oom) {
+    put("memory.events", "low 0\nhigh " + std::to_string(high) + "\nmax " + std::to_string(max) +
+                             "\noom " + std::to_string(oom) + "\noom_kill 0\n");
+  };
+  const uint64_t mib = 1 << 20;
+  events(2, 1, 0);  // counts from before the server started say nothing
+  put("memory.max", "max\n");
+  put("memory.high", std::to_string(200 * mib) + "\n");
+  put("memory.current", std::to_string(100 * mib) + "\n");
+  put("memory.stat", "anon 1\nfile 2\ninactive_file " + std::to_string(10 * mib) + "\n");
+  EXPECT_FALSE(OpenCgroupV2PressureSource(::testing::TempDir() + "/no-such-cgroup").ok());
+  auto opened = OpenCgroupV2PressureSource(dir);
+  ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+  std::unique_ptr<PressureSource> source = std::move(opened).value();
+  EXPECT_EQ(source->name(), "cgroup-v2");
+  ASSERT_EQ(source->fds().size(), 1u);
+  EXPECT_EQ(source->fds()[0].events, POLLPRI);
+  EXPECT_EQ(source->limit_bytes(), 200 * mib);  // memory.high: the lower limit
+  EXPECT_EQ(source->Read(-1).level, PressureLevel::kNone);
+
+  events(3, 1, 0);  // throttled over memory.high
+  EXPECT_EQ(source->Read(0).level, PressureLevel::kMedium);
+  EXPECT_EQ(source->Read(-1).level, PressureLevel::kNone) << "a count is news once";
+  events(3, 2, 0);  // reclaim at memory.max
+  PressureReading r = source->Read(-1);
+  EXPECT_EQ(r.level, PressureLevel::kCritical);
+  EXPECT_NE(r.detail.find("memory.max"), std::string::npos) << r.detail;
+
+  // Headroom: 195 MiB used, 10 of it inactive file pages: 15 of 200 MiB free (7.5%) is low.
+  put("memory.current", std::to_string(195 * mib) + "\n");
+  EXPECT_EQ(source->Read(-1).level, PressureLevel::kLow);
+  // The operator lowers memory.max under memory.high: 185 of 190 MiB in use, 2.6% free.
+  put("memory.max", std::to_string(190 * mib) + "\n");
+  r = source->Read(-1);
+  EXPECT_EQ(r.level, PressureLevel::kCritical);
+  EXPECT_EQ(source->limit_bytes(), 190 * mib);
+  EXPECT_NE(r.detail.find("190 MiB limit"), std::string::npos) << r.detail;
+}
+
 TEST(PressureSourceTest, MemAvailableGivesALevelByItsShare) {
   auto level_at = [](uint64_t available_kb) {
     const std::string path = WriteTemp("meminfo",

@@ -75,6 +75,15 @@ class CollectingSink : public RequestSink {
   int cancel_after_;
 };
 
+MemoryPlan CachePlan(int64_t version, size_t cache_bytes, const std::string& cause) {
+  MemoryPlan p;
+  p.version = version;
+  p.neuron_cache_bytes = cache_bytes;
+  p.cause = cause;
+  p.decided = std::chrono::steady_clock::now();
+  return p;
+}
+
 class SchedulerTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -307,7 +316,7 @@ TEST_F(SchedulerTest, MemoryPlansResizeTheNeuronCacheBetweenStepsWithoutChanging
     while (s.Stats().memory_plan_version < v) std::this_thread::yield();
   };
   // Idle: applied at once.
-  s.ApplyMemoryPlan({1, size_t{0}, "test: squeeze", std::chrono::steady_clock::now()});
+  s.ApplyMemoryPlan(CachePlan(1, 0, "test: squeeze"));
   wait_for_version(1);
   NeuronStoreStats st = *s.Stats().neuron_cache;
   EXPECT_EQ(st.capacity_bytes, 0u);
@@ -322,7 +331,7 @@ TEST_F(SchedulerTest, MemoryPlansResizeTheNeuronCacheBetweenStepsWithoutChanging
   // Squeeze and release while they run.
   for (int64_t v = 2; v < 12; ++v) {
     const size_t bytes = v % 2 == 0 ? all : all / 8;
-    s.ApplyMemoryPlan({v, bytes, "test", std::chrono::steady_clock::now()});
+    s.ApplyMemoryPlan(CachePlan(v, bytes, "test"));
     wait_for_version(v);
   }
   for (size_t i = 0; i < sinks.size(); ++i) {
@@ -334,6 +343,58 @@ TEST_F(SchedulerTest, MemoryPlansResizeTheNeuronCacheBetweenStepsWithoutChanging
   EXPECT_EQ(done.requests_failed, 0);
   EXPECT_EQ(done.neuron_cache->capacity_bytes, all / 8);
   EXPECT_LE(done.neuron_cache->hot_bytes, all / 8);
+}
+
+// The KV pool shrinks to its floor (one full context) while eight streams hold more than that:
+// the newest are preempted and resume later, the pool's memory goes back to the OS, it grows
+// back, and every stream's greedy output is what it is alone.
+TEST_F(SchedulerTest, MemoryPlansResizeTheKvPoolWhileStreamsRun) {
+  SchedulerOptions o = Options();  // n_ctx 256, 16 positions a block: a floor of 16 blocks
+  o.max_running = 8;
+  Scheduler s(*model_, nullptr, o);
+  const int64_t full = s.options().kv_blocks;
+  ASSERT_EQ(s.min_kv_blocks(), 16);
+  ASSERT_GT(full, 64);
+  const int64_t full_mapped = s.Stats().kv.mapped_bytes;
+  const std::string story =
+      "Once upon a time, there was a little girl named Lily. She loved to play outside in the "
+      "park with her dog. One day, ";
+  const std::vector<std::string> prompts = {
+      story + "she saw",      story + "the dog ran",    story + "it rained", story + "a bird sang",
+      story + "her mom said", story + "they went home", story + "Ben came",  story + "the sun was"};
+  std::vector<std::shared_ptr<CollectingSink>> sinks;
+  for (const std::string& p : prompts) {
+    sinks.push_back(std::make_shared<CollectingSink>());
+    ASSERT_TRUE(s.Submit(Greedy(p, 48, sinks.back())).ok());
+  }
+  // Once every stream decodes, they hold about 8 * 3 blocks: more than the floor.
+  while (s.Stats().generated_tokens < 8 * 4) std::this_thread::yield();
+  MemoryPlan squeeze;
+  squeeze.version = 1;
+  squeeze.kv_pool_bytes = 0;  // clamped to the floor
+  squeeze.cause = "test: squeeze";
+  squeeze.decided = std::chrono::steady_clock::now();
+  s.ApplyMemoryPlan(squeeze);
+  while (s.Stats().memory_plan_version < 1) std::this_thread::yield();
+  SchedulerStats st = s.Stats();
+  EXPECT_EQ(st.kv.total_blocks, 16);
+  EXPECT_LE(st.kv.used_blocks, 16);
+  EXPECT_LT(st.kv.mapped_bytes, full_mapped) << "the pool's memory went back to the OS";
+  EXPECT_GT(st.preemptions, 0);
+  MemoryPlan release = squeeze;
+  release.version = 2;
+  release.kv_pool_bytes = SIZE_MAX / 2;  // clamped to the configured pool
+  release.cause = "test: release";
+  s.ApplyMemoryPlan(release);
+  for (size_t i = 0; i < sinks.size(); ++i) {
+    EXPECT_EQ(sinks[i]->Wait().reason, FinishReason::kLength);
+    EXPECT_EQ(sinks[i]->tokens(), Alone(prompts[i], 48)) << "request " << i;
+  }
+  st = s.Stats();
+  EXPECT_EQ(st.memory_plan_version, 2);
+  EXPECT_EQ(st.kv.total_blocks, full);
+  EXPECT_EQ(st.kv.used_blocks, 0);
+  EXPECT_EQ(st.requests_failed, 0);
 }
 
 TEST_F(SchedulerTest, SharedPrefixBlocksAreReused) {

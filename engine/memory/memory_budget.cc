@@ -1,0 +1,33 @@
+#include "engine/memory/memory_budget.h"
+
+#include <algorithm>
+
+namespace sparrow {
+
+MemoryBudget::MemoryBudget(const MemoryConsumers& consumers) : c_(consumers) {
+  c_.kv_min_bytes = std::min(c_.kv_min_bytes, c_.kv_max_bytes);
+}
+
+MemorySplit MemoryBudget::Split(uint64_t elastic) const {
+  MemorySplit s;
+  s.weights = c_.weights_bytes;
+  s.scratch = c_.scratch_bytes;
+  const uint64_t over_floor = elastic > c_.kv_min_bytes ? elastic - c_.kv_min_bytes : 0;
+  s.neuron_cache = std::min(over_floor, c_.cache_max_bytes);
+  const uint64_t left = elastic > s.neuron_cache ? elastic - s.neuron_cache : 0;
+  s.kv_pool = std::clamp(left, c_.kv_min_bytes, c_.kv_max_bytes);
+  return s;
+}
+
+uint64_t EstimateScratchBytes(const ModelConfig& c, int64_t step_tokens, int64_t n_ctx) {
+  const auto t = static_cast<uint64_t>(std::max<int64_t>(1, step_tokens));
+  // Per token: the residual stream and its normed copy, q and the attention output, k and v,
+  // the FFN's gate and up rows and its output, and a row of logits.
+  const auto per_token =
+      static_cast<uint64_t>(4 * c.n_embd + 2 * c.q_dim() + 2 * c.kv_dim() + 2 * c.n_ff + c.n_vocab);
+  // Attention scores of one head over the whole context, per thread at most 2 heads in flight.
+  const auto scores = static_cast<uint64_t>(std::max<int64_t>(1, n_ctx) * 2 * c.n_head);
+  return sizeof(float) * (t * per_token + scores);
+}
+
+}  // namespace sparrow

@@ -1,0 +1,58 @@
+#pragma once
+// MemoryBudget: one budget for the whole process, split among the consumers that hold memory.
+// Resident weights and step scratch are fixed by the model and the step size; the KV pool and
+// the neuron cache are elastic, and the budget controller (BudgetPolicy) moves only their part.
+// When it shrinks, the KV pool gives way first, down to one full context: its blocks beyond the
+// ones in use cost nothing to drop, and the ones in use only cost a recompute of the sequences
+// preempted. Then the neuron cache: every byte it loses is read from flash again at each token.
+// Below the KV pool's floor the budget is starved. The planner (engine/plan) may choose another
+// split at the same total. Immutable; thread-safe.
+#include <cstdint>
+
+#include "engine/model/model_config.h"
+
+namespace sparrow {
+
+struct MemoryConsumers {
+  uint64_t weights_bytes = 0;    // resident weights (the FFN's rows excluded when on flash)
+  uint64_t scratch_bytes = 0;    // the step's buffers (EstimateScratchBytes)
+  uint64_t kv_min_bytes = 0;     // one full context
+  uint64_t kv_max_bytes = 0;     // the pool as configured
+  uint64_t cache_max_bytes = 0;  // the neuron cache as configured; 0 with the FFN in memory
+};
+
+struct MemorySplit {
+  uint64_t weights = 0, scratch = 0, kv_pool = 0, neuron_cache = 0;
+  uint64_t total() const { return weights + scratch + kv_pool + neuron_cache; }
+};
+
+class MemoryBudget {
+ public:
+  explicit MemoryBudget(const MemoryConsumers& consumers);
+
+  const MemoryConsumers& consumers() const { return c_; }
+  uint64_t fixed_bytes() const { return c_.weights_bytes + c_.scratch_bytes; }
+  // The elastic part's bounds, what BudgetPolicy works in.
+  uint64_t elastic_ceiling() const { return c_.kv_max_bytes + c_.cache_max_bytes; }
+  uint64_t elastic_floor() const { return c_.kv_min_bytes; }
+  uint64_t ceiling() const { return fixed_bytes() + elastic_ceiling(); }
+  uint64_t floor() const { return fixed_bytes() + elastic_floor(); }
+
+  // How `elastic` bytes (a BudgetPolicy target) split: the neuron cache takes what is left over
+  // the KV pool's floor, up to its size; the KV pool takes the rest, up to its size.
+  MemorySplit Split(uint64_t elastic) const;
+  // The elastic bytes a budget for the whole process leaves (0 when the fixed part alone is more).
+  uint64_t ElasticFor(uint64_t total) const {
+    return total > fixed_bytes() ? total - fixed_bytes() : 0;
+  }
+
+ private:
+  MemoryConsumers c_;
+};
+
+// The most a step's buffers take for `step_tokens` tokens at a context of `n_ctx`: the forward
+// pass's activations, the FFN's intermediate rows, attention scores and the logits. An
+// estimate of what the grow-only buffers reach; it leaves out allocator overhead.
+uint64_t EstimateScratchBytes(const ModelConfig& config, int64_t step_tokens, int64_t n_ctx);
+
+}  // namespace sparrow
