@@ -85,6 +85,7 @@ std::optional<BlockId> KvBlockPool::Allocate() {
   }
   blocks_[b].refs = 1;
   ++used_;
+  touched_ = std::max<int64_t>(touched_, b + 1);
   return b;
 }
 
@@ -190,6 +191,7 @@ void KvBlockPool::Shrink(int64_t n_blocks, std::unordered_map<BlockId, BlockId>*
   std::make_heap(free_.begin(), free_.end(), std::greater<>());
   blocks_.resize(n_blocks);
   n_blocks_ = n_blocks;
+  touched_ = std::min(touched_, n_blocks);
 }
 
 std::optional<BlockId> KvBlockPool::Lookup(uint64_t hash) {
@@ -232,6 +234,7 @@ KvPoolStats KvBlockPool::Stats() const {
   s.prefix_hits = prefix_hits_;
   s.prefix_lookups = prefix_lookups_;
   s.mapped_bytes = static_cast<int64_t>(arena_.mapped_bytes());
+  s.touched_blocks = touched_;
   return s;
 }
 

@@ -27,7 +27,10 @@ struct KvPoolStats {
   int64_t free_blocks = 0;
   int64_t prefix_hits = 0;  // blocks reused from the prefix cache, cumulative
   int64_t prefix_lookups = 0;
-  int64_t mapped_bytes = 0;  // memory the blocks take now (whole chunks)
+  int64_t mapped_bytes = 0;  // address space the blocks take now (whole chunks)
+  // Blocks written since they were mapped: the lowest free id goes first, so these are the
+  // blocks below the highest ever handed out; the ones above cost no memory yet.
+  int64_t touched_blocks = 0;
 };
 
 class KvBlockPool {
@@ -92,6 +95,7 @@ class KvBlockPool {
   std::list<BlockId> lru_;     // unreferenced registered blocks, least recently used first
   std::unordered_map<uint64_t, BlockId> by_hash_;
   int64_t used_ = 0;
+  int64_t touched_ = 0;
   int64_t prefix_hits_ = 0, prefix_lookups_ = 0;
 };
 

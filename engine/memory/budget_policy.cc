@@ -20,7 +20,8 @@ std::optional<BudgetChange> BudgetPolicy::MoveTo(uint64_t bytes, std::string cau
 }
 
 std::optional<BudgetChange> BudgetPolicy::OnPressure(PressureLevel heard, std::string_view cause,
-                                                     uint64_t now_ms) {
+                                                     uint64_t now_ms,
+                                                     std::optional<uint64_t> in_use) {
   if (heard == PressureLevel::kNone) return std::nullopt;
   last_level_ = std::max(level(now_ms), heard);
   last_signal_ms_ = now_ms;
@@ -29,16 +30,18 @@ std::optional<BudgetChange> BudgetPolicy::OnPressure(PressureLevel heard, std::s
   if (acted_[i] && now_ms - acted_ms_[i] < o_.repeat_ms) return std::nullopt;
   acted_[i] = true;
   acted_ms_[i] = now_ms;
+  // A step takes its share of what is held, not of a target that is partly never touched.
+  const uint64_t base = in_use ? std::min(target_, *in_use) : target_;
   uint64_t want = target_;
   switch (heard) {
     case PressureLevel::kCritical:
       want = o_.floor_bytes;
       break;
     case PressureLevel::kMedium:
-      want = target_ / 2;
+      want = base / 2;
       break;
     case PressureLevel::kLow:
-      want = target_ - target_ / 5;
+      want = base - base / 5;
       break;
     case PressureLevel::kNone:
       break;
@@ -46,15 +49,18 @@ std::optional<BudgetChange> BudgetPolicy::OnPressure(PressureLevel heard, std::s
   return MoveTo(want, std::string(cause));
 }
 
-std::optional<BudgetChange> BudgetPolicy::OnTick(uint64_t now_ms) {
+std::optional<BudgetChange> BudgetPolicy::OnTick(uint64_t now_ms, std::optional<uint64_t> room) {
   if (target_ > cap()) return MoveTo(cap(), "operator");
   if (target_ >= cap()) return std::nullopt;
   if (last_signal_ms_ && now_ms - *last_signal_ms_ < o_.quiet_ms) return std::nullopt;
   if (now_ms - last_grow_ms_ < o_.grow_every_ms && last_grow_ms_ != 0) return std::nullopt;
+  auto step = std::max<uint64_t>(
+      1, static_cast<uint64_t>(static_cast<double>(std::max(o_.ceiling_bytes, uint64_t{1})) *
+                               o_.grow_fraction));
+  if (room) step = std::min(step, *room);
+  if (step == 0) return std::nullopt;  // no room yet: try again on the next tick
   last_grow_ms_ = now_ms;
-  const auto step = static_cast<uint64_t>(
-      static_cast<double>(std::max(o_.ceiling_bytes, uint64_t{1})) * o_.grow_fraction);
-  return MoveTo(target_ + std::max<uint64_t>(step, 1), "no pressure: growing back");
+  return MoveTo(target_ + step, "no pressure: growing back");
 }
 
 std::optional<BudgetChange> BudgetPolicy::SetOperatorLimit(std::optional<uint64_t> bytes,

@@ -33,11 +33,17 @@ class BudgetPolicy {
  public:
   explicit BudgetPolicy(const BudgetPolicyOptions& options);
 
-  // A source's reading; a change of target when it moves one.
+  // A source's reading; a change of target when it moves one. `in_use`: the bytes the elastic
+  // consumers really hold now (a KV pool's blocks never written cost nothing); medium and low
+  // then take their share of that rather than of the target, so that each step gives memory
+  // back.
   std::optional<BudgetChange> OnPressure(PressureLevel heard, std::string_view cause,
-                                         uint64_t now_ms);
-  // The monitor's tick: grows back after a quiet spell.
-  std::optional<BudgetChange> OnTick(uint64_t now_ms);
+                                         uint64_t now_ms,
+                                         std::optional<uint64_t> in_use = std::nullopt);
+  // The monitor's tick: grows back after a quiet spell, each step at most `room` (what the
+  // sources see free before they would call it pressure: growing into the memory another process
+  // took back would only bring the next squeeze).
+  std::optional<BudgetChange> OnTick(uint64_t now_ms, std::optional<uint64_t> room = std::nullopt);
   // The operator's explicit budget for the elastic consumers (nullopt clears it): it applies at
   // once, down or up (to the ceiling when cleared), except that while pressure was heard within
   // quiet_ms the target only goes down, growing back later like any other growth.

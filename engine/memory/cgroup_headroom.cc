@@ -25,6 +25,13 @@ PressureReading HeadroomReading(const std::string& where, uint64_t limit, uint64
                      std::to_string(limit >> 20) + " MiB limit free"};
 }
 
+std::optional<uint64_t> HeadroomRoom(uint64_t limit, uint64_t usage, uint64_t inactive_file) {
+  if (limit == 0) return std::nullopt;
+  const uint64_t working = usage > inactive_file ? usage - inactive_file : 0;
+  const uint64_t margin = limit / 10;  // the "low" line
+  return working + margin < limit ? limit - margin - working : 0;
+}
+
 uint64_t ReadCgroupNumber(const std::string& file) {
   std::ifstream in(file);
   uint64_t v = 0;

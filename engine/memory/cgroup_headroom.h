@@ -5,6 +5,7 @@
 // "critical" just before the OOM kill; the headroom gives the warning they do not. Under 10% of
 // the limit free is low, 6% medium, 3% critical.
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "engine/memory/pressure_source.h"
@@ -14,6 +15,9 @@ namespace sparrow {
 // `where` names the cgroup in the reading's detail. No pressure when `limit` is 0 (none).
 PressureReading HeadroomReading(const std::string& where, uint64_t limit, uint64_t usage,
                                 uint64_t inactive_file);
+// The bytes the working set may still grow before the headroom reads "low"; nullopt with no
+// limit.
+std::optional<uint64_t> HeadroomRoom(uint64_t limit, uint64_t usage, uint64_t inactive_file);
 
 // The first whitespace-separated number in `file` (0 when unreadable), and the value of `key`
 // in a "key value" per line file such as memory.stat or memory.events (0 when absent).

@@ -64,15 +64,19 @@ class CgroupV1PressureSource : public PressureSource {
   // serving (lowered by whoever owns the cgroup): read it each time.
   PressureReading Headroom() {
     limit_ = ReadCgroupLimit(dir_ + "/memory.limit_in_bytes");
-    return HeadroomReading(dir_, limit_, ReadCgroupNumber(dir_ + "/memory.usage_in_bytes"),
-                           ReadCgroupKey(dir_ + "/memory.stat", "total_inactive_file"));
+    const uint64_t usage = ReadCgroupNumber(dir_ + "/memory.usage_in_bytes");
+    const uint64_t inactive = ReadCgroupKey(dir_ + "/memory.stat", "total_inactive_file");
+    room_ = HeadroomRoom(limit_, usage, inactive);
+    return HeadroomReading(dir_, limit_, usage, inactive);
   }
+  std::optional<uint64_t> room_bytes() const override { return room_; }
 
  private:
   std::string dir_;
   int level_fd_;
   std::array<int, kLevels.size()> events_;
   uint64_t limit_;
+  std::optional<uint64_t> room_;
 };
 
 }  // namespace

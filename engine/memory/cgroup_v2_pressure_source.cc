@@ -64,16 +64,20 @@ class CgroupV2PressureSource : public PressureSource {
       return {level, dir_ + "/memory.events: " + what};
     }
     limit_ = LowerLimit(dir_);
-    return HeadroomReading(dir_, limit_, ReadCgroupNumber(dir_ + "/memory.current"),
-                           ReadCgroupKey(dir_ + "/memory.stat", "inactive_file"));
+    const uint64_t usage = ReadCgroupNumber(dir_ + "/memory.current");
+    const uint64_t inactive = ReadCgroupKey(dir_ + "/memory.stat", "inactive_file");
+    room_ = HeadroomRoom(limit_, usage, inactive);
+    return HeadroomReading(dir_, limit_, usage, inactive);
   }
   uint64_t limit_bytes() const override { return limit_; }
+  std::optional<uint64_t> room_bytes() const override { return room_; }
 
  private:
   std::string dir_;
   int events_fd_;
   EventCounts seen_;
   uint64_t limit_;
+  std::optional<uint64_t> room_;
 };
 
 }  // namespace

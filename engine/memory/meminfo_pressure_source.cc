@@ -14,6 +14,8 @@ class MemInfoPressureSource : public PressureSource {
   PressureReading Read(int) override {
     uint64_t total = 0, available = 0;
     if (!Parse(path_, &total, &available) || total == 0) return {};
+    const uint64_t margin = total / 10;  // the "medium" line
+    room_ = available > margin ? available - margin : 0;
     const double share = static_cast<double>(available) / static_cast<double>(total);
     PressureLevel level = PressureLevel::kNone;
     if (share < 0.05) {
@@ -45,8 +47,11 @@ class MemInfoPressureSource : public PressureSource {
     return have_total && have_available;
   }
 
+  std::optional<uint64_t> room_bytes() const override { return room_; }
+
  private:
   std::string path_;
+  std::optional<uint64_t> room_;
 };
 
 }  // namespace

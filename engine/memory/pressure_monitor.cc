@@ -77,11 +77,13 @@ void PressureMonitor::Loop() {
     }
     if (NowMs() >= next_tick) {
       next_tick = NowMs() + static_cast<uint64_t>(tick_ms_);
+      std::optional<uint64_t> room;
       for (const auto& s : sources_) {
         const PressureReading r = s->Read(-1);
         if (r.level != PressureLevel::kNone) on_event_(s->name(), r);
+        if (auto mine = s->room_bytes()) room = room ? std::min(*room, *mine) : *mine;
       }
-      if (on_tick_) on_tick_();
+      if (on_tick_) on_tick_(room);
     }
   }
 }

@@ -5,6 +5,7 @@
 // within the 100 ms a shrink must start in.
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -17,9 +18,10 @@ namespace sparrow {
 class PressureMonitor {
  public:
   // `on_event` hears every reading above kNone, with its source's name; `on_tick` is called every
-  // `tick_ms`. Both on the monitor's thread.
+  // `tick_ms`, with the least room any source sees (PressureSource::room_bytes; nullopt when none
+  // can tell). Both on the monitor's thread.
   using EventFn = std::function<void(std::string_view source, const PressureReading& reading)>;
-  using TickFn = std::function<void()>;
+  using TickFn = std::function<void(std::optional<uint64_t> room)>;
   PressureMonitor(std::vector<std::unique_ptr<PressureSource>> sources, int tick_ms,
                   EventFn on_event, TickFn on_tick);
   // Stops and joins.

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -34,6 +35,10 @@ class PressureSource {
   virtual PressureReading Read(int fired) = 0;
   // The most memory this process may use as the source knows it (a cgroup's limit), or 0.
   virtual uint64_t limit_bytes() const { return 0; }
+  // What the process may still take, as of the last tick, before this source would report
+  // pressure (a cgroup's headroom over its "low" margin, MemAvailable over its "medium" one);
+  // nullopt where the source cannot tell (PSI). Growing back never takes more than this.
+  virtual std::optional<uint64_t> room_bytes() const { return std::nullopt; }
 };
 
 // Linux PSI triggers on /proc/pressure/memory, as Android's lmkd sets them: a "some" stall of

@@ -46,7 +46,7 @@ MemoryGovernor::MemoryGovernor(Scheduler* scheduler,
   monitor_ = std::make_unique<PressureMonitor>(
       std::move(sources), tick_ms,
       [this](std::string_view source, const PressureReading& r) { OnEvent(source, r); },
-      [this] { OnTick(); });
+      [this](std::optional<uint64_t> room) { OnTick(room); });
 }
 
 MemoryGovernor::~MemoryGovernor() {
@@ -57,16 +57,23 @@ void MemoryGovernor::OnEvent(std::string_view source, const PressureReading& r) 
   std::lock_guard<std::mutex> lock(mu_);
   const std::string cause = std::string(source) + ": " + std::string(PressureLevelName(r.level)) +
                             (r.detail.empty() ? "" : " (" + r.detail + ")");
-  if (auto change = policy_.OnPressure(r.level, cause, NowMs())) {
+  if (auto change = policy_.OnPressure(r.level, cause, NowMs(), ElasticInUse())) {
     ++stats_.shrinks;
     Plan(*change);
   }
 }
 
-void MemoryGovernor::OnTick() {
+uint64_t MemoryGovernor::ElasticInUse() const {
+  const SchedulerStats s = scheduler_->Stats();
+  uint64_t bytes = static_cast<uint64_t>(s.kv.touched_blocks * scheduler_->kv_block_bytes());
+  if (s.neuron_cache) bytes += s.neuron_cache->hot_bytes + s.neuron_cache->cache.mapped_bytes;
+  return bytes;
+}
+
+void MemoryGovernor::OnTick(std::optional<uint64_t> room) {
   std::lock_guard<std::mutex> lock(mu_);
   const uint64_t before = policy_.target();
-  if (auto change = policy_.OnTick(NowMs())) {
+  if (auto change = policy_.OnTick(NowMs(), room)) {
     ++(change->bytes > before ? stats_.grows : stats_.operator_changes);
     Plan(*change);
   }

@@ -55,7 +55,9 @@ class MemoryGovernor {
 
  private:
   void OnEvent(std::string_view source, const PressureReading& reading);
-  void OnTick();
+  void OnTick(std::optional<uint64_t> room);
+  // What the KV pool and the neuron cache really hold now (their blocks and records written).
+  uint64_t ElasticInUse() const;
   // Hands a change to the scheduler (under mu_).
   void Plan(const BudgetChange& change);
 

@@ -46,6 +46,21 @@ TEST(BudgetPolicyTest, EachLevelShrinksByItsOwnMeasure) {
   EXPECT_EQ(p.level(5000), PressureLevel::kCritical);
 }
 
+TEST(BudgetPolicyTest, AStepTakesItsShareOfWhatIsHeldNotOfTheTarget) {
+  BudgetPolicy p(Options());
+  // 1000 MiB allowed, 300 MiB really held (a KV pool mostly never written): low gives back a
+  // fifth of the 300, medium half of what low left.
+  auto c = p.OnPressure(PressureLevel::kLow, "cgroup-v1: low", 1000, 300 * kMiB);
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->bytes, 240 * kMiB);
+  c = p.OnPressure(PressureLevel::kMedium, "psi: some", 1100, 280 * kMiB);
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->bytes, 120 * kMiB) << "half of the target, which is under what is held";
+  c = p.OnPressure(PressureLevel::kMedium, "psi: some", 2200, 20 * kMiB);
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->bytes, 100 * kMiB) << "never under the floor";
+}
+
 TEST(BudgetPolicyTest, ALevelActsAgainOnlyAfterTheRepeatInterval) {
   BudgetPolicy p(Options());
   ASSERT_TRUE(p.OnPressure(PressureLevel::kMedium, "a", 1000));
@@ -60,6 +75,19 @@ TEST(BudgetPolicyTest, ALevelActsAgainOnlyAfterTheRepeatInterval) {
   ASSERT_TRUE(p.OnPressure(PressureLevel::kMedium, "a", 4000));
   EXPECT_EQ(p.target(), 100 * kMiB);
   EXPECT_FALSE(p.OnPressure(PressureLevel::kMedium, "a", 5000));
+}
+
+TEST(BudgetPolicyTest, GrowingBackTakesNoMoreThanTheRoomTheSourcesSee) {
+  BudgetPolicy p(Options());
+  ASSERT_TRUE(p.OnPressure(PressureLevel::kCritical, "x", 1000));
+  // Another process still holds what it took: 30 MiB free over the sources' margin.
+  auto c = p.OnTick(11000, 30 * kMiB);
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->bytes, 130 * kMiB);
+  EXPECT_FALSE(p.OnTick(13000, 0)) << "no room, no growth";
+  c = p.OnTick(13100, 500 * kMiB);
+  ASSERT_TRUE(c) << "the room came back: the step waited for it, not for another interval";
+  EXPECT_EQ(c->bytes, 230 * kMiB) << "a whole step (a tenth of the ceiling) at most";
 }
 
 TEST(BudgetPolicyTest, GrowsBackInStepsAfterAQuietSpell) {

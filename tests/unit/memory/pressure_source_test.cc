@@ -91,6 +91,8 @@ TEST(PressureSourceTest, CgroupV2EventsAndHeadroomGiveLevels) {
   EXPECT_EQ(source->fds()[0].events, POLLPRI);
   EXPECT_EQ(source->limit_bytes(), 200 * mib);  // memory.high: the lower limit
   EXPECT_EQ(source->Read(-1).level, PressureLevel::kNone);
+  // 90 MiB of working set under 200: 90 more before the 10% "low" line.
+  EXPECT_EQ(source->room_bytes(), 90 * mib);
 
   events(3, 1, 0);  // throttled over memory.high
   EXPECT_EQ(source->Read(0).level, PressureLevel::kMedium);
@@ -103,6 +105,7 @@ TEST(PressureSourceTest, CgroupV2EventsAndHeadroomGiveLevels) {
   // Headroom: 195 MiB used, 10 of it inactive file pages: 15 of 200 MiB free (7.5%) is low.
   put("memory.current", std::to_string(195 * mib) + "\n");
   EXPECT_EQ(source->Read(-1).level, PressureLevel::kLow);
+  EXPECT_EQ(source->room_bytes(), 0u);
   // The operator lowers memory.max under memory.high: 185 of 190 MiB in use, 2.6% free.
   put("memory.max", std::to_string(190 * mib) + "\n");
   r = source->Read(-1);
