@@ -52,7 +52,10 @@ TokenCost Evaluate(const PlanInputs& in, int threads, const CachePoint& cache,
   t.dense_s = DenseSeconds(in, threads, level);
   t.ffn_compute_s = FfnComputeSeconds(in, threads, level) * layers;
   t.flash_s = FlashSeconds(in, cache, level) * layers;
-  t.token_s = t.dense_s + std::max(t.ffn_compute_s, t.flash_s);
+  // The rows in memory are computed while the misses are read; the missed rows once they have
+  // landed (the down accumulation waits for the last of them).
+  const double miss_compute_s = in.converted ? t.ffn_compute_s * cache.miss_rate : 0;
+  t.token_s = t.dense_s + std::max(t.ffn_compute_s, t.flash_s + miss_compute_s);
   t.flash_bytes = FlashBytesPerToken(in, cache, level);
   t.memory_bytes = FixedBytes(in) + CacheBytes(in, cache) + level.extra_bytes + kv_bytes;
   return t;

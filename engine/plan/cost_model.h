@@ -4,22 +4,24 @@
 // them to break a plan's time down. Pure functions; thread-safe.
 //
 // Per decoded token, with t compute threads, cache point c and sparsity level s:
-//   T_token = D(t, s) + n_layer * max(C(t, s), F(c, s))                       (eq. 1-2, 6-10)
-//   D(t, s) = sum over the weights read whole (attention, output, predictors, the gate a
+//   T_token = D(t) + n_layer * max(C(t, s), F(c, s) + P_miss(c) * C(t, s))    (eq. 1-2, 6-10)
+//   D(t)    = sum over the weights read whole (attention, output, predictors, the gate a
 //             SwiGLU model thresholds) of bytes / R_dense(type, t)
 //   C(t, s) = active(s) * n_ff * sum over an active neuron's rows of bytes / R_gather(type, t)
 //             (whole matrices at R_dense for the dense level)
 //   F(c, s) = active(s) * n_ff * P_miss(c) * read_bytes / B_flash(read_bytes, depth)
-// where R are the hardware profile's measured bytes-of-weights per second (memory traffic is
-// inside them: the probe's matrices are far larger than the caches, which is the paper's eq. 11
-// folded into eq. 7-9); read_bytes is a record rounded up to the 4 KiB an O_DIRECT read moves at
-// least (misses are scattered, each a read of its own); B_flash is the flash rate at that size
-// and the store's queue depth. The FFN's compute overlaps its reads (the neuron-cluster pipeline
-// computes the rows in memory and each cluster as it lands), so a layer's FFN costs the larger of
-// the two; attention and the predictor never overlap them (a layer's reads start after its
-// predictor has run on the layer's attention output: engine/sparse/README.md). The miss curve was
-// measured at one level; it is used at every level (fewer active neurons would miss less: the model
-// errs slow).
+// R are the hardware profile's measured bytes of weights per second (memory traffic is inside
+// them: the probe's matrices are far larger than the caches, which is the paper's eq. 11 folded
+// into eq. 7-9); read_bytes is a record rounded up to the 4 KiB an O_DIRECT read moves at least
+// (misses are scattered, each a read of its own); B_flash is the flash rate at that size and the
+// store's queue depth. Overlap (the neuron-cluster pipeline, engine/sparse/README.md): the rows
+// in memory, C * (1 - P_miss), are computed while the misses are read; the missed rows once they
+// land (the down accumulation waits for the last), so a layer's FFN costs
+// max(C (1 - P_miss), F) + C P_miss. Attention and the predictor never overlap the reads (a
+// layer's reads start after its predictor has run on the layer's attention output). The paper's
+// eq. 2 overlaps all FFN compute with I/O; bench/RESULTS.md (session 13) measured how little of
+// it this engine can hide. The miss curve was measured at one level; it is used at every level
+// (fewer active neurons would miss less: the model errs slow).
 //   Memory = resident weights + neuron cache (fraction(c) * all bundles) + level extra
 //            + KV pool + scratch
 #include <cstdint>

@@ -17,13 +17,16 @@
 
 namespace sparrow::plan::detail {
 
-// The cost model over every choice. Products of two inputs (an active share and a thread
-// count's rate, or a miss rate) are table entries, so the Z3 model stays linear.
+// The cost model over every choice. Products of inputs (an active share, a thread count's rate,
+// a miss rate) are table entries, so the Z3 model stays linear.
 struct Tables {
   int n_threads = 0;
   size_t n_cache = 0, n_levels = 0;
+  // T = D + max(C, F + miss * C) (cost_model.h) in whole nanoseconds, the miss rate in
+  // millionths: what Z3 sees, and TokenNs computes the same way.
   std::vector<int64_t> dense_ns, ffn_ns;  // [t * n_levels + s], per token (ffn: all layers)
   std::vector<int64_t> flash_ns;          // [c * n_levels + s], all layers
+  std::vector<int64_t> miss_ppm;          // [c]
   std::vector<uint64_t> cache_bytes;      // [c]
   std::vector<uint64_t> extra_bytes;      // [s]
   uint64_t fixed_bytes = 0;

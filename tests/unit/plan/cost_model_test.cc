@@ -21,7 +21,8 @@ TEST(CostModelTest, PartsMatchTheHandArithmetic) {
   EXPECT_NEAR(FlashSeconds(in, in.cache[0], half), 2.048e-3, 1e-12);
   EXPECT_NEAR(FlashBytesPerToken(in, in.cache[1], half), 500 * 0.2 * 4096, 1e-6);
   const TokenCost c = Evaluate(in, 2, in.cache[1], half, 2000000);
-  EXPECT_NEAR(c.token_s, 0.5e-3 + 0.4096e-3, 1e-12);  // the reads hide the compute
+  // The reads hide the rows in memory; the missed fifth is computed after them.
+  EXPECT_NEAR(c.token_s, 0.5e-3 + 0.4096e-3 + 0.2 * 0.25e-3, 1e-12);
   EXPECT_EQ(c.memory_bytes, 11000000u + 2048000u + 2000000u);
 }
 

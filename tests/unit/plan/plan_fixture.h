@@ -23,6 +23,8 @@ inline HardwareProfile TwoThreadHardware() {
 //   D(t)    = 1e6 / rate(t)                      = 1 ms (t = 1), 0.5 ms (t = 2)
 //   C(t)    = 500 neurons * 1000 B / rate(t)     = 0.5 ms, 0.25 ms
 //   F(c)    = 500 * miss(c) * 4096 B / 1 GB/s    = 2.048 ms (no cache), 0.4096 ms (half), 0 (all)
+//   T       = D + max(C, F + miss * C): two threads 0.75 ms (all), 0.9596 ms (half: 0.5 +
+//             0.4096 + 0.2 * 0.25), 2.798 ms (none); one thread 1.5 ms (all), 1.5096 ms (half)
 //   memory  = 11 MB + cache(c) + KV; cache(c)    = 0, 2,048,000 B, 4,096,000 B
 inline PlanInputs HandInputs() {
   PlanInputs in;
