@@ -50,7 +50,7 @@ z3::expr Pick(z3::context& ctx, const OneHot& h, const std::vector<uint64_t>& va
 // request's constraints on (named after them, so an unsat core names them).
 struct Problem {
   OneHot threads, cache, level;
-  z3::expr kv, token_ns, memory, fixed_memory, thread_index;
+  z3::expr kv, token_ns, memory, fixed_memory, uncached, thread_index;
   z3::expr budget, max_threads, max_sparsity, min_speed, min_kv;
 
   z3::expr_vector Assumptions(z3::context& ctx, const Active& on) const {
@@ -100,6 +100,8 @@ Problem Build(z3::context& ctx, z3::solver& s, const PlanInputs& in, const Table
   for (int t = 0; t < tab.n_threads; ++t) thread_i.push_back(static_cast<uint64_t>(t));
   const z3::expr fixed = ctx.int_val(tab.fixed_bytes) + Pick(ctx, ca, tab.cache_bytes) +
                          Pick(ctx, lv, tab.extra_bytes);
+  std::vector<uint64_t> uncached;  // bytes of bundles the cache leaves on flash
+  for (uint64_t b : tab.cache_bytes) uncached.push_back(tab.cache_bytes.back() - b);
   Problem p{th,
             ca,
             lv,
@@ -107,6 +109,7 @@ Problem Build(z3::context& ctx, z3::solver& s, const PlanInputs& in, const Table
             token,
             fixed + kv,
             fixed,
+            Pick(ctx, ca, uncached),
             Pick(ctx, th, thread_i),
             ctx.bool_const(cn::kBudget),
             ctx.bool_const(cn::kThreads),
@@ -223,8 +226,13 @@ struct PlanSolver::State {
         fixeds.push_back(static_cast<int64_t>(tab.MemoryBytes(c, l)));
       }
     }
+    for (uint64_t b : tab.cache_bytes) uncached.push_back(UncachedBytes(b));
     tokens = Distinct(tokens);
     fixeds = Distinct(fixeds);
+    uncached = Distinct(uncached);
+  }
+  int64_t UncachedBytes(uint64_t cache_bytes) const {
+    return static_cast<int64_t>(tab.cache_bytes.back() - cache_bytes);
   }
   int64_t Token(const z3::model& x) const {
     return tab.TokenNs(static_cast<int>(p.threads.Chosen(x)), p.cache.Chosen(x), p.level.Chosen(x));
@@ -239,7 +247,7 @@ struct PlanSolver::State {
   z3::context ctx;
   z3::solver s;
   const Problem p;
-  std::vector<int64_t> tokens, fixeds, threads;  // the values each objective can take
+  std::vector<int64_t> tokens, fixeds, uncached, threads;  // the values each objective takes
 };
 
 PlanSolver::PlanSolver(const PlanInputs& in, const PlanRequest& req)
@@ -271,6 +279,11 @@ Outcome PlanSolver::Solve(Objective objective, const Active& on) {
   s.add(p.kv == ctx.int_val(static_cast<uint64_t>(req.min_kv_bytes)));
   if (objective == Objective::kSpeed) {
     Lower(ctx, s, assumptions, p.token_ns, st.tokens, m, token);
+    // Of the plans as fast as the model can tell, the one that reads least from flash: the
+    // overlap the model counts on is where it is least sure (bench/RESULTS.md, 2026-11-26).
+    Lower(ctx, s, assumptions, p.uncached, st.uncached, m, [&](const z3::model& x) {
+      return st.UncachedBytes(st.tab.cache_bytes[p.cache.Chosen(x)]);
+    });
     Lower(ctx, s, assumptions, p.fixed_memory, st.fixeds, m, fixed);
   } else {
     Lower(ctx, s, assumptions, p.fixed_memory, st.fixeds, m, fixed);

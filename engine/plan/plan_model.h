@@ -70,9 +70,10 @@ class PlanSolver {
 
   const Tables& tables() const;
 
-  // The best plan under the constraints `on`: speed (least time, then least memory, then fewest
-  // threads; the KV pool then takes the budget left, up to max_kv_bytes) or memory (least memory,
-  // then least time, then fewest threads). Unsat: the core names the constraints in conflict.
+  // The best plan under the constraints `on`: speed (least time, then the largest cache, then
+  // least memory, then fewest threads; the KV pool then takes the budget left, up to max_kv_bytes)
+  // or memory (least memory, then least time, then fewest threads). Unsat: the core names the
+  // constraints in conflict.
   Outcome Solve(PlanRequest::Objective objective, const Active& on);
 
   // Whether a plan strictly better than `best` on the objective exists under `on` (one

@@ -144,6 +144,25 @@ TEST(PlannerTest, MaxSparsityIsTheQualityLimit) {
   EXPECT_EQ(none.status().message().rfind("max_sparsity:", 0), 0u) << none.status().message();
 }
 
+TEST(PlannerTest, SpeedTiesGoToTheLargerCacheMemoryTiesToTheSmaller) {
+  // Flash at 10 GB/s and one thread: half the cache costs 1 + max(0.5, 0.04096 + 0.2 * 0.5) ms,
+  // the whole cache 1 + 0.5 ms: the same 1.5 ms; no cache 1 + 0.2048 + 0.5 = 1.7048 ms.
+  PlanInputs in = HandInputs();
+  in.hw.flash[0].mib_per_s *= 10;
+  PlanRequest r = Request(20000000);
+  r.max_threads = 1;
+  auto speed = SolvePlan(in, r);
+  ASSERT_TRUE(speed.ok()) << speed.status().ToString();
+  EXPECT_NEAR(speed->predicted_ms_per_token, 1.5, 1e-9);
+  EXPECT_EQ(speed->neuron_cache_bytes, 4096000u);  // reads least from flash
+  r.objective = PlanRequest::Objective::kMemory;
+  r.min_tokens_per_s = 600;  // 1.7048 ms (587 tok/s) is too slow: half the cache
+  auto memory = SolvePlan(in, r);
+  ASSERT_TRUE(memory.ok()) << memory.status().ToString();
+  EXPECT_EQ(memory->neuron_cache_bytes, 2048000u);
+  EXPECT_NEAR(memory->predicted_ms_per_token, 1.5, 1e-9);
+}
+
 TEST(PlannerTest, LeftoverBudgetGrowsTheKvPoolUpToItsCeiling) {
   PlanRequest r = Request(17500000);
   r.max_kv_bytes = 3000000;
