@@ -137,26 +137,19 @@ Result<RunPlan> SolvePlan(const PlanInputs& inputs, const PlanRequest& request) 
     RunPlan plan;
     plan.objective = obj == Objective::kSpeed ? "speed" : "memory";
     // Which constraints bind: dropping one alone would let the objective improve.
-    auto better = [&](const Active& without) { return solver.Improvable(obj, without, s); };
-    Active a;
+    auto check = [&](bool Active::*constraint, const char* name) {
+      Active without;
+      without.*constraint = false;
+      if (solver.Improvable(obj, without, s)) plan.binding.push_back(name);
+    };
     if (obj == Objective::kSpeed) {
-      a = Active{};
-      a.budget = false;
-      if (better(a)) plan.binding.push_back(cn::kBudget);
+      check(&Active::budget, cn::kBudget);
     } else if (request.min_tokens_per_s > 0) {
-      a = Active{};
-      a.min_speed = false;
-      if (better(a)) plan.binding.push_back(cn::kMinSpeed);
+      check(&Active::min_speed, cn::kMinSpeed);
     }
-    if (request.max_threads < in.hw.max_threads) {
-      a = Active{};
-      a.threads = false;
-      if (better(a)) plan.binding.push_back(cn::kThreads);
-    }
+    if (request.max_threads < in.hw.max_threads) check(&Active::threads, cn::kThreads);
     if (LastAllowedLevel(in, request.max_sparsity) + 1 < static_cast<int>(in.levels.size())) {
-      a = Active{};
-      a.max_sparsity = false;
-      if (better(a)) plan.binding.push_back(cn::kMaxSparsity);
+      check(&Active::max_sparsity, cn::kMaxSparsity);
     }
 
     const CachePoint& cache = in.cache[s.cache];
