@@ -76,7 +76,7 @@ Problem Build(z3::context& ctx, z3::solver& s, const PlanInputs& in, const Table
   // T = D + max(C, F + miss * C): D and C sit above the entries of the chosen (threads, level)
   // pair, the token time above both sums, so lowering it (or a speed floor) presses them onto
   // the entries. Each term is a two-choice table or a constant times a variable: linear, and
-  // far fewer clauses than a table of every triple (which took three times as long).
+  // far fewer clauses than a table of every triple (which took about twice as long).
   z3::expr dense = ctx.int_const("dense_ns"), comp = ctx.int_const("ffn_ns");
   z3::expr token = ctx.int_const("token_ns");
   for (size_t t = 0; t < th.vars.size(); ++t) {
