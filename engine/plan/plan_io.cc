@@ -59,10 +59,11 @@ std::string PlanToYaml(const RunPlan& p) {
   o += "# Predicted\n";
   o += Line("predicted_tokens_per_s", Fmt("%.4f", p.predicted_tokens_per_s), "decode, batch 1");
   o += Line("predicted_ms_per_token", Fmt("%.4f", p.predicted_ms_per_token),
-            "dense + max(FFN compute, flash)");
+            "dense + max(FFN rows, flash + missed rows)");
   o += Line("dense_ms", Fmt("%.4f", p.dense_ms), "attention, output, predictors, gate");
   o += Line("ffn_compute_ms", Fmt("%.4f", p.ffn_compute_ms), "active neurons' rows");
-  o += Line("flash_ms", Fmt("%.4f", p.flash_ms), "misses read from flash (overlaps the FFN)");
+  o += Line("flash_ms", Fmt("%.4f", p.flash_ms),
+            "misses read from flash (rows in memory overlap it)");
   o += Line("flash_mib_per_token", Fmt("%.4f", p.flash_mib_per_token), "read from flash per token");
   o += Line("cache_fraction", Fmt("%.4f", p.cache_fraction), "of all neuron bundles");
   o += Line("miss_rate", Fmt("%.4f", p.miss_rate), "share of active neurons read from flash");
