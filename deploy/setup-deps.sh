@@ -10,6 +10,7 @@ PACKAGES=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler   # gRPC frontend
   libboost-dev libyaml-cpp-dev                                             # HTTP (Beast), config
   liburing-dev                                                             # flash reads (io_uring)
+  libz3-dev                                                                # the planner (Z3 optimizer)
   libssl-dev openssl                                                       # TLS, certificates
   clang libclang-rt-14-dev   # libFuzzer and sanitizer runtimes for the fuzz target
   chromium                   # the web dashboard's test drives it headless (playwright-core)

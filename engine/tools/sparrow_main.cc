@@ -1,5 +1,6 @@
 // sparrow: the command-line tool for models: generate text, inspect and tokenize GGUF files,
-// benchmark a model, write synthetic benchmark models, and convert models to the sparse layout.
+// benchmark a model, write synthetic benchmark models, convert models to the sparse layout, and
+// plan how a model runs under a memory budget.
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
@@ -12,7 +13,9 @@
 #include "engine/tools/info_command.h"
 #include "engine/tools/mkmodel_command.h"
 #include "engine/tools/perplexity_command.h"
+#include "engine/tools/plan_command.h"
 #include "engine/tools/profile_command.h"
+#include "engine/tools/profile_hw_command.h"
 #include "engine/tools/tokenize_command.h"
 
 int main(int argc, char** argv) {
@@ -30,7 +33,11 @@ int main(int argc, char** argv) {
       "  sparrow perplexity -m model.gguf -f text.txt -c 512\n"
       "  sparrow profile -m model.gguf -f calibration.txt -o model.profile\n"
       "  sparrow generate -m model.gguf --profile model.profile --sparsity 0.5 -p \"Hello\"\n"
-      "  sparrow convert -m model.pwri.gguf -o model.sparrow.gguf"};
+      "  sparrow convert -m model.pwri.gguf -o model.sparrow.gguf\n"
+      "  sparrow profile-hw -m model.sparrow.gguf\n"
+      "  sparrow plan -m model.sparrow.gguf --profile model.profile --budget-mb 2048\n"
+      "  sparrow plan -m model.sparrow.gguf --profile model.profile --budget-mb 2048 "
+      "--objective memory --min-tok-s 5 --json"};
   app.require_subcommand(1);
   int exit_code = 0;
   sparrow::tools::GenerateCommandOptions generate;
@@ -50,6 +57,10 @@ int main(int argc, char** argv) {
   sparrow::tools::RegisterProfileCommand(app, profile, exit_code);
   sparrow::tools::ConvertOptions convert;
   sparrow::tools::RegisterConvertCommand(app, convert, exit_code);
+  sparrow::tools::ProfileHwOptions profile_hw;
+  sparrow::tools::RegisterProfileHwCommand(app, profile_hw, exit_code);
+  sparrow::tools::PlanCommandOptions plan;
+  sparrow::tools::RegisterPlanCommand(app, plan, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

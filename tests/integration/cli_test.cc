@@ -154,5 +154,86 @@ TEST(CliTest, InfoAndTokenize) {
   EXPECT_NE(help.out.find("generate"), std::string::npos);
 }
 
+// A small hand-written hardware profile: two threads, flash measured at 4 and 64 KiB.
+std::string WriteHardwareProfile() {
+  const std::string path = testing::TempPath("hw.yaml");
+  std::ofstream(path) << "version: 1\nmax_threads: 2\nmemory_gb_per_s: [20, 30]\n"
+                         "kernels:\n  q4_0:\n    dense_gb_per_s: [10, 18]\n"
+                         "    gather_gb_per_s: [5, 9]\n"
+                         "flash:\n  rates:\n    - {block_kib: 4, depth: 1, mib_per_s: 50}\n"
+                         "    - {block_kib: 64, depth: 1, mib_per_s: 600}\n";
+  return path;
+}
+
+const std::string kKjvQ4 = testing::SharedDir() + "/kjv/models/kjv-llama-5m-q4_0.gguf";
+
+TEST(CliTest, PlanPrintsAPlanForABudget) {
+  const std::string hw = WriteHardwareProfile();
+  CliRun r = Sparrow("plan -m " + kKjvQ4 + " --hw " + hw + " --budget-mb 64");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("threads: 2"), std::string::npos) << r.out;  // 18 GB/s beats 10
+  EXPECT_NE(r.out.find("budget_mib: 64.000000"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("# solved in "), std::string::npos) << r.out;
+
+  r = Sparrow("plan -m " + kKjvQ4 + " --hw " + hw + " --budget-mb 64 --threads-max 1 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j.at("threads"), 1);
+  EXPECT_EQ(j.at("binding"), nlohmann::json::array({"max_threads"}));
+  EXPECT_LE(j.at("memory_bytes").get<uint64_t>(), uint64_t{64} << 20);
+  EXPECT_GT(j.at("predicted_tokens_per_s").get<double>(), 0);
+}
+
+TEST(CliTest, PlanRefusesAnInfeasibleBudgetNamingTheSmallestThatWorks) {
+  CliRun r = Sparrow("plan -m " + kKjvQ4 + " --hw " + WriteHardwareProfile() + " --budget-mb 1");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(Lines(r.err), 1) << r.err;
+  EXPECT_EQ(r.err.rfind("sparrow plan: Resource exhausted: budget: 1.00 MiB is too small", 0), 0u)
+      << r.err;
+  EXPECT_NE(r.err.find("(--budget-mb "), std::string::npos) << r.err;
+  EXPECT_TRUE(r.out.empty());
+}
+
+TEST(CliTest, PlanBadInputsAreOneClearLine) {
+  const std::string hw = WriteHardwareProfile();
+  const std::string bad_hw = testing::TempPath("bad-hw.yaml");
+  std::ofstream(bad_hw) << "version: 1\nmax_threads: 2\nmemory_gb_per_s: [20]\n";
+  const std::string pwri = testing::SharedDir() + "/kjv/models/kjv-relu-5m-pwri-q4_0.gguf";
+  struct Case {
+    std::string args, expect;
+  } cases[] = {
+      {"plan -m " + kKjvQ4 + " --hw /nonexistent/hw.yaml --budget-mb 64", "sparrow profile-hw"},
+      {"plan -m " + kKjvQ4 + " --hw " + bad_hw + " --budget-mb 64", "memory_gb_per_s"},
+      {"plan -m " + pwri + " --hw " + hw + " --budget-mb 64", "--active-share"},
+      {"plan -m " + kKjvQ4 + " --hw " + hw + " --budget-mb 64 --profile /nonexistent.profile",
+       "nonexistent.profile"},
+      {"plan -m " + kKjvQ4 + " --hw " + hw + " --budget-mb 64 --min-tok-s 1e9", "min_tokens_per_s"},
+  };
+  for (const Case& c : cases) {
+    CliRun r = Sparrow(c.args);
+    EXPECT_EQ(r.exit_code, 1) << c.args;
+    EXPECT_EQ(Lines(r.err), 1) << r.err;
+    EXPECT_NE(r.err.find(c.expect), std::string::npos) << r.err;
+  }
+  EXPECT_NE(
+      Sparrow("plan -m " + kKjvQ4 + " --hw " + hw + " --budget-mb 64 --objective fast").exit_code,
+      0);
+  EXPECT_NE(Sparrow("plan -m " + kKjvQ4 + " --hw " + hw).exit_code, 0);  // no budget
+}
+
+TEST(CliTest, ProfileHwWritesAProfilePlanReads) {
+  const std::string hw = testing::TempPath("measured-hw.yaml");
+  CliRun r = Sparrow("profile-hw --quick -t 1 -m " + kKjvQ4 + " -o " + hw);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("max_threads: 1"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("{block_kib: 4, depth: 1, mib_per_s: "), std::string::npos) << r.out;
+  r = Sparrow("plan -m " + kKjvQ4 + " --hw " + hw + " --budget-mb 64");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("threads: 1"), std::string::npos) << r.out;
+  r = Sparrow("profile-hw --quick -o " + hw);  // no flash file named
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("--no-flash"), std::string::npos) << r.err;
+}
+
 }  // namespace
 }  // namespace sparrow

@@ -1,0 +1,67 @@
+#include "engine/tools/profile_hw_command.h"
+
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+
+#include "engine/tools/hw_probe.h"
+
+namespace sparrow::tools {
+
+void RegisterProfileHwCommand(CLI::App& app, ProfileHwOptions& o, int& exit_code) {
+  CLI::App* cmd = app.add_subcommand(
+      "profile-hw",
+      "Measure this device for the planner (kernel throughput per thread count, memory "
+      "bandwidth, flash reads by block size and depth) and cache it (default "
+      "$XDG_CACHE_HOME/sparrow/hw.yaml or ~/.cache/sparrow/hw.yaml)");
+  cmd->add_option("-m,--model", o.model,
+                  "Model whose file the flash probe reads (a converted one: the file the "
+                  "neuron cache will read)");
+  cmd->add_option("--flash-file", o.flash_file, "File the flash probe reads instead of the model");
+  cmd->add_option("-o,--output", o.output, "Where to write the profile");
+  cmd->add_option("-t,--threads", o.threads, "Measure 1..T threads (0: every hardware thread)")
+      ->check(CLI::Range(0, 1024));
+  cmd->add_flag("--quick", o.quick, "Smaller probes (about a second; less accurate)");
+  cmd->add_flag("--no-flash", o.no_flash, "Skip the flash probe (models kept in memory)");
+  cmd->callback([&o, &exit_code] { exit_code = RunProfileHw(o); });
+}
+
+int RunProfileHw(const ProfileHwOptions& o) {
+  auto fail = [](const std::string& m) {
+    std::fprintf(stderr, "sparrow profile-hw: %s\n", m.c_str());
+    return 1;
+  };
+  HwProbeOptions probe;
+  probe.max_threads = o.threads;
+  if (!o.no_flash) probe.flash_file = o.flash_file.empty() ? o.model : o.flash_file;
+  if (!o.no_flash && probe.flash_file.empty()) {
+    return fail("name the file the flash probe reads (-m MODEL or --flash-file), or --no-flash");
+  }
+  if (o.quick) {
+    probe.matrix_bytes = uint64_t{4} << 20;
+    probe.reps = 2;
+    probe.bandwidth_bytes = uint64_t{32} << 20;
+    probe.bandwidth_reps = 1;
+    probe.block_bytes = {4096, 65536};
+    probe.queue_depths = {1, 8};
+    probe.flash_bytes_per_size = uint64_t{1} << 20;
+  }
+  const std::string out = o.output.empty() ? plan::DefaultHardwareProfilePath() : o.output;
+  if (out.empty()) return fail("no cache directory ($XDG_CACHE_HOME, $HOME): pass -o PATH");
+  const auto t0 = std::chrono::steady_clock::now();
+  auto hw = MeasureHardware(probe);
+  if (!hw.ok()) return fail(hw.status().ToString());
+  const auto parent = std::filesystem::path(out).parent_path();
+  std::error_code ec;
+  if (!parent.empty()) std::filesystem::create_directories(parent, ec);
+  if (ec) return fail(parent.string() + ": cannot create the directory: " + ec.message());
+  Status st = plan::WriteHardwareProfile(*hw, out);
+  if (!st.ok()) return fail(st.ToString());
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::printf("%s", plan::HardwareProfileToYaml(*hw).c_str());
+  std::fprintf(stderr, "sparrow profile-hw: wrote %s (measured in %.1f s)\n", out.c_str(), s);
+  return 0;
+}
+
+}  // namespace sparrow::tools

@@ -1,0 +1,151 @@
+// PlanInputs from real model files (the KJV models in ../shared) and a converted synthetic one:
+// the bytes by role add up to the file, the levels and cache points follow the model's kind and
+// its profile, and the plans made from them are sane.
+#include "engine/plan/plan_inputs.h"
+
+#include <gtest/gtest.h>
+
+#include "engine/model/model.h"
+#include "engine/plan/cost_model.h"
+#include "engine/plan/planner.h"
+#include "engine/sparse/activation_profile.h"
+#include "tests/unit/plan/plan_fixture.h"
+#include "tests/util/converted_model.h"
+#include "tests/util/test_paths.h"
+
+namespace sparrow::plan {
+namespace {
+
+std::unique_ptr<Model> LoadKjv(const std::string& name) {
+  const std::string path = sparrow::testing::SharedDir() + "/kjv/models/" + name;
+  if (!sparrow::testing::FileExists(path)) return nullptr;
+  auto m = Model::Load(path);
+  EXPECT_TRUE(m.ok()) << m.status().ToString();
+  return m.ok() ? std::move(*m) : nullptr;
+}
+
+uint64_t FileTensorBytes(const Model& m) {
+  uint64_t n = 0;
+  for (const GgufTensorInfo& t : m.file().tensors()) n += t.n_bytes;
+  return n;
+}
+
+uint64_t Sum(const std::vector<TypedBytes>& v) {
+  uint64_t n = 0;
+  for (const TypedBytes& b : v) n += b.bytes;
+  return n;
+}
+
+TEST(PlanInputsTest, DenseLlamaFileIsOneLevelWithTheFfnMappedWhole) {
+  auto model = LoadKjv("kjv-llama-5m-q4_0.gguf");
+  if (!model) GTEST_SKIP() << "the KJV models are not in " << sparrow::testing::SharedDir();
+  const ModelConfig& c = model->config();
+  auto in = MakePlanInputs(*model, nullptr, testing::TwoThreadHardware());
+  ASSERT_TRUE(in.ok()) << in.status().ToString();
+  EXPECT_FALSE(in->converted);
+  EXPECT_FALSE(in->powerinfer);
+  EXPECT_EQ(in->n_layer, c.n_layer);
+  ASSERT_EQ(in->levels.size(), 1u);
+  EXPECT_EQ(in->levels[0].sparsity, 0);
+  EXPECT_FALSE(in->levels[0].gather);
+  ASSERT_EQ(in->cache.size(), 1u);
+  EXPECT_EQ(in->cache[0].fraction, 1.0);
+  EXPECT_EQ(in->resident_bytes + in->bundle_bytes, FileTensorBytes(*model));
+  // Q4_0 up and down rows of n_embd: 2 * n_embd / 32 * 18 bytes per neuron.
+  EXPECT_EQ(Sum(in->neuron_rows), static_cast<uint64_t>(2 * c.n_embd / 32 * 18));
+  EXPECT_EQ(in->kv_bytes_per_token, static_cast<uint64_t>(c.n_layer * 2 * c.kv_dim() * 4));
+  EXPECT_GT(Sum(in->dense), 0u);
+
+  PlanRequest r;
+  r.budget_bytes = 64 << 20;
+  r.max_threads = 2;
+  r.min_kv_bytes = in->kv_bytes_per_token * static_cast<uint64_t>(in->n_ctx);
+  auto plan = SolvePlan(*in, r);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->neuron_cache_bytes, in->bundle_bytes);
+  EXPECT_EQ(plan->flash_ms, 0);
+  EXPECT_GT(plan->predicted_tokens_per_s, 0);
+}
+
+TEST(PlanInputsTest, ProfileLevelsAndMissCurveBecomeTheChoices) {
+  auto model = LoadKjv("kjv-llama-5m-q4_0.gguf");
+  if (!model) GTEST_SKIP() << "the KJV models are not in " << sparrow::testing::SharedDir();
+  ActivationProfile p;
+  p.n_layer = model->config().n_layer;
+  p.n_ff = model->config().n_ff;
+  p.levels = {0.25f, 0.5f};
+  p.miss_fraction = {0.5f, 1.0f};
+  p.miss_rate = {0.8f, 0.0f};
+  p.miss_rate_hot_half = {0.6f, 0.0f};
+  auto in = MakePlanInputs(*model, &p, testing::TwoThreadHardware());
+  ASSERT_TRUE(in.ok()) << in.status().ToString();
+  // Not converted: dense plus the profile's levels, each paying for the transposed down copy.
+  ASSERT_EQ(in->levels.size(), 3u);
+  EXPECT_DOUBLE_EQ(in->levels[2].sparsity, 0.5);
+  EXPECT_DOUBLE_EQ(in->levels[2].active_share, 0.5);
+  EXPECT_GT(in->levels[2].extra_bytes, 0u);
+  EXPECT_EQ(in->cache.size(), 1u);  // the FFN is in memory whatever the curve says
+
+  p.n_ff += 1;
+  auto wrong = MakePlanInputs(*model, &p, testing::TwoThreadHardware());
+  ASSERT_FALSE(wrong.ok());
+  EXPECT_NE(wrong.status().message().find("profile"), std::string::npos);
+}
+
+TEST(PlanInputsTest, PowerInferFileNeedsItsActiveShare) {
+  auto model = LoadKjv("kjv-relu-5m-pwri-q4_0.gguf");
+  if (!model) GTEST_SKIP() << "the KJV models are not in " << sparrow::testing::SharedDir();
+  auto none = MakePlanInputs(*model, nullptr, testing::TwoThreadHardware());
+  ASSERT_FALSE(none.ok());
+  EXPECT_NE(none.status().message().find("--active-share"), std::string::npos);
+  PlanInputsOptions o;
+  o.active_share = 0.2;
+  auto in = MakePlanInputs(*model, nullptr, testing::TwoThreadHardware(), o);
+  ASSERT_TRUE(in.ok()) << in.status().ToString();
+  EXPECT_TRUE(in->powerinfer);
+  ASSERT_EQ(in->levels.size(), 1u);
+  EXPECT_NEAR(in->levels[0].sparsity, 0.8, 1e-12);
+  // Gate, up and down rows per neuron (the predictor chooses before the gate).
+  const int64_t e = model->config().n_embd;
+  EXPECT_EQ(Sum(in->neuron_rows), static_cast<uint64_t>(3 * e / 32 * 18));
+  EXPECT_EQ(in->resident_bytes + in->bundle_bytes, FileTensorBytes(*model));
+}
+
+TEST(PlanInputsTest, ConvertedFileOffersTheUniformCurveWithoutAProfile) {
+  const std::string path =
+      sparrow::testing::WriteConvertedSyntheticModel("plan", TensorType::kQ8_0);
+  ASSERT_FALSE(path.empty());
+  auto model = Model::Load(path);
+  ASSERT_TRUE(model.ok()) << model.status().ToString();
+  PlanInputsOptions o;
+  o.active_share = 0.25;
+  HardwareProfile no_flash = testing::TwoThreadHardware();
+  no_flash.flash.clear();
+  auto refused = MakePlanInputs(**model, nullptr, no_flash, o);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("profile-hw"), std::string::npos);
+
+  auto in = MakePlanInputs(**model, nullptr, testing::TwoThreadHardware(), o);
+  ASSERT_TRUE(in.ok()) << in.status().ToString();
+  EXPECT_TRUE(in->converted);
+  const NeuronBundleLayout& layout = *(*model)->weights().bundles;
+  EXPECT_EQ(in->bundle_bytes, layout.bundle_bytes());
+  EXPECT_EQ(in->record_bytes, layout.layers[0].record_bytes);
+  EXPECT_EQ(in->cache.front().fraction, 0.0);
+  EXPECT_EQ(in->cache.front().miss_rate, 1.0);
+  EXPECT_EQ(in->cache.back().fraction, 1.0);
+  EXPECT_EQ(in->cache.back().miss_rate, 0.0);
+
+  // A budget between "no cache" and "every bundle" buys part of the cache.
+  PlanRequest r;
+  r.max_threads = 2;
+  r.budget_bytes = FixedBytes(*in) + in->bundle_bytes / 2;
+  auto plan = SolvePlan(*in, r);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_GT(plan->neuron_cache_bytes, 0u);
+  EXPECT_LE(plan->neuron_cache_bytes, in->bundle_bytes / 2);
+  EXPECT_LE(plan->memory_bytes, r.budget_bytes);
+}
+
+}  // namespace
+}  // namespace sparrow::plan
