@@ -124,6 +124,10 @@ const std::vector<KeySpec>& Keys() {
        "operator and the host app (1), by the operator and the host app only (2), or keep them "
        "fixed (0)",
        nullptr, &ServerConfig::memory_pressure, 0, 2},
+      {"hw_profile",
+       "Hardware profile from `sparrow profile-hw`: every memory budget is planned with it "
+       "(threads, neuron cache, KV pool); empty: ~/.cache/sparrow/hw.yaml when present; none: off",
+       &ServerConfig::hw_profile},
       {"log_format", "Log line format: text or json", &ServerConfig::log_format},
       {"log_level", "Log level: trace, debug, info, warn, error", &ServerConfig::log_level},
       {"shutdown_timeout_ms", "How long running requests may finish after SIGTERM, in ms", nullptr,

@@ -61,6 +61,9 @@ struct ServerConfig {
   // it back when it is quiet (1); the same without watching the device (2: admin API and
   // ReportMemoryPressure only); or keep it fixed (0).
   int64_t memory_pressure = 1;
+  // The hardware profile (`sparrow profile-hw`) the planner works from; "": the default cache
+  // path when it exists; "none": no planning (the budget's fixed split).
+  std::string hw_profile;
   // Operations.
   std::string log_format = "text";  // text | json
   std::string log_level = "info";   // trace | debug | info | warn | error

@@ -1,5 +1,7 @@
 #include "engine/kernels/thread_pool.h"
 
+#include <algorithm>
+
 #include "engine/common/check.h"
 
 namespace sparrow::kernels {
@@ -39,6 +41,7 @@ T WaitForChange(const std::atomic<T>& v, T old) {
 
 ThreadPool::ThreadPool(int n_threads) : n_threads_(n_threads < 1 ? 1 : n_threads) {
   workers_.reserve(n_threads_ - 1);
+  active_.store(n_threads_, std::memory_order_relaxed);
   for (int t = 1; t < n_threads_; ++t) workers_.emplace_back([this, t] { WorkerLoop(t); });
 }
 
@@ -48,6 +51,9 @@ ThreadPool::~ThreadPool() {
     stop_.store(true, std::memory_order_relaxed);
     generation_.fetch_add(1, std::memory_order_release);
     generation_.notify_all();
+    // Parked workers wait for the count to change.
+    active_.store(n_threads_ + 1, std::memory_order_release);
+    active_.notify_all();
   }
   for (std::thread& w : workers_) w.join();
 }
@@ -71,18 +77,33 @@ void ThreadPool::RunTasks(uint32_t job, int thread) {
   tls_thread_index = saved;
 }
 
+void ThreadPool::set_active_threads(int n) {
+  active_.store(std::clamp(n, 1, n_threads_), std::memory_order_release);
+  active_.notify_all();
+}
+
 void ThreadPool::WorkerLoop(int thread) {
   uint32_t seen = 0;
   for (;;) {
+    // Parked while left out: asleep, not spinning on every job.
+    for (int active = active_.load(std::memory_order_acquire);
+         thread >= active && !stop_.load(std::memory_order_relaxed);
+         active = active_.load(std::memory_order_acquire)) {
+      active_.wait(active, std::memory_order_acquire);
+      seen = generation_.load(std::memory_order_acquire);  // jobs issued meanwhile are done
+    }
+    if (stop_.load(std::memory_order_relaxed)) return;
     seen = WaitForChange(generation_, seen);
     if (stop_.load(std::memory_order_relaxed)) return;
+    if (thread >= active_.load(std::memory_order_acquire)) continue;
     RunTasks(seen, thread);
   }
 }
 
 void ThreadPool::Run(int64_t n_tasks, TaskFn fn, void* ctx) {
   if (n_tasks <= 0) return;
-  if (tls_thread_index >= 0 || n_threads_ == 1 || n_tasks == 1) {
+  if (tls_thread_index >= 0 || n_threads_ == 1 || n_tasks == 1 ||
+      active_.load(std::memory_order_relaxed) == 1) {
     const int thread = tls_thread_index >= 0 ? tls_thread_index : 0;
     for (int64_t t = 0; t < n_tasks; ++t) fn(ctx, t, thread);
     return;

@@ -23,6 +23,12 @@ class ThreadPool {
 
   int size() const { return n_threads_; }
 
+  // How many of the threads take part in jobs from now on (clamped to [1, size()]); the others
+  // sleep until they are let back in, leaving their cores to the rest of the device. Thread
+  // indices stay below size(). For the memory planner's thread count; thread-safe.
+  void set_active_threads(int n);
+  int active_threads() const { return active_.load(std::memory_order_relaxed); }
+
   // Calls fn(task, thread) exactly once for every task in [0, n_tasks), spread over the threads
   // (thread in [0, size())), and returns when all calls have returned. Tasks are handed out
   // dynamically, so which thread runs which task varies from call to call. n_tasks < 2^32.
@@ -58,6 +64,7 @@ class ThreadPool {
   std::atomic<int64_t> pending_{0};      // tasks of the current job not finished yet
   std::atomic<uint32_t> generation_{0};  // wakes the workers: the latest job number
   std::atomic<bool> stop_{false};
+  std::atomic<int> active_;  // workers with a lower index take part; set_active_threads
 };
 
 }  // namespace sparrow::kernels

@@ -17,6 +17,8 @@ struct MemoryPlan {
   // The KV pool (KvBlockPool::Resize, whole blocks, never under the scheduler's floor of one
   // full context); unset: unchanged.
   std::optional<size_t> kv_pool_bytes;
+  // Compute threads (ThreadPool::set_active_threads), as the planner chose; unset: unchanged.
+  std::optional<int> threads;
 };
 
 }  // namespace sparrow

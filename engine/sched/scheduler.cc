@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "engine/common/check.h"
+#include "engine/kernels/thread_pool.h"
 #include "engine/kv/sequence_kv.h"
 
 namespace sparrow {
@@ -84,6 +85,7 @@ struct Scheduler::Sequence {
 
 Scheduler::Scheduler(const Model& model, kernels::ThreadPool* pool, SchedulerOptions options)
     : model_(model),
+      pool_(pool),
       opts_(std::move(options)),
       fp_(model, pool, opts_.make_ffn ? opts_.make_ffn(model, pool) : nullptr),
       kv_(model.config().n_layer, model.config().kv_dim(), opts_.kv_block_size,
@@ -509,6 +511,7 @@ void Scheduler::ApplyPendingPlan() {
     const int64_t want = static_cast<int64_t>(*plan->kv_pool_bytes) / kv_block_bytes_;
     ResizeKv(std::clamp(want, min_kv_blocks_, opts_.kv_blocks));
   }
+  if (plan->threads && pool_) pool_->set_active_threads(*plan->threads);
   if (plan->neuron_cache_bytes && opts_.neuron_store) {
     const Status st = opts_.neuron_store->Resize(*plan->neuron_cache_bytes);
     if (!st.ok()) {

@@ -89,11 +89,11 @@ class Scheduler {
 
   SchedulerStats Stats() const;
 
-  // Applies `plan` between two steps (at once when idle): the neuron store is resized to its
-  // bytes, and the KV pool to its bytes (preempting the newest sequences, which resume later
-  // with their prefix kept where the prefix cache still holds it, when the blocks in use do not
-  // fit). Returns at once; a newer plan replaces one not applied yet. Stats() names the plan
-  // applied.
+  // Applies `plan` between two steps (at once when idle): the compute threads are set, the neuron
+  // store is resized to its bytes, and the KV pool to its bytes (preempting the newest sequences,
+  // which resume later with their prefix kept where the prefix cache still holds it, when the
+  // blocks in use do not fit). Returns at once; a newer plan replaces one not applied yet. Stats()
+  // names the plan applied.
   void ApplyMemoryPlan(MemoryPlan plan);
   // kv_blocks: the pool's size as configured, the most a budget may give it.
   const SchedulerOptions& options() const { return opts_; }
@@ -129,6 +129,7 @@ class Scheduler {
   void Requeue(std::unique_ptr<Sequence> s);
 
   const Model& model_;
+  kernels::ThreadPool* pool_;  // may be null (single-threaded)
   SchedulerOptions opts_;
   ForwardPass fp_;
   KvBlockPool kv_;

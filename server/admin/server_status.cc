@@ -170,6 +170,19 @@ json MemoryJson(const MemoryGovernorStats& m, const SchedulerStats& s) {
             {"operator_changes", m.operator_changes},
             {"sources", m.sources}};
   if (m.operator_budget_bytes) j["operator_budget_bytes"] = *m.operator_budget_bytes;
+  j["plan"] = nullptr;
+  if (m.run_plan) {
+    const plan::RunPlan& r = *m.run_plan;
+    j["plan"] = {{"threads", r.threads},
+                 {"neuron_cache_bytes", r.neuron_cache_bytes},
+                 {"kv_pool_bytes", r.kv_pool_bytes},
+                 {"sparsity", r.sparsity},
+                 {"predicted_tokens_per_s", r.predicted_tokens_per_s},
+                 {"memory_bytes", r.memory_bytes},
+                 {"binding", r.binding},
+                 {"solve_ms", r.solve_ms}};
+  }
+  j["plan_error"] = m.plan_error;
   if (s.neuron_cache) {
     j["neuron_cache"] = {
         {"capacity_bytes", s.neuron_cache->capacity_bytes},

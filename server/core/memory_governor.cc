@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
 
 #include "engine/common/env.h"
@@ -32,8 +33,12 @@ std::string Mib(uint64_t bytes) {
 
 MemoryGovernor::MemoryGovernor(Scheduler* scheduler,
                                std::vector<std::unique_ptr<PressureSource>> sources,
-                               const MemoryBudget& budget, BudgetPolicyOptions policy, int tick_ms)
-    : scheduler_(scheduler), budget_(budget), policy_(Elastic(budget, policy)) {
+                               const MemoryBudget& budget, BudgetPolicyOptions policy, int tick_ms,
+                               PlanFn planner)
+    : scheduler_(scheduler),
+      budget_(budget),
+      planner_(std::move(planner)),
+      policy_(Elastic(budget, policy)) {
   stats_.ceiling_bytes = budget_.ceiling();
   stats_.floor_bytes = budget_.floor();
   stats_.split = budget_.Split(policy_.target());
@@ -42,6 +47,8 @@ MemoryGovernor::MemoryGovernor(Scheduler* scheduler,
   spdlog::info("memory: budget {} (weights {}, scratch {}, KV pool {} down to {}, neuron cache {})",
                Mib(budget_.ceiling()), Mib(c.weights), Mib(c.scratch), Mib(c.kv_pool),
                Mib(budget_.consumers().kv_min_bytes), Mib(c.neuron_cache));
+  // The planner chooses the threads and the split from the start (no monitor thread yet).
+  if (planner_) Plan(BudgetChange{policy_.target(), "start"});
   for (const auto& s : sources) stats_.sources.emplace_back(s->name());
   monitor_ = std::make_unique<PressureMonitor>(
       std::move(sources), tick_ms,
@@ -96,9 +103,10 @@ void MemoryGovernor::SetOperatorBudget(std::optional<uint64_t> bytes) {
 }
 
 void MemoryGovernor::Plan(const BudgetChange& change) {
-  const MemorySplit split = budget_.Split(change.bytes);
+  MemorySplit split = budget_.Split(change.bytes);
   MemoryPlan plan;
   plan.version = ++stats_.plan_version;
+  if (planner_) Consult(split, &plan);
   if (budget_.consumers().cache_max_bytes > 0) {
     plan.neuron_cache_bytes = static_cast<size_t>(split.neuron_cache);
   }
@@ -111,6 +119,36 @@ void MemoryGovernor::Plan(const BudgetChange& change) {
   stats_.split = split;
   stats_.budget_bytes = split.total();
   scheduler_->ApplyMemoryPlan(std::move(plan));
+}
+
+void MemoryGovernor::Consult(MemorySplit& split, MemoryPlan* plan) {
+  const uint64_t total = split.total();
+  Result<plan::RunPlan> run = planner_(total);
+  if (!run.ok()) {
+    // An infeasible budget: the split stands, and the operator sees why.
+    stats_.plan_error = run.status().message();
+    stats_.run_plan.reset();
+    spdlog::warn("memory: the planner has no plan for {}: {}", Mib(total), stats_.plan_error);
+    return;
+  }
+  const MemoryConsumers& c = budget_.consumers();
+  // The plan's choices within what the consumers can take; what the cache does not take stays
+  // with the KV pool, as in the split.
+  split.neuron_cache = std::min<uint64_t>(run->neuron_cache_bytes, c.cache_max_bytes);
+  const uint64_t rest = total > split.weights + split.scratch + split.neuron_cache
+                            ? total - split.weights - split.scratch - split.neuron_cache
+                            : 0;
+  split.kv_pool = std::clamp<uint64_t>(rest, c.kv_min_bytes, c.kv_max_bytes);
+  plan->threads = run->threads;
+  std::string binding;
+  for (const std::string& b : run->binding) binding += (binding.empty() ? "" : ", ") + b;
+  spdlog::info(
+      "memory: plan for {}: {} threads, neuron cache {}, KV pool {}, predicted {:.2f} tokens/s "
+      "(binding: {}; solved in {:.1f} ms)",
+      Mib(total), run->threads, Mib(split.neuron_cache), Mib(split.kv_pool),
+      run->predicted_tokens_per_s, binding.empty() ? "none" : binding, run->solve_ms);
+  stats_.plan_error.clear();
+  stats_.run_plan = std::move(run).value();
 }
 
 int64_t MemoryGovernor::Replan(const std::string& cause) {

@@ -7,6 +7,7 @@
 // is quiet again they grow back. Every change is logged with its cause. One per served model;
 // thread-safe.
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -16,6 +17,7 @@
 #include "engine/memory/budget_policy.h"
 #include "engine/memory/memory_budget.h"
 #include "engine/memory/pressure_monitor.h"
+#include "engine/plan/planner.h"
 #include "engine/sched/scheduler.h"
 
 namespace sparrow::server {
@@ -27,6 +29,9 @@ struct MemoryGovernorStats {
   uint64_t floor_bytes = 0;
   MemorySplit split;  // budget_bytes among the consumers
   std::optional<uint64_t> operator_budget_bytes;
+  // The Z3 planner's last plan for the budget (with a planner), or why there is none.
+  std::optional<plan::RunPlan> run_plan;
+  std::string plan_error;
   PressureLevel level = PressureLevel::kNone;
   bool starved = false;
   int64_t plan_version = 0;
@@ -34,12 +39,18 @@ struct MemoryGovernorStats {
   std::vector<std::string> sources;
 };
 
+// Asks the planner (engine/plan) how to run under a whole-process budget: threads, neuron cache
+// and KV pool. Errors (an infeasible budget) leave the MemoryBudget's own split in force.
+using PlanFn = std::function<Result<plan::RunPlan>(uint64_t budget_bytes)>;
+
 class MemoryGovernor {
  public:
   // `scheduler` must outlive the governor. `sources`: DetectPressureSources(), or the tests'.
   // The policy's ceiling and floor are the budget's elastic ones (its other fields are kept).
+  // With `planner`, every budget is planned by it (the split, and the thread count).
   MemoryGovernor(Scheduler* scheduler, std::vector<std::unique_ptr<PressureSource>> sources,
-                 const MemoryBudget& budget, BudgetPolicyOptions policy, int tick_ms = 100);
+                 const MemoryBudget& budget, BudgetPolicyOptions policy, int tick_ms = 100,
+                 PlanFn planner = nullptr);
   ~MemoryGovernor();
 
   // The operator's budget for the whole process (nullopt clears it): what is left after the
@@ -58,11 +69,14 @@ class MemoryGovernor {
   void OnTick(std::optional<uint64_t> room);
   // What the KV pool and the neuron cache really hold now (their blocks and records written).
   uint64_t ElasticInUse() const;
+  // Lets the planner choose the split of `split`'s total and the thread count (under mu_).
+  void Consult(MemorySplit& split, MemoryPlan* plan);
   // Hands a change to the scheduler (under mu_).
   void Plan(const BudgetChange& change);
 
   Scheduler* scheduler_;
   const MemoryBudget budget_;
+  const PlanFn planner_;
   mutable std::mutex mu_;
   BudgetPolicy policy_;
   MemoryGovernorStats stats_;

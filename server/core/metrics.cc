@@ -157,6 +157,14 @@ void RenderMemory(const MemoryGovernorStats& m, const SchedulerStats& s, std::st
   Sample("sparrow_memory_ceiling_bytes", "", static_cast<double>(m.ceiling_bytes), out);
   Header("sparrow_memory_floor_bytes", "gauge", "The least budget that makes progress.", out);
   Sample("sparrow_memory_floor_bytes", "", static_cast<double>(m.floor_bytes), out);
+  if (m.run_plan) {
+    Header("sparrow_memory_plan_threads", "gauge", "Compute threads the memory plan chose.", out);
+    Sample("sparrow_memory_plan_threads", "", m.run_plan->threads, out);
+    Header("sparrow_memory_plan_predicted_tokens_per_second", "gauge",
+           "Decode speed the memory plan predicts.", out);
+    Sample("sparrow_memory_plan_predicted_tokens_per_second", "",
+           m.run_plan->predicted_tokens_per_s, out);
+  }
   Header("sparrow_kv_pool_mapped_bytes", "gauge", "Memory the KV pool's blocks take now.", out);
   Sample("sparrow_kv_pool_mapped_bytes", "", static_cast<double>(s.kv.mapped_bytes), out);
   Header("sparrow_memory_pressure_level", "gauge",

@@ -4,6 +4,8 @@
 #include <cstdlib>
 #include <thread>
 
+#include "server/core/memory_planning.h"
+
 namespace sparrow::server {
 
 std::string ModelIdFromPath(const std::string& path) {
@@ -101,11 +103,12 @@ Result<std::shared_ptr<ServedModel>> LoadServedModel(const ServerConfig& config,
     c.kv_min_bytes = block * static_cast<uint64_t>(m->scheduler->min_kv_blocks());
     c.kv_max_bytes = block * static_cast<uint64_t>(m->scheduler->options().kv_blocks);
     if (opts.neuron_store) c.cache_max_bytes = opts.neuron_store->stats().capacity_bytes;
+    SPARROW_ASSIGN_OR_RETURN(PlanFn planner, MakePlanFn(config, *m, c));
     m->memory = std::make_unique<MemoryGovernor>(
         m->scheduler.get(),
         config.memory_pressure == 1 ? DetectPressureSources()
                                     : std::vector<std::unique_ptr<PressureSource>>{},
-        MemoryBudget(c), BudgetPolicyOptions{});
+        MemoryBudget(c), BudgetPolicyOptions{}, 100, std::move(planner));
   }
   return m;
 }

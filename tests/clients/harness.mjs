@@ -11,7 +11,10 @@ export function arg(name, fallback) {
 // resolving with the ports it prints once it listens.
 export function startServer(sparrowd, model, { grpc = false, args = [] } = {}) {
   const child = spawn(sparrowd, ['--model', model, '--port', '0', '--grpc-port', grpc ? '0' : '-1',
-                                 '--threads', '1', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+                                 '--threads', '1',
+                                 // The machine's own memory pressure must not decide the outcome.
+                                 '--memory-pressure', '2', '--hw-profile', 'none', ...args],
+                      { stdio: ['ignore', 'pipe', 'pipe'] });
   let stderr = '';
   child.stderr.on('data', (d) => { stderr += d; });
   return new Promise((resolve, reject) => {

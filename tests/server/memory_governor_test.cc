@@ -13,7 +13,9 @@
 #include <thread>
 
 #include "engine/kernels/thread_pool.h"
+#include "engine/plan/plan_inputs.h"
 #include "engine/sparse/sparse_plan.h"
+#include "tests/unit/plan/plan_fixture.h"
 #include "tests/util/converted_model.h"
 
 namespace sparrow::server {
@@ -60,14 +62,15 @@ class MemoryGovernorTest : public ::testing::Test {
   }
   void TearDown() override { close(fd_); }
 
-  std::unique_ptr<MemoryGovernor> Start() {
+  std::unique_ptr<MemoryGovernor> Start(PlanFn planner = nullptr) {
     std::vector<std::unique_ptr<PressureSource>> sources;
     sources.push_back(std::make_unique<ScriptedPressureSource>(fd_, &level_));
     BudgetPolicyOptions p;
     p.quiet_ms = 1000;
     p.grow_every_ms = 20;
     p.grow_fraction = 0.25;
-    return std::make_unique<MemoryGovernor>(scheduler_.get(), std::move(sources), Budget(), p, 10);
+    return std::make_unique<MemoryGovernor>(scheduler_.get(), std::move(sources), Budget(), p, 10,
+                                            std::move(planner));
   }
   // The consumers as sparrowd counts them; weights and scratch are fixed here.
   MemoryBudget Budget() const {
@@ -157,6 +160,66 @@ TEST_F(MemoryGovernorTest, TheOperatorsBudgetAndTheHostAppsLevelsAct) {
   EXPECT_EQ(g->stats().split.kv_pool, half.kv_pool);
   g->SetOperatorBudget(std::nullopt);
   WaitForCapacity(all_);  // grows back past the cleared budget, to the ceiling
+}
+
+// The real planner on this model, with hand-written rates (two threads twice as fast as one):
+// every budget is planned, the plan's threads reach the pool and its cache the store.
+TEST_F(MemoryGovernorTest, WithAPlannerEveryBudgetIsPlannedAndApplied) {
+  plan::PlanInputsOptions io;
+  io.active_share = 0.25;
+  auto inputs = plan::MakePlanInputs(*model_, nullptr, plan::testing::TwoThreadHardware(), io);
+  ASSERT_TRUE(inputs.ok()) << inputs.status().ToString();
+  const MemoryBudget budget = Budget();
+  std::atomic<int> calls{0};
+  std::atomic<uint64_t> asked{0};  // the last budget planned (the monitor's thread writes it)
+  PlanFn planner = [&](uint64_t bytes) -> Result<plan::RunPlan> {
+    asked = bytes;
+    ++calls;
+    plan::PlanRequest r;
+    // The governor's count of what does not move is not the planner's: translate, as sparrowd
+    // does (memory_planning.cc).
+    r.budget_bytes = bytes - budget.fixed_bytes() + inputs->resident_bytes + inputs->scratch_bytes;
+    r.max_threads = 2;
+    r.min_kv_bytes = budget.consumers().kv_min_bytes;
+    r.max_kv_bytes = budget.consumers().kv_max_bytes;
+    return plan::SolvePlan(*inputs, r);
+  };
+  pool_.set_active_threads(1);
+  auto g = Start(planner);
+  MemoryGovernorStats st = g->stats();
+  ASSERT_TRUE(st.run_plan.has_value()) << st.plan_error;
+  EXPECT_EQ(calls.load(), 1) << "planned from the start";
+  EXPECT_EQ(st.run_plan->threads, 2) << "two threads are faster here";
+  WaitForCapacity(all_);
+  for (int i = 0; i < 1000 && pool_.active_threads() != 2; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  EXPECT_EQ(pool_.active_threads(), 2) << "the plan's thread count reached the pool";
+
+  // Critical: the floor, planned too (no cache: nothing else fits).
+  Signal(PressureLevel::kCritical);
+  WaitForCapacity(0);
+  st = g->stats();
+  ASSERT_TRUE(st.run_plan.has_value()) << st.plan_error;
+  EXPECT_EQ(st.run_plan->neuron_cache_bytes, 0u);
+  EXPECT_EQ(st.budget_bytes, budget.floor());
+  EXPECT_EQ(asked.load(), budget.floor());
+  // Once quiet, the operator allows half the neurons more: the plan takes what its cache points
+  // offer within that.
+  for (int i = 0; i < 30000 && g->stats().level != PressureLevel::kNone; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  const uint64_t allowed = budget.floor() + all_ / 2;
+  g->SetOperatorBudget(allowed);
+  for (int i = 0; i < 30000 && asked.load() != allowed; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  EXPECT_EQ(asked.load(), allowed);
+  st = g->stats();
+  ASSERT_TRUE(st.run_plan.has_value()) << st.plan_error;
+  EXPECT_LE(st.run_plan->neuron_cache_bytes, all_ / 2);
+  EXPECT_EQ(st.split.neuron_cache, st.run_plan->neuron_cache_bytes);
+  WaitForCapacity(st.split.neuron_cache);
 }
 
 }  // namespace

@@ -139,8 +139,10 @@ TEST(SparrowdSqueezeTest, TheCacheGivesWayToAHogAndComesBack) {
   SparrowdProcess::Options o;
   // The KV pool as configured holds 8 full contexts (256 blocks of 512 KiB); the streams touch
   // about 150 of them. Under the budget it may shrink to one context (32 blocks).
-  o.args = {"--model",    model, "--port",        "0", "--grpc-port", "-1", "--threads", "2",
-            "--cache-mb", "64",  "--max-running", "8", "--n-ctx",     "512"};
+  o.args = {"--model", model, "--port", "0", "--grpc-port", "-1", "--threads", "2", "--cache-mb",
+            "64", "--max-running", "8", "--n-ctx", "512",
+            // The device's own sources: the cgroup is what this test is about.
+            "--memory-pressure", "1"};
   o.cgroup_procs = dir + "/cgroup.procs";
   std::string error;
   auto p = SparrowdProcess::Start(SparrowdProcess::Binary(SPARROWD), o, &error);

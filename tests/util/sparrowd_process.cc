@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -43,6 +44,14 @@ std::unique_ptr<SparrowdProcess> SparrowdProcess::Start(const std::string& binar
   p->err_path_ = TempPath("sparrowd.err");
   std::vector<std::string> args = {binary};
   args.insert(args.end(), options.args.begin(), options.args.end());
+  // The machine's memory pressure and a developer's hardware profile must not decide a test's
+  // outcome (a busy machine's PSI turns critical and sparrowd refuses new requests, as it
+  // should): tests that want them say so.
+  auto given = [&](const std::string& flag) {
+    return std::find(options.args.begin(), options.args.end(), flag) != options.args.end();
+  };
+  if (!given("--memory-pressure")) args.insert(args.end(), {"--memory-pressure", "2"});
+  if (!given("--hw-profile")) args.insert(args.end(), {"--hw-profile", "none"});
   p->pid_ = ::fork();
   if (p->pid_ == 0) {
     if (std::freopen(p->out_path_.c_str(), "w", stdout) == nullptr ||

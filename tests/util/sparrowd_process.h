@@ -17,8 +17,10 @@ namespace sparrow::testing {
 class SparrowdProcess {
  public:
   struct Options {
-    std::vector<std::string> args;  // after the binary; --port 0 and --grpc-port are up to you
-    rlim_t max_open_files = 0;      // RLIMIT_NOFILE for the child; 0 leaves it alone
+    // After the binary; --port 0 and --grpc-port are up to you. Unless given, --memory-pressure 2
+    // (the operator and the host app only) and --hw-profile none are added.
+    std::vector<std::string> args;
+    rlim_t max_open_files = 0;  // RLIMIT_NOFILE for the child; 0 leaves it alone
     // A cgroup's cgroup.procs: the child joins that cgroup before it executes sparrowd.
     std::string cgroup_procs;
   };

@@ -93,6 +93,33 @@ TEST(ThreadPoolTest, WakesWorkersThatFellAsleep) {
   EXPECT_EQ(count.load(), 100);
 }
 
+TEST(ThreadPoolTest, ThreadsLeftOutTakeNoTasksUntilLetBackIn) {
+  ThreadPool pool(4);
+  auto highest = [&] {
+    std::atomic<int> top{-1}, count{0};
+    for (int round = 0; round < 20; ++round) {
+      pool.ParallelFor(64, [&](int64_t, int thread) {
+        int seen = top.load();
+        while (thread > seen && !top.compare_exchange_weak(seen, thread)) {
+        }
+        count.fetch_add(1);
+      });
+    }
+    EXPECT_EQ(count.load(), 20 * 64);
+    return top.load();
+  };
+  pool.set_active_threads(2);
+  EXPECT_EQ(pool.active_threads(), 2);
+  EXPECT_LE(highest(), 1);
+  pool.set_active_threads(1);
+  EXPECT_EQ(highest(), 0);
+  pool.set_active_threads(99);  // clamped
+  EXPECT_EQ(pool.active_threads(), 4);
+  EXPECT_GE(highest(), 0);  // every thread may take part again; all tasks still run
+  pool.set_active_threads(0);
+  EXPECT_EQ(pool.active_threads(), 1);
+}
+
 TEST(ThreadPoolTest, CreateAndDestroyRepeatedly) {
   for (int i = 0; i < 50; ++i) {
     auto pool = std::make_unique<ThreadPool>(1 + i % 4);
