@@ -48,6 +48,9 @@ def main():
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--ctx", type=int, default=512)
     p.add_argument("--pause", type=float, default=1.0, help="seconds between changes")
+    p.add_argument("--hw-profile", default="none",
+                   help="sparrowd's hw_profile: a file from `sparrow profile-hw` plans every "
+                        "budget (none: the fixed split)")
     args = p.parse_args()
     port = 18433
     keys = tempfile.NamedTemporaryFile("w", suffix=".keys", delete=False)
@@ -56,7 +59,7 @@ def main():
     cmd = [args.sparrowd, "--model", args.model, "--port", str(port), "--grpc-port", "-1",
            "--threads", str(args.threads), "--n-ctx", str(args.ctx), "--max-running",
            str(args.streams), "--admin-key-file", keys.name, "--api-key-file", keys.name,
-           "--memory-pressure", "2"]
+           "--memory-pressure", "2", "--hw-profile", args.hw_profile]
     if args.cache_mb is not None:
         cmd += ["--cache-mb", str(args.cache_mb)]
     server = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -70,6 +73,8 @@ def main():
                     raise SystemExit("sparrowd exited while starting: " + " ".join(cmd))
                 time.sleep(0.5)
         floor, ceiling = m["floor_bytes"], m["ceiling_bytes"]
+        # The first tokens let a planner learn a PowerInfer file's share of active neurons.
+        call(port, "POST", "/v1/completions", {"prompt": "Warm up", "max_tokens": 4})
         stop = threading.Event()
         steps = []
 
@@ -77,8 +82,12 @@ def main():
             n = 0
             while not stop.is_set():
                 t = time.time()
-                out = call(port, "POST", "/v1/completions",
-                           {"prompt": f"Stream {i}.{n}", "max_tokens": 32, "temperature": 0})
+                try:
+                    out = call(port, "POST", "/v1/completions",
+                               {"prompt": f"Stream {i}.{n}", "max_tokens": 32, "temperature": 0})
+                except Exception:  # refused while starved, or the server is going away
+                    time.sleep(0.2)
+                    continue
                 n += 1
                 steps.append((time.time() - t) / max(1, out["usage"]["completion_tokens"]))
 
@@ -111,7 +120,9 @@ def main():
             "operator_ms": {"median": round(statistics.median(operator_ms), 2),
                             "p90": round(pct(operator_ms, 0.9), 2),
                             "max": round(max(operator_ms), 2)},
-            "ms_per_token_per_stream": round(step_ms, 1)}))
+            "ms_per_token_per_stream": round(step_ms, 1),
+            "planned": m.get("plan") is not None,
+            "solve_ms": m["plan"]["solve_ms"] if m.get("plan") else None}))
     finally:
         server.kill()
         server.wait()
