@@ -422,10 +422,14 @@ TEST_F(SchedulerTest, PreemptionWhenKvRunsOutKeepsResultsExact) {
   std::vector<std::shared_ptr<CollectingSink>> sinks;
   const std::vector<std::string> prompts = {"Once upon a time", "The little dog", "Tom said",
                                             "A big tree"};
+  // Tokenized first and submitted back to back, so that they run together even on a busy
+  // machine (a request submitted after the first one finished would need no preemption).
+  std::vector<GenerationRequest> requests;
   for (const auto& p : prompts) {
     sinks.push_back(std::make_shared<CollectingSink>());
-    ASSERT_TRUE(s.Submit(Greedy(p, 40, sinks.back())).ok());
+    requests.push_back(Greedy(p, 40, sinks.back()));
   }
+  for (GenerationRequest& r : requests) ASSERT_TRUE(s.Submit(std::move(r)).ok());
   for (size_t i = 0; i < prompts.size(); ++i) {
     FinishInfo info = sinks[i]->Wait();
     EXPECT_EQ(info.reason, FinishReason::kLength);
