@@ -7,10 +7,13 @@
 namespace sparrow {
 
 PressureReading HeadroomReading(const std::string& where, uint64_t limit, uint64_t usage,
-                                uint64_t inactive_file) {
+                                uint64_t inactive_file, std::optional<uint64_t>* room) {
+  room->reset();
   if (limit == 0) return {};
   const uint64_t working = usage > inactive_file ? usage - inactive_file : 0;
   const uint64_t free = limit > working ? limit - working : 0;
+  const uint64_t low_line = limit / 10;
+  *room = free > low_line ? free - low_line : 0;
   const double share = static_cast<double>(free) / static_cast<double>(limit);
   PressureLevel level = PressureLevel::kNone;
   if (share < 0.03) {
@@ -23,13 +26,6 @@ PressureReading HeadroomReading(const std::string& where, uint64_t limit, uint64
   if (level == PressureLevel::kNone) return {};
   return {level, where + ": " + std::to_string(free >> 20) + " MiB of its " +
                      std::to_string(limit >> 20) + " MiB limit free"};
-}
-
-std::optional<uint64_t> HeadroomRoom(uint64_t limit, uint64_t usage, uint64_t inactive_file) {
-  if (limit == 0) return std::nullopt;
-  const uint64_t working = usage > inactive_file ? usage - inactive_file : 0;
-  const uint64_t margin = limit / 10;  // the "low" line
-  return working + margin < limit ? limit - margin - working : 0;
 }
 
 uint64_t ReadCgroupNumber(const std::string& file) {

@@ -12,12 +12,11 @@
 
 namespace sparrow {
 
-// `where` names the cgroup in the reading's detail. No pressure when `limit` is 0 (none).
+// `where` names the cgroup in the reading's detail. No pressure when `limit` is 0 (none). `room`
+// receives the bytes the working set may still grow before the headroom reads "low" (nullopt
+// with no limit).
 PressureReading HeadroomReading(const std::string& where, uint64_t limit, uint64_t usage,
-                                uint64_t inactive_file);
-// The bytes the working set may still grow before the headroom reads "low"; nullopt with no
-// limit.
-std::optional<uint64_t> HeadroomRoom(uint64_t limit, uint64_t usage, uint64_t inactive_file);
+                                uint64_t inactive_file, std::optional<uint64_t>* room);
 
 // The first whitespace-separated number in `file` (0 when unreadable), and the value of `key`
 // in a "key value" per line file such as memory.stat or memory.events (0 when absent).

@@ -66,8 +66,7 @@ class CgroupV1PressureSource : public PressureSource {
     limit_ = ReadCgroupLimit(dir_ + "/memory.limit_in_bytes");
     const uint64_t usage = ReadCgroupNumber(dir_ + "/memory.usage_in_bytes");
     const uint64_t inactive = ReadCgroupKey(dir_ + "/memory.stat", "total_inactive_file");
-    room_ = HeadroomRoom(limit_, usage, inactive);
-    return HeadroomReading(dir_, limit_, usage, inactive);
+    return HeadroomReading(dir_, limit_, usage, inactive, &room_);
   }
   std::optional<uint64_t> room_bytes() const override { return room_; }
 

@@ -66,8 +66,7 @@ class CgroupV2PressureSource : public PressureSource {
     limit_ = LowerLimit(dir_);
     const uint64_t usage = ReadCgroupNumber(dir_ + "/memory.current");
     const uint64_t inactive = ReadCgroupKey(dir_ + "/memory.stat", "inactive_file");
-    room_ = HeadroomRoom(limit_, usage, inactive);
-    return HeadroomReading(dir_, limit_, usage, inactive);
+    return HeadroomReading(dir_, limit_, usage, inactive, &room_);
   }
   uint64_t limit_bytes() const override { return limit_; }
   std::optional<uint64_t> room_bytes() const override { return room_; }

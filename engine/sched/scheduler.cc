@@ -258,20 +258,21 @@ void Scheduler::Finish(Sequence& s, FinishReason reason, Status status) {
   s.req.sink->OnFinish(info);
 }
 
-void Scheduler::Preempt(Sequence& s) {
-  s.kv->PublishFullBlocks(s.tokens, s.n_computed);
-  s.kv->ReleaseAll();
-  s.kv.reset();
-  s.n_computed = 0;
-  ++s.preemptions;
+Scheduler::Sequence* Scheduler::PreemptNewest() {
+  std::unique_ptr<Sequence> s = std::move(running_.back());
+  running_.pop_back();
+  // Its full blocks stay in the prefix cache: the recompute may find them there.
+  s->kv->PublishFullBlocks(s->tokens, s->n_computed);
+  s->kv->ReleaseAll();
+  s->kv.reset();
+  s->n_computed = 0;
+  ++s->preemptions;
+  Sequence* const p = s.get();
   std::lock_guard<std::mutex> lock(mu_);
   ++stats_.preemptions;
-}
-
-void Scheduler::Requeue(std::unique_ptr<Sequence> s) {
-  std::lock_guard<std::mutex> lock(mu_);
   waiting_.push_front(std::move(s));
   CountWaitingLocked();
+  return p;
 }
 
 void Scheduler::Admit() {
@@ -363,12 +364,7 @@ bool Scheduler::Step() {
     if (s.n_computed != n - 1) continue;  // still prefilling: its blocks were reserved
     // The write at n - 1 may land in a block shared with a group member: copied first.
     while (!s.kv->Reserve(n, n - 1)) {
-      Sequence& victim = *running_.back();
-      Preempt(victim);
-      std::unique_ptr<Sequence> v = std::move(running_.back());
-      running_.pop_back();
-      Requeue(std::move(v));
-      if (&victim == &s) break;
+      if (PreemptNewest() == &s) break;
     }
   }
   if (running_.empty()) return true;
@@ -540,10 +536,7 @@ void Scheduler::ResizeKv(int64_t blocks) {
   // full ones stay in the prefix cache while the smaller pool has room for them.
   int64_t preempted = 0;
   while (kv_.used() > blocks && !running_.empty()) {
-    Preempt(*running_.back());
-    std::unique_ptr<Sequence> v = std::move(running_.back());
-    running_.pop_back();
-    Requeue(std::move(v));
+    PreemptNewest();
     ++preempted;
   }
   std::unordered_map<BlockId, BlockId> moved;

@@ -113,7 +113,6 @@ class Scheduler {
   void Admit();
   bool Step();
   void Finish(Sequence& s, FinishReason reason, Status status = Status::Ok());
-  void Preempt(Sequence& s);
   Status Validate(const GenerationRequest& request) const;
   // Samples the next token of `s` from its logits row, streams it and finishes `s` when done.
   void EmitToken(Sequence& s, std::span<const float> row);
@@ -125,8 +124,9 @@ class Scheduler {
   void ApplyPendingPlan();
   // Resizes the KV pool to `blocks`, preempting sequences while the blocks in use do not fit.
   void ResizeKv(int64_t blocks);
-  // Puts a preempted running sequence back at the head of the queue.
-  void Requeue(std::unique_ptr<Sequence> s);
+  // Preempts the newest running sequence and puts it back at the head of the queue; returns it
+  // (for identity only: the queue owns it now).
+  Sequence* PreemptNewest();
 
   const Model& model_;
   kernels::ThreadPool* pool_;  // may be null (single-threaded)
