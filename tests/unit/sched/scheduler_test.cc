@@ -356,19 +356,28 @@ TEST_F(SchedulerTest, MemoryPlansResizeTheKvPoolWhileStreamsRun) {
   ASSERT_EQ(s.min_kv_blocks(), 16);
   ASSERT_GT(full, 64);
   const int64_t full_mapped = s.Stats().kv.mapped_bytes;
+  // Each prompt starts differently, so that no two share a prefix block: a prompt admitted after
+  // another's blocks were published would otherwise reuse them and hold fewer of its own.
   const std::string story =
-      "Once upon a time, there was a little girl named Lily. She loved to play outside in the "
-      "park with her dog. One day, ";
+      " Once upon a time, there was a little girl named Lily. She loved to play outside in the "
+      "park with her dog.";
   const std::vector<std::string> prompts = {
-      story + "she saw",      story + "the dog ran",    story + "it rained", story + "a bird sang",
-      story + "her mom said", story + "they went home", story + "Ben came",  story + "the sun was"};
+      "She saw" + story,      "The dog ran" + story,    "It rained" + story, "A bird sang" + story,
+      "Her mom said" + story, "They went home" + story, "Ben came" + story,  "The sun was" + story};
   std::vector<std::shared_ptr<CollectingSink>> sinks;
+  std::vector<GenerationRequest> requests;
   for (const std::string& p : prompts) {
     sinks.push_back(std::make_shared<CollectingSink>());
-    ASSERT_TRUE(s.Submit(Greedy(p, 48, sinks.back())).ok());
+    requests.push_back(Greedy(p, 48, sinks.back()));
   }
-  // Once every stream decodes, they hold about 8 * 3 blocks: more than the floor.
-  while (s.Stats().generated_tokens < 8 * 4) std::this_thread::yield();
+  for (GenerationRequest& r : requests) ASSERT_TRUE(s.Submit(std::move(r)).ok());
+  // Once all eight run and decode, they hold about 8 * 3 blocks: more than the floor. (Bounded:
+  // the assertions below say what went wrong rather than a hang.)
+  for (int i = 0; i < 60000; ++i) {
+    const SchedulerStats now = s.Stats();
+    if (now.running == 8 && now.generated_tokens >= 8 * 4) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
   MemoryPlan squeeze;
   squeeze.version = 1;
   squeeze.kv_pool_bytes = 0;  // clamped to the floor
