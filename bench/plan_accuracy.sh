@@ -6,14 +6,16 @@
 #
 #   bench/plan_accuracy.sh CONVERTED=model.sparrow.gguf HW=hw.yaml BUDGETS="500 600 700"
 #       [PLAN_FLAGS="--active-share 0.25 --threads-max 1"] [N=16] [R=3] [SPARROW=build/bin/sparrow]
+#       [TEXT=eval.txt]   (decode this text's tokens, not random ids: for a file converted with
+#                          --calibrate, whose miss curve was measured on text)
 set -euo pipefail
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 CONVERTED="${CONVERTED:-}" HW="${HW:-}" BUDGETS="${BUDGETS:-}" PLAN_FLAGS="${PLAN_FLAGS:-}"
-N="${N:-16}" R="${R:-3}" SPARROW="${SPARROW:-$REPO/build/bin/sparrow}"
+N="${N:-16}" R="${R:-3}" SPARROW="${SPARROW:-$REPO/build/bin/sparrow}" TEXT="${TEXT:-}"
 for arg in "$@"; do
   case "$arg" in
-    CONVERTED=* | HW=* | BUDGETS=* | PLAN_FLAGS=* | N=* | R=* | SPARROW=*) declare "${arg%%=*}=${arg#*=}" ;;
-    -h | --help) sed -n '2,9p' "$0"; exit 0 ;;
+    CONVERTED=* | HW=* | BUDGETS=* | PLAN_FLAGS=* | N=* | R=* | SPARROW=* | TEXT=*) declare "${arg%%=*}=${arg#*=}" ;;
+    -h | --help) sed -n '2,11p' "$0"; exit 0 ;;
     *) echo "plan_accuracy: unknown argument '$arg'" >&2; exit 2 ;;
   esac
 done
@@ -21,6 +23,8 @@ if [[ -z "$CONVERTED" || -z "$HW" || -z "$BUDGETS" ]]; then
   echo "plan_accuracy: CONVERTED, HW and BUDGETS are required (--help)" >&2
   exit 2
 fi
+text_flag=()
+[[ -n "$TEXT" ]] && text_flag=(--text "$TEXT")
 field() { python3 -c "import json,sys; print(json.load(sys.stdin)$1)"; }
 echo "budget_mb threads cache_mib predicted_tok_s measured_tok_s hit_rate samples"
 for b in $BUDGETS; do
@@ -30,7 +34,7 @@ for b in $BUDGETS; do
   threads=$(field "['threads']" <<<"$plan")
   predicted=$(field "['predicted_tokens_per_s']" <<<"$plan")
   measured=$("$SPARROW" bench -m "$CONVERTED" -p 0 -n "$N" -t "$threads" -r "$R" --no-bandwidth \
-      --cache-mb "$cache" --json 2>/dev/null | python3 -c "
+      --cache-mb "$cache" "${text_flag[@]}" --json 2>/dev/null | python3 -c "
 import json, sys
 r = json.load(sys.stdin)['results'][0]
 print('%.2f %.3f %s' % (r['median_ts'], r['sparse']['cache']['hit_rate'],

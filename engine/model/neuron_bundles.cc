@@ -39,6 +39,41 @@ Result<std::vector<TensorType>> ReadTypes(const GgufFile& f, std::string_view ke
   return types;
 }
 
+// The optional miss curve: both keys or neither, as many rates as fractions, fractions
+// ascending in (0, 1], rates in [0, 1].
+Status ReadMissCurve(const GgufFile& f, NeuronBundleLayout* layout) {
+  const bool has_fraction = f.Find(k::kMissFraction) != nullptr;
+  if (has_fraction != (f.Find(k::kMissRate) != nullptr)) {
+    return Corrupt(std::string(has_fraction ? k::kMissRate : k::kMissFraction) +
+                   " is missing: the miss curve needs both " + std::string(k::kMissFraction) +
+                   " and " + std::string(k::kMissRate));
+  }
+  if (!has_fraction) return Status::Ok();
+  SPARROW_ASSIGN_OR_RETURN(const GgufArray* fa, f.GetArray(k::kMissFraction));
+  SPARROW_ASSIGN_OR_RETURN(const GgufArray* ra, f.GetArray(k::kMissRate));
+  SPARROW_ASSIGN_OR_RETURN(auto fraction, GgufFile::ArrayAsFloats(*fa, k::kMissFraction));
+  SPARROW_ASSIGN_OR_RETURN(auto rate, GgufFile::ArrayAsFloats(*ra, k::kMissRate));
+  if (fraction.empty() || fraction.size() != rate.size()) {
+    return Corrupt(std::string(k::kMissFraction) + " has " + std::to_string(fraction.size()) +
+                   " entries and " + std::string(k::kMissRate) + " " + std::to_string(rate.size()) +
+                   ": they must pair up, at least one");
+  }
+  for (size_t i = 0; i < fraction.size(); ++i) {
+    const bool ascending = i == 0 || fraction[i] > fraction[i - 1];
+    if (!(fraction[i] > 0 && fraction[i] <= 1) || !ascending) {
+      return Corrupt(std::string(k::kMissFraction) + "[" + std::to_string(i) + "] is " +
+                     std::to_string(fraction[i]) + ": fractions ascend in (0, 1]");
+    }
+    if (!(rate[i] >= 0 && rate[i] <= 1)) {
+      return Corrupt(std::string(k::kMissRate) + "[" + std::to_string(i) + "] is " +
+                     std::to_string(rate[i]) + ", outside [0, 1]");
+    }
+  }
+  layout->miss_fraction = std::move(fraction);
+  layout->miss_rate = std::move(rate);
+  return Status::Ok();
+}
+
 uint64_t RowBytesOf(TensorType type, int64_t n) {
   const uint64_t dims[1] = {static_cast<uint64_t>(n)};
   return GgufTensorBytes(type, dims);
@@ -93,6 +128,15 @@ Result<NeuronBundleLayout> ReadNeuronBundleLayout(const GgufFile& f, int64_t n_l
   SPARROW_ASSIGN_OR_RETURN(auto gate_types, ReadTypes(f, k::kGateTypes, n_layer, n_embd));
   SPARROW_ASSIGN_OR_RETURN(auto up_types, ReadTypes(f, k::kUpTypes, n_layer, n_embd));
   SPARROW_ASSIGN_OR_RETURN(auto down_types, ReadTypes(f, k::kDownTypes, n_layer, n_embd));
+  SPARROW_RETURN_IF_ERROR(ReadMissCurve(f, &layout));
+  if (f.Find(k::kActiveShare)) {
+    SPARROW_ASSIGN_OR_RETURN(double share, f.GetFloat(k::kActiveShare));
+    if (!(share > 0 && share <= 1)) {
+      return Corrupt(std::string(k::kActiveShare) + " is " + std::to_string(share) +
+                     ", outside (0, 1]");
+    }
+    layout.active_share = static_cast<float>(share);
+  }
 
   layout.layers.resize(n_layer);
   std::vector<uint8_t> seen;

@@ -14,6 +14,13 @@
 //   sparrow.bundle.up_types      u32[L]   ... up rows
 //   sparrow.bundle.down_types    u32[L]   ... down rows
 //   sparrow.powerinfer           bool     PowerInfer semantics (converted from a PWRI file)
+//   sparrow.bundle.miss_fraction f32[]    optional, with miss_rate: cache sizes (share of all
+//                                         bundles, ascending in (0, 1]) ...
+//   sparrow.bundle.miss_rate     f32[]    ... and the share of a token's neurons each misses,
+//                                         replayed under the store's default policy on the
+//                                         calibration text (`--calibrate`): the planner's curve
+//   sparrow.bundle.active_share  f32      optional: the share of neurons the predictor chose per
+//                                         token on that text (the planner's active share)
 //   blk.N.ffn_bundles            i8       {record bytes, n_ff}: the records
 //   blk.N.ffn_neuron_ids         i32      {n_ff}: the source file's id of each record's neuron
 //
@@ -42,6 +49,9 @@ inline constexpr std::string_view kGateTypes = "sparrow.bundle.gate_types";
 inline constexpr std::string_view kUpTypes = "sparrow.bundle.up_types";
 inline constexpr std::string_view kDownTypes = "sparrow.bundle.down_types";
 inline constexpr std::string_view kPowerInfer = "sparrow.powerinfer";
+inline constexpr std::string_view kMissFraction = "sparrow.bundle.miss_fraction";
+inline constexpr std::string_view kMissRate = "sparrow.bundle.miss_rate";
+inline constexpr std::string_view kActiveShare = "sparrow.bundle.active_share";
 }  // namespace bundle_keys
 
 std::string BundlesTensorName(int64_t layer);    // blk.N.ffn_bundles
@@ -66,6 +76,9 @@ struct NeuronBundleLayout {
   bool gate_in_bundle = true;
   bool powerinfer = false;
   std::vector<LayerBundles> layers;
+  // The measured miss curve (keys kMissFraction, kMissRate); empty when the file has none.
+  std::vector<float> miss_fraction, miss_rate;
+  float active_share = 0;  // key kActiveShare; 0 when the file has none
 
   // All layers' records: what a cache holding every bundle needs.
   uint64_t bundle_bytes() const {

@@ -34,7 +34,11 @@ double FlashBytesPerToken(const PlanInputs& in, const CachePoint& cache, const P
 double FlashSeconds(const PlanInputs& in, const CachePoint& cache, const PlanLevel& level) {
   const double bytes = FlashBytesPerToken(in, cache, level) / static_cast<double>(in.n_layer);
   if (bytes <= 0) return 0;
-  return bytes / in.hw.FlashBytesPerSecond(ReadBytes(in), in.io_queue_depth);
+  // A layer hands all its misses to the ring at once, so as many are in flight as it has, up to
+  // the store's depth: a layer with few misses reads at the shallow end of the curve.
+  const double reads = bytes / static_cast<double>(ReadBytes(in));
+  const double depth = std::clamp(reads, 1.0, static_cast<double>(in.io_queue_depth));
+  return bytes / in.hw.FlashBytesPerSecond(ReadBytes(in), depth);
 }
 
 uint64_t CacheBytes(const PlanInputs& in, const CachePoint& cache) {

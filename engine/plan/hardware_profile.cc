@@ -79,35 +79,56 @@ double HardwareProfile::GatherRate(TensorType type, int threads) const {
   return k ? AtThreads(k->gather_bytes_per_s, threads) : 0;
 }
 
-double HardwareProfile::FlashBytesPerSecond(uint64_t block_bytes, int queue_depth) const {
-  if (flash.empty()) return 0;
-  // The deepest measured depth the store reaches (at most its queue depth); the shallowest if
-  // every measured one is deeper.
-  int depth = 0;
-  for (const FlashRate& f : flash) {
-    if (f.queue_depth <= queue_depth) depth = std::max(depth, f.queue_depth);
-  }
-  if (depth == 0) {
-    depth = flash.front().queue_depth;
-    for (const FlashRate& f : flash) depth = std::min(depth, f.queue_depth);
-  }
+namespace {
+
+// Linear in t between a and b.
+double Lerp(double a, double b, double t) {
+  return a + t * (b - a);
+}
+
+// The rate of the reads measured at `depth`, at `block_bytes`: interpolated in log(block size)
+// between the measured sizes, clamped at the ends.
+double RateAtDepth(const std::vector<FlashRate>& flash, int depth, uint64_t block_bytes) {
   std::vector<const FlashRate*> row;
   for (const FlashRate& f : flash) {
     if (f.queue_depth == depth) row.push_back(&f);
   }
   std::sort(row.begin(), row.end(),
             [](const FlashRate* a, const FlashRate* b) { return a->block_bytes < b->block_bytes; });
-  if (block_bytes <= row.front()->block_bytes) return row.front()->mib_per_s * kMiB;
-  if (block_bytes >= row.back()->block_bytes) return row.back()->mib_per_s * kMiB;
+  if (block_bytes <= row.front()->block_bytes) return row.front()->mib_per_s;
   for (size_t i = 1; i < row.size(); ++i) {
     if (block_bytes <= row[i]->block_bytes) {
       const double x0 = std::log(static_cast<double>(row[i - 1]->block_bytes));
       const double x1 = std::log(static_cast<double>(row[i]->block_bytes));
       const double t = (std::log(static_cast<double>(block_bytes)) - x0) / (x1 - x0);
-      return (row[i - 1]->mib_per_s + t * (row[i]->mib_per_s - row[i - 1]->mib_per_s)) * kMiB;
+      return Lerp(row[i - 1]->mib_per_s, row[i]->mib_per_s, t);
     }
   }
-  return row.back()->mib_per_s * kMiB;
+  return row.back()->mib_per_s;
+}
+
+}  // namespace
+
+double HardwareProfile::FlashBytesPerSecond(uint64_t block_bytes, double queue_depth) const {
+  if (flash.empty()) return 0;
+  // The measured depths around the one asked for (a layer with few misses keeps few in flight
+  // and waits about one read's latency for them: the shallow end of the curve), interpolated in
+  // log(depth); clamped to the shallowest and deepest measured.
+  int below = 0, above = 0;
+  for (const FlashRate& f : flash) {
+    if (f.queue_depth <= queue_depth) below = std::max(below, f.queue_depth);
+    if (f.queue_depth >= queue_depth && (above == 0 || f.queue_depth < above)) {
+      above = f.queue_depth;
+    }
+  }
+  if (below == 0) below = above;
+  if (above == 0) above = below;
+  const double r0 = RateAtDepth(flash, below, block_bytes);
+  if (above == below) return r0 * kMiB;
+  const double r1 = RateAtDepth(flash, above, block_bytes);
+  const double t = (std::log(queue_depth) - std::log(static_cast<double>(below))) /
+                   (std::log(static_cast<double>(above)) - std::log(static_cast<double>(below)));
+  return Lerp(r0, r1, t) * kMiB;
 }
 
 Status ValidateHardwareProfile(const HardwareProfile& hw, const std::string& where) {

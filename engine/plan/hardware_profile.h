@@ -39,10 +39,10 @@ struct HardwareProfile {
   // Bytes of weights per second of `type` at `threads` (clamped to 1..max_threads).
   double DenseRate(TensorType type, int threads) const;
   double GatherRate(TensorType type, int threads) const;
-  // Flash bytes per second reading blocks of `block_bytes` with up to `queue_depth` in flight:
-  // the deepest measured depth not above it, interpolated in log(block size) between the
+  // Flash bytes per second reading blocks of `block_bytes` with `queue_depth` in flight:
+  // interpolated in log(depth) between the measured depths and in log(block size) between the
   // measured sizes (clamped at the ends). 0 when flash was not measured.
-  double FlashBytesPerSecond(uint64_t block_bytes, int queue_depth) const;
+  double FlashBytesPerSecond(uint64_t block_bytes, double queue_depth) const;
 };
 
 // Checks the tables' sizes and values (positive, finite, one entry per thread count). `where`

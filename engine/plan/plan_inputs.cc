@@ -30,19 +30,25 @@ void Add(std::vector<TypedBytes>& v, TensorType type, uint64_t bytes) {
   v.push_back({type, bytes});
 }
 
+// A measured curve, with the ends (no cache, every bundle) added when missing.
+std::vector<CachePoint> CurveWithEnds(const std::vector<float>& fraction,
+                                      const std::vector<float>& rate) {
+  std::vector<CachePoint> out;
+  if (fraction.front() > 0) out.push_back({0.0, 1.0});
+  for (size_t i = 0; i < fraction.size(); ++i) {
+    out.push_back({fraction[i], std::clamp<double>(rate[i], 0, 1)});
+  }
+  if (out.back().fraction < 1) out.push_back({1.0, 0.0});
+  return out;
+}
+
 // The profile's miss curve under the store's default policy (a hot half plus the LRU) when it
 // has one, else under the LRU alone; the ends (no cache, every bundle) are added when missing.
 std::vector<CachePoint> ProfileCurve(const ActivationProfile& p, std::string* source) {
   const bool hot_half = p.miss_rate_hot_half.size() == p.miss_fraction.size();
   const std::vector<float>& rate = hot_half ? p.miss_rate_hot_half : p.miss_rate;
   *source = hot_half ? "profile (hot half + LRU)" : "profile (LRU)";
-  std::vector<CachePoint> out;
-  if (p.miss_fraction.front() > 0) out.push_back({0.0, 1.0});
-  for (size_t i = 0; i < p.miss_fraction.size(); ++i) {
-    out.push_back({p.miss_fraction[i], std::clamp<double>(rate[i], 0, 1)});
-  }
-  if (out.back().fraction < 1) out.push_back({1.0, 0.0});
-  return out;
+  return CurveWithEnds(p.miss_fraction, rate);
 }
 
 }  // namespace
@@ -76,11 +82,15 @@ Result<PlanInputs> MakePlanInputs(const Model& model, const ActivationProfile* p
                            " neurons; the model has " + std::to_string(c.n_layer) + " of " +
                            std::to_string(c.n_ff));
   }
-  if (in.powerinfer && !(options.active_share > 0 && options.active_share <= 1)) {
+  // A PowerInfer file's share: the caller's, else what `convert --calibrate` measured.
+  const double active_share = options.active_share > 0 ? options.active_share
+                              : layout                 ? layout->active_share
+                                                       : 0;
+  if (in.powerinfer && !(active_share > 0 && active_share <= 1)) {
     return InvalidArgument(
         "a PowerInfer file's predictor chooses its neurons, and the file does not say how many: "
         "pass the share active per token (--active-share, in (0, 1]; `sparrow bench --json` "
-        "reports it as active_fraction)");
+        "reports it as active_fraction), or convert it with --calibrate, which records it");
   }
   if (!in.powerinfer && c.ffn_kind != FfnKind::kSwiGlu) {
     return Unsupported("the planner handles SwiGLU models and PowerInfer files");
@@ -142,7 +152,7 @@ Result<PlanInputs> MakePlanInputs(const Model& model, const ActivationProfile* p
 
   // The levels the plan may choose.
   if (in.powerinfer) {
-    in.levels.push_back({1 - options.active_share, options.active_share, true, 0});
+    in.levels.push_back({1 - active_share, active_share, true, 0});
   } else {
     if (!layout) in.levels.push_back({0, 1, false, 0});  // dense: whole matrices
     if (profile) {
@@ -169,6 +179,9 @@ Result<PlanInputs> MakePlanInputs(const Model& model, const ActivationProfile* p
     }
     if (profile && !profile->miss_fraction.empty()) {
       in.cache = ProfileCurve(*profile, &in.miss_curve_source);
+    } else if (!layout->miss_fraction.empty()) {
+      in.cache = CurveWithEnds(layout->miss_fraction, layout->miss_rate);
+      in.miss_curve_source = "the converted file's (calibration, hot half + LRU)";
     } else {
       in.cache = UniformMissCurve();
       in.miss_curve_source = "assumed: no locality, a cache of share f misses 1 - f";

@@ -136,12 +136,12 @@ class HotAndLruReplay : public ReplayCache {
 
 // Each layer's neurons by how often the trace uses them, most frequent first (the order a
 // converted file gives them), once for every cache size.
-std::vector<std::vector<int32_t>> RankByFrequency(const NeuronTrace& trace) {
+std::vector<std::vector<int32_t>> RankByFrequency(const NeuronTrace& trace, int64_t tokens) {
   std::vector<std::vector<int32_t>> ranked(static_cast<size_t>(trace.n_layer()));
   std::vector<int64_t> count(static_cast<size_t>(trace.n_ff()));
   for (int64_t l = 0; l < trace.n_layer(); ++l) {
     std::fill(count.begin(), count.end(), 0);
-    for (int64_t t = 0; t < trace.tokens(); ++t) {
+    for (int64_t t = 0; t < tokens; ++t) {
       for (int32_t id : trace.Active(t, l)) ++count[id];
     }
     std::vector<int32_t>& order = ranked[l];
@@ -157,12 +157,16 @@ std::vector<std::vector<int32_t>> RankByFrequency(const NeuronTrace& trace) {
 
 std::vector<MissCurvePoint> ReplayMissCurve(const NeuronTrace& trace, size_t record_bytes,
                                             std::span<const double> fractions,
-                                            int64_t warmup_tokens, ReplayPolicy policy) {
+                                            int64_t warmup_tokens, ReplayPolicy policy,
+                                            int64_t rank_tokens) {
   std::vector<MissCurvePoint> curve;
   const int64_t bundles = trace.n_layer() * trace.n_ff();
-  const std::vector<std::vector<int32_t>> ranked = policy == ReplayPolicy::kHotHalfAndLru
-                                                       ? RankByFrequency(trace)
-                                                       : std::vector<std::vector<int32_t>>{};
+  const bool held_out = policy == ReplayPolicy::kHotHalfAndLru && rank_tokens > 0;
+  const int64_t first = held_out ? std::min(rank_tokens, trace.tokens()) : 0;
+  const std::vector<std::vector<int32_t>> ranked =
+      policy == ReplayPolicy::kHotHalfAndLru
+          ? RankByFrequency(trace, held_out ? first : trace.tokens())
+          : std::vector<std::vector<int32_t>>{};
   for (double f : fractions) {
     MissCurvePoint p;
     p.cache_fraction = std::clamp(f, 0.0, 1.0);
@@ -181,16 +185,17 @@ std::vector<MissCurvePoint> ReplayMissCurve(const NeuronTrace& trace, size_t rec
         break;
     }
     int64_t counted_misses = 0, counted_uses = 0, counted_tokens = 0;
-    for (int64_t t = 0; t < trace.tokens(); ++t) {
+    for (int64_t t = first; t < trace.tokens(); ++t) {
+      const bool counted = t - first >= warmup_tokens;
       for (int64_t l = 0; l < trace.n_layer(); ++l) {
         const std::span<const int32_t> ids = trace.Active(t, l);
         const int64_t missed = cache->Use(l, ids);
-        if (t >= warmup_tokens) {
+        if (counted) {
           counted_misses += missed;
           counted_uses += static_cast<int64_t>(ids.size());
         }
       }
-      if (t >= warmup_tokens) ++counted_tokens;
+      if (counted) ++counted_tokens;
     }
     p.miss_rate = counted_uses ? static_cast<double>(counted_misses) / counted_uses : 0.0;
     p.misses_per_token =

@@ -31,6 +31,9 @@ void RegisterBenchCommand(CLI::App& app, BenchOptions& o, bool& json, int& exit_
   cmd->add_option("-t,--threads", o.threads, "Thread counts, comma-separated")
       ->delimiter(',')
       ->capture_default_str();
+  cmd->add_option("--text", o.text_file,
+                  "Take prompt and decoded tokens from this text, in order, not random ids (a "
+                  "neuron cache then sees real text's locality)");
   cmd->add_option("-r,--repetitions", o.reps, "Timed repetitions per test (after one warm-up)")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <fstream>
 #include <random>
+#include <sstream>
 
 #include "engine/kernels/dequantize.h"
 #include "engine/kernels/thread_pool.h"
@@ -11,6 +12,7 @@
 #include "engine/runtime/forward_pass.h"
 #include "engine/runtime/kv_cache.h"
 #include "engine/sparse/sparse_plan.h"
+#include "engine/tokenizer/tokenizer.h"
 
 namespace sparrow::tools {
 namespace {
@@ -239,6 +241,16 @@ BenchResult MakeResult(std::string test, int threads, int64_t n_prompt, int64_t 
   return r;
 }
 
+// `path`'s text as the model's tokenizer reads it, with its BOS.
+Result<std::vector<int32_t>> TextTokens(const Model& model, const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return NotFound(path + ": cannot read the text");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  SPARROW_ASSIGN_OR_RETURN(auto tokenizer, LoadTokenizer(model.file()));
+  return tokenizer->Tokenize(ss.str(), /*add_special=*/true);
+}
+
 }  // namespace
 
 Result<BenchReport> RunBench(const BenchOptions& o) {
@@ -261,6 +273,15 @@ Result<BenchReport> RunBench(const BenchOptions& o) {
                            " exceed the model's context of " + std::to_string(c.n_ctx_train));
   }
 
+  if (!o.text_file.empty()) {
+    SPARROW_ASSIGN_OR_RETURN(std::vector<int32_t> text, TextTokens(*model, o.text_file));
+    const size_t need =
+        static_cast<size_t>(o.n_prompt + (o.reps + 1) * std::max<int64_t>(0, o.n_gen - 1));
+    if (text.size() < need) {
+      return InvalidArgument(o.text_file + " gives " + std::to_string(text.size()) +
+                             " tokens; -p, -n and -r need " + std::to_string(need));
+    }
+  }
   // Random valid ids after a BOS, as llama-bench feeds them.
   std::mt19937_64 rng(o.seed);
   std::uniform_int_distribution<int32_t> any_token(0, static_cast<int32_t>(c.n_vocab - 1));
@@ -274,6 +295,15 @@ Result<BenchReport> RunBench(const BenchOptions& o) {
   std::vector<std::vector<int32_t>> gens(static_cast<size_t>(o.reps) + 1, gen);
   for (size_t r = 1; r < gens.size(); ++r) {
     for (size_t i = 1; i < gens[r].size(); ++i) gens[r][i] = any_token(rng);
+  }
+  if (!o.text_file.empty()) {
+    // The text in order: the prompt, then each repetition's stretch after a BOS.
+    SPARROW_ASSIGN_OR_RETURN(std::vector<int32_t> text, TextTokens(*model, o.text_file));
+    size_t at = 0;
+    for (int32_t& t : prompt) t = text[at++];
+    for (auto& g : gens) {
+      for (size_t i = 1; i < g.size(); ++i) g[i] = text[at++];
+    }
   }
 
   std::vector<float> logits;

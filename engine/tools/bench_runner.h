@@ -28,6 +28,10 @@ struct BenchOptions {
   uint64_t bandwidth_mib = 512;  // size of the probe's buffer
   int bandwidth_reps = 5;
   uint64_t seed = 42;  // random prompt tokens
+  // Set: prompt and decoded tokens are this text's, in order (each repetition decodes the next
+  // stretch), instead of random ids: a neuron cache then sees the locality of real text, as the
+  // miss curve of `sparrow convert --calibrate` or a profile does.
+  std::string text_file;
   SparsityFlags sparse;
   // > 1: also a "tg<n>x<B>" test, B sequences decoding n tokens each in lockstep (one forward
   // pass per step for all of them, as the scheduler batches them); tokens/s counts all B.

@@ -28,7 +28,9 @@ const uint8_t* Row(const kernels::WeightMatrix& w, int64_t r) {
 // Neuron orders per layer: the test hook's, the profile's (most frequently active first at the
 // level nearest `hot_level`; ties keep file order), or the file's.
 Result<std::vector<std::vector<int32_t>>> NeuronOrders(const ConvertOptions& o,
-                                                       const ModelConfig& c, bool* by_profile) {
+                                                       const ModelConfig& c, bool* by_profile,
+                                                       std::vector<MissCurvePoint>* miss_curve,
+                                                       double* active_share) {
   std::vector<std::vector<int32_t>> orders(c.n_layer, std::vector<int32_t>(c.n_ff));
   for (auto& order : orders) std::iota(order.begin(), order.end(), 0);
   *by_profile = false;
@@ -42,9 +44,12 @@ Result<std::vector<std::vector<int32_t>>> NeuronOrders(const ConvertOptions& o,
                             ? o.threads
                             : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     SPARROW_ASSIGN_OR_RETURN(
-        orders, OrderByPredictorChoices(o.model, o.calibrate, o.calibrate_tokens, threads));
+        PredictorCalibration cal,
+        CalibrateByPredictor(o.model, o.calibrate, o.calibrate_tokens, threads));
     *by_profile = true;
-    return orders;
+    *miss_curve = std::move(cal.miss_curve);
+    *active_share = cal.active_share;
+    return std::move(cal.orders);
   }
   if (o.profile.empty()) return orders;
   SPARROW_ASSIGN_OR_RETURN(ActivationProfile p, ReadActivationProfile(o.profile, &c));
@@ -112,7 +117,10 @@ Result<ConvertSummary> ConvertToBundles(const ConvertOptions& o) {
   // A predictor chooses neurons before the gate, so the gate rows travel with the neuron; a
   // threshold on the gate's output needs every gate row, which then stays resident.
   sum.gate_in_bundle = c.powerinfer;
-  SPARROW_ASSIGN_OR_RETURN(auto orders, NeuronOrders(o, c, &sum.ordered_by_profile));
+  std::vector<MissCurvePoint> miss_curve;
+  double active_share = 0;
+  SPARROW_ASSIGN_OR_RETURN(auto orders,
+                           NeuronOrders(o, c, &sum.ordered_by_profile, &miss_curve, &active_share));
   for (int64_t il = 0; il < c.n_layer; ++il) {
     if (!IsPermutation(orders[il], c.n_ff)) {
       return InvalidArgument("the neuron order of layer " + std::to_string(il) +
@@ -154,6 +162,20 @@ Result<ConvertSummary> ConvertToBundles(const ConvertOptions& o) {
   h.AddArray(std::string(bk::kGateTypes), gate_types);
   h.AddArray(std::string(bk::kUpTypes), up_types);
   h.AddArray(std::string(bk::kDownTypes), down_types);
+  if (!miss_curve.empty()) {
+    std::vector<float> fraction, rate;
+    for (const MissCurvePoint& pt : miss_curve) {
+      fraction.push_back(static_cast<float>(pt.cache_fraction));
+      rate.push_back(static_cast<float>(pt.miss_rate));
+    }
+    h.AddArray(std::string(bk::kMissFraction), fraction);
+    h.AddArray(std::string(bk::kMissRate), rate);
+    sum.miss_curve = std::move(miss_curve);
+  }
+  if (active_share > 0) {
+    h.AddF32(std::string(bk::kActiveShare), static_cast<float>(active_share));
+    sum.active_share = active_share;
+  }
 
   // The tensor table: resident tensors in file order, the neuron orders, then the records.
   struct Resident {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "engine/common/result.h"
+#include "engine/sparse/miss_curve.h"
 
 namespace sparrow::tools {
 
@@ -38,6 +39,9 @@ struct ConvertSummary {
   int64_t n_ff = 0;
   bool gate_in_bundle = false;
   bool ordered_by_profile = false;
+  // --calibrate: the miss curve written into the file (the planner's P_miss); else empty.
+  std::vector<MissCurvePoint> miss_curve;
+  double active_share = 0;  // --calibrate: the share of neurons the predictor chose per token
 };
 
 Result<ConvertSummary> ConvertToBundles(const ConvertOptions& options);

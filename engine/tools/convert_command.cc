@@ -62,6 +62,17 @@ int RunConvert(const ConvertOptions& opts) {
       sum->gate_in_bundle ? ": gate, up, down" : ": up, down; gate resident",
       sum->ordered_by_profile ? "hot neurons first" : "neurons in the file's order",
       Mib(sum->resident_bytes).c_str(), Mib(sum->bundle_bytes).c_str());
+  if (sum->active_share > 0) {
+    std::printf("the predictor chose %.1f%% of the neurons per token on the calibration text\n",
+                100 * sum->active_share);
+  }
+  if (!sum->miss_curve.empty()) {
+    std::printf("miss curve on the calibration text (cache share of bundles: misses per neuron):");
+    for (const MissCurvePoint& pt : sum->miss_curve) {
+      std::printf(" %.2f:%.3f", pt.cache_fraction, pt.miss_rate);
+    }
+    std::printf("\n");
+  }
   return 0;
 }
 

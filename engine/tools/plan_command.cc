@@ -61,7 +61,8 @@ void RegisterPlanCommand(CLI::App& app, PlanCommandOptions& o, int& exit_code) {
       ->capture_default_str();
   cmd->add_option("--active-share", o.active_share,
                   "PowerInfer files: share of neurons the predictor runs per token (sparrow bench "
-                  "--json reports it as active_fraction)")
+                  "--json reports it as active_fraction; a file converted with --calibrate "
+                  "records it)")
       ->check(CLI::Range(0.0, 1.0));
   cmd->add_option("--kv-tokens", o.kv_tokens,
                   "KV pool for at least this many positions (default: the training context)")

@@ -15,25 +15,29 @@
 namespace sparrow::tools {
 namespace {
 
-class ChoiceCounter : public NeuronChoiceObserver {
+// Counts each neuron's choices and keeps every token's, in order, for the replay.
+class ChoiceRecorder : public NeuronChoiceObserver {
  public:
-  ChoiceCounter(int64_t n_layer, int64_t n_ff)
-      : n_ff_(n_ff), counts_(static_cast<size_t>(n_layer * n_ff), 0) {}
+  ChoiceRecorder(int64_t n_layer, int64_t n_ff)
+      : n_ff_(n_ff), counts_(static_cast<size_t>(n_layer * n_ff), 0), trace_(n_layer, n_ff) {}
   void OnChosen(int64_t il, const int32_t* neurons, int64_t n) override {
     for (int64_t k = 0; k < n; ++k) ++counts_[il * n_ff_ + neurons[k]];
+    trace_.Append(il, {neurons, static_cast<size_t>(n)});
   }
   const int64_t* layer(int64_t il) const { return &counts_[il * n_ff_]; }
+  const NeuronTrace& trace() const { return trace_; }
 
  private:
   int64_t n_ff_;
   std::vector<int64_t> counts_;
+  NeuronTrace trace_;
 };
 
 }  // namespace
 
-Result<std::vector<std::vector<int32_t>>> OrderByPredictorChoices(const std::string& model_path,
-                                                                  const std::string& text_file,
-                                                                  int64_t max_tokens, int threads) {
+Result<PredictorCalibration> CalibrateByPredictor(const std::string& model_path,
+                                                  const std::string& text_file, int64_t max_tokens,
+                                                  int threads, size_t record_bytes) {
   SPARROW_ASSIGN_OR_RETURN(auto model, Model::Load(model_path));
   const ModelConfig& c = model->config();
   if (!c.powerinfer) {
@@ -58,7 +62,7 @@ Result<std::vector<std::vector<int32_t>>> OrderByPredictorChoices(const std::str
   kernels::ThreadPool pool(std::max(1, threads));
   SPARROW_ASSIGN_OR_RETURN(auto plan, MakeSparsePlan(*model, SparsityOptions{}, &pool));
   auto ffn = std::make_unique<SparseFfn>(*model, plan, &pool);
-  ChoiceCounter counter(c.n_layer, c.n_ff);
+  ChoiceRecorder counter(c.n_layer, c.n_ff);
   ffn->set_choice_observer(&counter);
   ForwardPass fp(*model, &pool, std::move(ffn));
   // Windows of the context's length, each a fresh sequence, run in chunks of 64 tokens; the
@@ -73,14 +77,36 @@ Result<std::vector<std::vector<int32_t>>> OrderByPredictorChoices(const std::str
           fp.Run({&tokens[t], len}, static_cast<int64_t>(t - w), cache, false, &logits));
     }
   }
-  std::vector<std::vector<int32_t>> orders(c.n_layer, std::vector<int32_t>(c.n_ff));
+  PredictorCalibration out;
+  out.orders.assign(c.n_layer, std::vector<int32_t>(c.n_ff));
   for (int64_t il = 0; il < c.n_layer; ++il) {
-    std::iota(orders[il].begin(), orders[il].end(), 0);
+    std::vector<int32_t>& order = out.orders[il];
+    std::iota(order.begin(), order.end(), 0);
     const int64_t* f = counter.layer(il);
-    std::stable_sort(orders[il].begin(), orders[il].end(),
-                     [f](int32_t a, int32_t b) { return f[a] > f[b]; });
+    std::stable_sort(order.begin(), order.end(), [f](int32_t a, int32_t b) { return f[a] > f[b]; });
   }
-  return orders;
+  const NeuronTrace& trace = counter.trace();
+  int64_t chosen = 0;
+  for (int64_t il = 0; il < c.n_layer; ++il) {
+    for (int64_t t = 0; t < trace.tokens(il); ++t) {
+      chosen += static_cast<int64_t>(trace.Active(t, il).size());
+    }
+  }
+  if (trace.tokens() > 0) {
+    out.active_share =
+        static_cast<double>(chosen) / static_cast<double>(trace.tokens() * c.n_layer * c.n_ff);
+  }
+  if (trace.tokens() >= 8) {
+    std::vector<double> fractions;
+    for (int i = 1; i <= 20; ++i) fractions.push_back(i / 20.0);
+    // Hot neurons ranked on the first half of the text, the cache replayed on the second (its
+    // first quarter only warming it): a served model meets text its ranking did not see, and
+    // an in-sample curve was a third too optimistic at half the bundles (bench/RESULTS.md).
+    const int64_t half = trace.tokens() / 2;
+    out.miss_curve = ReplayMissCurve(trace, record_bytes, fractions, (trace.tokens() - half) / 4,
+                                     ReplayPolicy::kHotHalfAndLru, half);
+  }
+  return out;
 }
 
 }  // namespace sparrow::tools

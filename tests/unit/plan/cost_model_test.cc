@@ -39,17 +39,30 @@ TEST(CostModelTest, AModelNotConvertedNeverReadsFlash) {
   EXPECT_EQ(FlashSeconds(in, in.cache[0], in.levels[0]), 0);
 }
 
-TEST(HardwareProfileTest, FlashRateInterpolatesInLogBlockSizeAtTheStoreDepth) {
+TEST(HardwareProfileTest, FlashRateInterpolatesInLogBlockSizeAndLogDepth) {
   HardwareProfile hw = testing::TwoThreadHardware();
   hw.flash = {{4096, 1, 100}, {16384, 1, 300}, {4096, 32, 200}, {16384, 32, 600}};
   // 8 KiB is halfway between 4 and 16 KiB in log size.
   EXPECT_NEAR(hw.FlashBytesPerSecond(8192, 1), 200 * kMiBytes, 1e-3);
-  // The deepest measured depth not above the store's: 32 for 128; 1 for 8.
+  // Deeper than measured: the deepest measured; between depths, linear in log(depth) (8 is 3/5
+  // of the way from 1 to 32).
   EXPECT_NEAR(hw.FlashBytesPerSecond(8192, 128), 400 * kMiBytes, 1e-3);
-  EXPECT_NEAR(hw.FlashBytesPerSecond(4096, 8), 100 * kMiBytes, 1e-3);
+  EXPECT_NEAR(hw.FlashBytesPerSecond(4096, 8), 160 * kMiBytes, 1e-3);
   // Clamped at the ends.
   EXPECT_NEAR(hw.FlashBytesPerSecond(1 << 20, 32), 600 * kMiBytes, 1e-3);
   EXPECT_NEAR(hw.FlashBytesPerSecond(512, 32), 200 * kMiBytes, 1e-3);
+  EXPECT_NEAR(hw.FlashBytesPerSecond(4096, 0.5), 100 * kMiBytes, 1e-3);
+}
+
+TEST(CostModelTest, ALayerWithFewMissesReadsAtTheShallowEndOfTheCurve) {
+  PlanInputs in = HandInputs();
+  in.io_queue_depth = 128;
+  in.hw.flash = {{4096, 1, 100}, {4096, 8, 400}, {4096, 128, 800}};
+  // No cache: 500 reads of 4 KiB a layer, more than the store keeps in flight: its depth.
+  EXPECT_NEAR(FlashSeconds(in, in.cache[0], in.levels[0]), 500 * 4096 / (800 * kMiBytes), 1e-12);
+  // Four misses a layer (500 * 0.008): two thirds of the way from depth 1 to 8 in log(depth).
+  const double rate = 100 + (400 - 100) * 2.0 / 3.0;
+  EXPECT_NEAR(FlashSeconds(in, {0.9, 0.008}, in.levels[0]), 4 * 4096 / (rate * kMiBytes), 1e-12);
 }
 
 TEST(HardwareProfileTest, UnmeasuredTypeTakesTheClosestInBytesPerWeight) {

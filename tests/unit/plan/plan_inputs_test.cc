@@ -147,5 +147,44 @@ TEST(PlanInputsTest, ConvertedFileOffersTheUniformCurveWithoutAProfile) {
   EXPECT_LE(plan->memory_bytes, r.budget_bytes);
 }
 
+// A PowerInfer file converted with --calibrate carries the miss curve its own predictor made on
+// the text; the planner takes it over the uniform one (a real predictor's choices repeat, so
+// the same cache misses less) and plans a faster token for the same budget.
+TEST(PlanInputsTest, CalibratedConversionBringsItsMeasuredMissCurve) {
+  const std::string src = sparrow::testing::SharedDir() + "/kjv/models/kjv-relu-5m-pwri-q4_0.gguf";
+  if (!sparrow::testing::FileExists(src)) GTEST_SKIP() << src << " is missing";
+  tools::ConvertOptions c;
+  c.model = src;
+  c.output = sparrow::testing::TempPath("plan-calibrated.gguf");
+  c.calibrate = sparrow::testing::SharedDir() + "/kjv/text/kjv-train.txt";
+  c.calibrate_tokens = 128;
+  c.threads = 2;
+  ASSERT_TRUE(tools::ConvertToBundles(c).ok());
+  auto model = Model::Load(c.output);
+  ASSERT_TRUE(model.ok()) << model.status().ToString();
+  const NeuronBundleLayout& layout = *(*model)->weights().bundles;
+  ASSERT_FALSE(layout.miss_fraction.empty());
+
+  // The file also says how many neurons the predictor chose: no --active-share needed.
+  ASSERT_GT(layout.active_share, 0.0f);
+  ASSERT_LT(layout.active_share, 1.0f);
+  auto in = MakePlanInputs(**model, nullptr, testing::TwoThreadHardware());
+  ASSERT_TRUE(in.ok()) << in.status().ToString();
+  ASSERT_EQ(in->levels.size(), 1u);
+  EXPECT_FLOAT_EQ(static_cast<float>(in->levels[0].active_share), layout.active_share);
+  EXPECT_NE(in->miss_curve_source.find("converted file"), std::string::npos);
+  // No cache first (the file's curve starts at 5%), then the file's points as written.
+  ASSERT_EQ(in->cache.size(), layout.miss_fraction.size() + 1);
+  EXPECT_EQ(in->cache[0].fraction, 0.0);
+  EXPECT_EQ(in->cache[0].miss_rate, 1.0);
+  for (size_t i = 0; i < layout.miss_fraction.size(); ++i) {
+    EXPECT_FLOAT_EQ(static_cast<float>(in->cache[i + 1].fraction), layout.miss_fraction[i]);
+    EXPECT_FLOAT_EQ(static_cast<float>(in->cache[i + 1].miss_rate), layout.miss_rate[i]);
+  }
+  const CachePoint half = in->cache[10];
+  EXPECT_NEAR(half.fraction, 0.5, 1e-6);
+  EXPECT_LT(half.miss_rate, 0.5);
+}
+
 }  // namespace
 }  // namespace sparrow::plan

@@ -118,5 +118,27 @@ TEST(MissCurve, AHotHalfNeverMissesItsNeurons) {
   EXPECT_GT(hot[0].misses_per_token, 20.0 * n_layer) << "40 slots cannot hold 400 random ones";
 }
 
+// A hot half ranked on text the replay does not see: ten tokens use neurons 0..9, the thirty
+// after them 50..59. Ranked on the whole trace the hot half holds five of 50..59 and the LRU
+// the other five: nothing misses once warm. Ranked on the first ten tokens it holds five of
+// 0..9, never used again, and the LRU's five slots meet ten neurons a token.
+TEST(MissCurve, AHotHalfRankedOnOtherTokensMissesWhatItDidNotSee) {
+  NeuronTrace trace(1, 100);
+  std::vector<int32_t> early(10), late(10);
+  for (int32_t i = 0; i < 10; ++i) {
+    early[i] = i;
+    late[i] = 50 + i;
+  }
+  for (int t = 0; t < 10; ++t) trace.Append(0, early);
+  for (int t = 0; t < 30; ++t) trace.Append(0, late);
+  const std::vector<double> tenth = {0.1};  // 10 bundles: 5 hot, 5 in the LRU
+  const auto in_sample = ReplayMissCurve(trace, 4096, tenth, 12, ReplayPolicy::kHotHalfAndLru);
+  EXPECT_EQ(in_sample[0].miss_rate, 0.0);
+  const auto held_out =
+      ReplayMissCurve(trace, 4096, tenth, 2, ReplayPolicy::kHotHalfAndLru, /*rank_tokens=*/10);
+  EXPECT_GE(held_out[0].miss_rate, 0.5);
+  EXPECT_GE(held_out[0].misses_per_token, 5.0);
+}
+
 }  // namespace
 }  // namespace sparrow

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "engine/tools/bench_report.h"
@@ -70,6 +71,33 @@ TEST(RunBench, RejectsBadOptions) {
   auto r = RunBench(o);
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("missing.gguf"), std::string::npos);
+}
+
+// --text: prompt and decoded tokens come from the text, in order; a text too short for -p, -n
+// and -r, or one that cannot be read, is refused naming the file.
+TEST(RunBench, TakesItsTokensFromAText) {
+  const std::string text = testing::TempPath("bench-text.txt");
+  {
+    std::ofstream out(text);
+    for (int i = 0; i < 20; ++i) out << "Once upon a time there was a little girl named Lily. ";
+  }
+  BenchOptions o = SmallRun();
+  o.threads = {1};
+  o.text_file = text;
+  auto report = RunBench(o);
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  ASSERT_EQ(report->results.size(), 2u);
+  EXPECT_GT(report->results[1].ts.median, 0);
+
+  o.n_gen = 400;
+  auto short_text = RunBench(o);
+  ASSERT_FALSE(short_text.ok());
+  EXPECT_NE(short_text.status().message().find("bench-text.txt"), std::string::npos);
+  o = SmallRun();
+  o.text_file = testing::TempPath("no-such-text.txt");
+  auto missing = RunBench(o);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.status().message().find("no-such-text.txt"), std::string::npos);
 }
 
 }  // namespace

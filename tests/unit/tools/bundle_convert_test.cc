@@ -182,9 +182,21 @@ TEST(ConvertToBundles, CalibrateOrdersAPowerInferFileByItsPredictor) {
   // The file's order is not the measured one, and the measured one is what the records follow.
   const std::vector<int32_t>& ids = (*b)->weights().bundles->layers[2].neuron_ids;
   EXPECT_FALSE(std::is_sorted(ids.begin(), ids.end()));
-  auto orders = OrderByPredictorChoices(src, text, 256, 2);
-  ASSERT_TRUE(orders.ok());
-  EXPECT_EQ((*orders)[2], ids);
+  auto cal = CalibrateByPredictor(src, text, 256, 2);
+  ASSERT_TRUE(cal.ok());
+  EXPECT_EQ(cal->orders[2], ids);
+  // The miss curve the planner reads: the file's, as replayed; a larger cache misses less, and
+  // one holding every bundle misses only the neurons no earlier token had used.
+  const NeuronBundleLayout& layout = *(*b)->weights().bundles;
+  ASSERT_EQ(layout.miss_fraction.size(), 20u);
+  ASSERT_EQ(layout.miss_rate.size(), 20u);
+  EXPECT_FLOAT_EQ(layout.miss_fraction.back(), 1.0f);
+  EXPECT_FLOAT_EQ(layout.miss_rate[9], static_cast<float>(cal->miss_curve[9].miss_rate));
+  EXPECT_GT(layout.miss_rate.front(), layout.miss_rate[9]);
+  EXPECT_GT(layout.miss_rate[9], layout.miss_rate.back());
+  EXPECT_LT(layout.miss_rate.back(), 0.05f);
+  // A real predictor's choices repeat: half the bundles miss far less than half the neurons.
+  EXPECT_LT(layout.miss_rate[9], 0.4f);
   // Summed in another order, a residual moves by rounding, and a neuron whose predictor logit
   // sits at the threshold can flip: close, not bit for bit; the same greedy token.
   const std::vector<float> la = Logits(**a), lb = Logits(**b);
@@ -303,6 +315,29 @@ TEST(ReadNeuronBundleLayout, RefusesMalformedLayoutsNamingTheField) {
        "sparrow.bundle.down_types[1]"},
       {"missing", [](testing::GgufWriter& w) { w.RemoveTensor("blk.1.ffn_bundles"); },
        "blk.1.ffn_bundles"},
+      {"miss-curve-half",
+       [](testing::GgufWriter& w) {
+         w.AddArray("sparrow.bundle.miss_fraction", std::vector<float>{0.5f, 1.0f});
+       },
+       "sparrow.bundle.miss_rate"},
+      {"miss-curve-pairs",
+       [](testing::GgufWriter& w) {
+         w.AddArray("sparrow.bundle.miss_fraction", std::vector<float>{0.5f, 1.0f});
+         w.AddArray("sparrow.bundle.miss_rate", std::vector<float>{0.5f});
+       },
+       "sparrow.bundle.miss_fraction"},
+      {"miss-curve-order",
+       [](testing::GgufWriter& w) {
+         w.AddArray("sparrow.bundle.miss_fraction", std::vector<float>{0.5f, 0.4f});
+         w.AddArray("sparrow.bundle.miss_rate", std::vector<float>{0.5f, 0.6f});
+       },
+       "sparrow.bundle.miss_fraction[1]"},
+      {"miss-curve-rate",
+       [](testing::GgufWriter& w) {
+         w.AddArray("sparrow.bundle.miss_fraction", std::vector<float>{0.5f, 1.0f});
+         w.AddArray("sparrow.bundle.miss_rate", std::vector<float>{0.5f, 1.5f});
+       },
+       "sparrow.bundle.miss_rate[1]"},
       {"short-records",
        [](testing::GgufWriter& w) {
          w.RemoveTensor("blk.0.ffn_bundles");
