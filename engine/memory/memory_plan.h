@@ -19,6 +19,9 @@ struct MemoryPlan {
   std::optional<size_t> kv_pool_bytes;
   // Compute threads (ThreadPool::set_active_threads), as the planner chose; unset: unchanged.
   std::optional<int> threads;
+  // The FFN's sparsity level (SparsityLevel::Set: the nearest level the server may run at, none
+  // above the one it started with), as the planner chose; unset: unchanged.
+  std::optional<double> sparsity;
 };
 
 }  // namespace sparrow

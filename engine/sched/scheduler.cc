@@ -99,6 +99,7 @@ Scheduler::Scheduler(const Model& model, kernels::ThreadPool* pool, SchedulerOpt
   min_kv_blocks_ =
       std::min(opts_.kv_blocks, (opts_.n_ctx + opts_.kv_block_size - 1) / opts_.kv_block_size);
   stats_.ffn_mode = fp_.ffn().mode();
+  if (opts_.sparsity_level) stats_.sparsity = opts_.sparsity_level->Current().sparsity;
   stats_.kv = kv_.Stats();  // an idle server reports its pool, not zeros
   thread_ = std::thread([this] { Loop(); });
 }
@@ -508,6 +509,15 @@ void Scheduler::ApplyPendingPlan() {
     ResizeKv(std::clamp(want, min_kv_blocks_, opts_.kv_blocks));
   }
   if (plan->threads && pool_) pool_->set_active_threads(*plan->threads);
+  std::optional<double> sparsity;
+  if (plan->sparsity && opts_.sparsity_level) {
+    sparsity = opts_.sparsity_level->Set(*plan->sparsity);
+    // The planner's levels are the profile's floats (0.3f for 0.3): only another level is news.
+    if (std::fabs(*sparsity - *plan->sparsity) > 1e-6) {
+      spdlog::info("memory plan {}: sparsity {} is not a level this server may run at; {} instead",
+                   plan->version, *plan->sparsity, *sparsity);
+    }
+  }
   if (plan->neuron_cache_bytes && opts_.neuron_store) {
     const Status st = opts_.neuron_store->Resize(*plan->neuron_cache_bytes);
     if (!st.ok()) {
@@ -519,12 +529,15 @@ void Scheduler::ApplyPendingPlan() {
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - plan->decided)
           .count();
   spdlog::info(
-      "memory plan {} applied ({}): neuron cache {} MiB, KV pool {} blocks ({} MiB), {:.1f} ms "
-      "after the decision",
+      "memory plan {} applied ({}): neuron cache {} MiB, KV pool {} blocks ({} MiB), threads {}, "
+      "sparsity {}, {:.1f} ms after the decision",
       plan->version, plan->cause,
       plan->neuron_cache_bytes ? std::to_string(*plan->neuron_cache_bytes >> 20) : "kept",
-      kv_.n_blocks(), kv_.Stats().mapped_bytes >> 20, ms);
+      kv_.n_blocks(), kv_.Stats().mapped_bytes >> 20,
+      plan->threads ? std::to_string(*plan->threads) : "kept",
+      sparsity ? fmt::format("{}", *sparsity) : "kept", ms);
   std::lock_guard<std::mutex> lock(mu_);
+  if (sparsity) stats_.sparsity = sparsity;
   stats_.kv = kv_.Stats();
   stats_.memory_plan_version = plan->version;
   stats_.memory_plan_latency_ms = ms;

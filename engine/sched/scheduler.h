@@ -27,6 +27,7 @@
 #include "engine/sched/request.h"
 #include "engine/sched/step_time_model.h"
 #include "engine/sparse/neuron_store.h"
+#include "engine/sparse/sparsity_level.h"
 
 namespace sparrow {
 namespace kernels {
@@ -51,6 +52,9 @@ struct SchedulerOptions {
   std::function<std::unique_ptr<FeedForward>(const Model&, kernels::ThreadPool*)> make_ffn;
   // The FFN's neuron store when its rows live on flash (--cache-mb): its counters join Stats().
   std::shared_ptr<NeuronStore> neuron_store;
+  // The FFN's sparsity levels when a memory plan may switch them (a threshold policy's
+  // SparsePlan::levels); null: the level is fixed and plans' sparsity is ignored.
+  std::shared_ptr<SparsityLevel> sparsity_level;
 };
 
 struct SchedulerStats {
@@ -69,6 +73,7 @@ struct SchedulerStats {
   std::optional<NeuronStoreStats> neuron_cache;  // with a neuron store (SchedulerOptions)
   int64_t memory_plan_version = 0;               // the last plan applied (0: none yet)
   double memory_plan_latency_ms = 0;             // from its decision to its application
+  std::optional<double> sparsity;                // the level in force (with a sparsity_level)
 };
 
 class Scheduler {
@@ -89,10 +94,11 @@ class Scheduler {
 
   SchedulerStats Stats() const;
 
-  // Applies `plan` between two steps (at once when idle): the compute threads are set, the neuron
-  // store is resized to its bytes, and the KV pool to its bytes (preempting the newest sequences,
-  // which resume later with their prefix kept where the prefix cache still holds it, when the
-  // blocks in use do not fit). Returns at once; a newer plan replaces one not applied yet. Stats()
+  // Applies `plan` between two steps (at once when idle): the compute threads are set, the
+  // sparsity level (the allowed one nearest the plan's, SparsityLevel::Set), the neuron store is
+  // resized to its bytes, and the KV pool to its bytes (preempting the newest sequences, which
+  // resume later with their prefix kept where the prefix cache still holds it, when the blocks in
+  // use do not fit). Returns at once; a newer plan replaces one not applied yet. Stats()
   // names the plan applied.
   void ApplyMemoryPlan(MemoryPlan plan);
   // kv_blocks: the pool's size as configured, the most a budget may give it.

@@ -54,8 +54,9 @@ struct ActivationProfile {
   // LLM in a Flash's window, and NeuronStore's default of a hot half plus the LRU.
   std::vector<float> miss_rate_window, miss_rate_hot_half;
 
-  // Per-layer thresholds skipping `sparsity` of the neurons, interpolated between levels.
-  // Fails outside [levels.front(), levels.back()], naming the range.
+  // Per-layer thresholds skipping `sparsity` of the neurons, interpolated between levels (a
+  // sparsity within 1e-6 of a level is that level). Fails outside [levels.front(),
+  // levels.back()], naming the range.
   Result<std::vector<float>> Thresholds(ThresholdMethod method, double sparsity) const;
 };
 

@@ -22,7 +22,9 @@ T* Grow(std::vector<T>& v, size_t n) {
 
 SparseFfn::SparseFfn(const Model& model, std::shared_ptr<const SparsePlan> plan,
                      kernels::ThreadPool* pool)
-    : model_(model), plan_(std::move(plan)), pool_(pool), predictor_(pool), dense_(model, pool) {}
+    : model_(model), plan_(std::move(plan)), pool_(pool), predictor_(pool), dense_(model, pool) {
+  if (plan_->levels) level_ = &plan_->levels->Current();
+}
 
 Status SparseFfn::Compute(int64_t il, const FfnInput& in, float* out) {
   const ModelConfig& c = model_.config();
@@ -31,6 +33,9 @@ Status SparseFfn::Compute(int64_t il, const FfnInput& in, float* out) {
   // PowerInfer files mask prompt tokens too (as PowerInfer does) without counting them;
   // sparse_prompts (perplexity) runs and counts every token.
   current_layer_ = il;
+  // The level is read at the first layer only: a switch between two layers of a pass (the memory
+  // plan is applied between steps, but nothing stops another thread) waits for the next pass.
+  if (il == 0 && plan_->levels) level_ = &plan_->levels->Current();
   sparse_.resize(n);
   counted_.resize(n);
   int64_t n_sparse = 0;
@@ -39,6 +44,12 @@ Status SparseFfn::Compute(int64_t il, const FfnInput& in, float* out) {
     counted_[t] = decoded;
     sparse_[t] = decoded || plan_->mask_prompts;
     n_sparse += sparse_[t];
+  }
+  if (level_ && level_->dense()) {
+    // The dense level (never offered with a store, whose dense FFN would read every neuron from
+    // flash): the whole-matrix FFN, the same bits as a server started dense.
+    for (int64_t t = 0; t < n; ++t) CountDense(counted_[t]);
+    return dense_.Compute(il, in, out);
   }
   if (plan_->store) return FromStore(il, in, n_sparse, out);
   if (n_sparse == 0) return dense_.Compute(il, in, out);
@@ -86,7 +97,7 @@ void SparseFfn::SelectTokens(int64_t il, const FfnInput& in, const float* logits
       }
     } else {
       const float* ht = gate_.data() + t * c.n_ff;
-      const float threshold = plan_->thresholds[il];
+      const float threshold = level_->thresholds[il];
       for (int32_t i = 0; i < c.n_ff; ++i) {
         if (std::fabs(ht[i]) >= threshold) tok_ids_.push_back(i);
       }
@@ -257,6 +268,13 @@ void SparseFfn::Chosen(bool decoded, const int32_t* neurons, int64_t n) {
   counters_.neurons_computed += n;
 }
 
+void SparseFfn::CountDense(bool decoded) {
+  if (!decoded) return;
+  ++counters_.decode_tokens;
+  counters_.neurons_total += model_.config().n_ff;
+  counters_.neurons_computed += model_.config().n_ff;
+}
+
 void SparseFfn::AccumulateDown(const kernels::WeightMatrix& down_t, float* h, float* out,
                                bool decoded) {
   const ModelConfig& c = model_.config();
@@ -290,7 +308,7 @@ void SparseFfn::PredictedOne(int64_t il, const float* logits, const float* norme
 
 void SparseFfn::SelectByThreshold(int64_t il, float* h, const float* u) {
   const int64_t n_ff = model_.config().n_ff;
-  const float threshold = plan_->thresholds[il];
+  const float threshold = level_->thresholds[il];
   const bool cats = plan_->policy == SparsePolicy::kCats;
   active_.clear();
   for (int32_t i = 0; i < n_ff; ++i) {
@@ -315,7 +333,7 @@ void SparseFfn::ThresholdOne(int64_t il, const float* normed, float* out) {
     // Only the neurons whose gate passes read their up rows; the rest of u is never used.
     active_.clear();
     for (int32_t i = 0; i < c.n_ff; ++i) {
-      if (std::fabs(h[i]) >= plan_->thresholds[il]) active_.push_back(i);
+      if (std::fabs(h[i]) >= level_->thresholds[il]) active_.push_back(i);
     }
     const auto n_active = static_cast<int64_t>(active_.size());
     float* gathered = Grow(gate_, n_active);

@@ -10,8 +10,9 @@
 // does). A converted file under --cache-mb reads its records through the plan's NeuronStore:
 // the neurons a step's sparse tokens use are acquired once (hot segment, cache, or flash) and
 // each token computed from them as it would be from memory, bit for bit; steps that use most
-// neurons (prompts) read the whole layer in large reads and run by whole matrices. One per
-// ForwardPass; not thread-safe.
+// neurons (prompts) read the whole layer in large reads and run by whole matrices. The threshold
+// policies' level may change while serving (SparsityLevel); a forward pass runs at the level in
+// force at its first layer. One per ForwardPass; not thread-safe.
 #include <memory>
 #include <vector>
 
@@ -78,6 +79,8 @@ class SparseFfn : public FeedForward {
   void SelectByThreshold(int64_t il, float* h, const float* u);
   // A sparse token chose `neurons`: counted in counters_ when decoded, shown to the observer.
   void Chosen(bool decoded, const int32_t* neurons, int64_t n);
+  // A token of the dense level: every neuron computed, counted when decoded.
+  void CountDense(bool decoded);
   // h (n_ff, zero outside active_) through the active neurons' down rows into out (n_embd).
   void AccumulateDown(const kernels::WeightMatrix& down_t, float* h, float* out, bool decoded);
 
@@ -89,6 +92,8 @@ class SparseFfn : public FeedForward {
   FfnCounters counters_;
   NeuronChoiceObserver* observer_ = nullptr;
   int64_t current_layer_ = 0;  // of the Compute in progress (for the observer)
+  // Threshold policies: the level of the pass in progress (plan_->levels, read at layer 0).
+  const ThresholdLevel* level_ = nullptr;
   std::vector<float> logits_, gate_, up_, h_, dense_in_, dense_out_;
   std::vector<int32_t> active_, all_rows_;
   std::vector<uint8_t> sparse_, counted_;  // per token of the current call (see Compute)

@@ -239,7 +239,9 @@ Result<std::shared_ptr<const SparsePlan>> MakeInMemoryPlan(const Model& model,
       plan->pred_bias.push_back(std::move(lp.bias));
     }
   } else {
-    SPARROW_ASSIGN_OR_RETURN(plan->thresholds, profile.Thresholds(o.method, o.sparsity));
+    // Dense stays open to a plan unless the FFN is on flash, where it would read every neuron.
+    SPARROW_ASSIGN_OR_RETURN(plan->levels,
+                             MakeSparsityLevel(profile, o.method, o.sparsity, !o.cache_bytes));
     plan->policy =
         o.method == ThresholdMethod::kCats ? SparsePolicy::kCats : SparsePolicy::kTealDown;
   }

@@ -2,7 +2,8 @@
 // SparsePlan: how a model's FFN runs sparse, decided once per model and options and shared by
 // every ForwardPass: which policy chooses the neurons, the per-layer thresholds, and the down
 // projection as one row per neuron (the file's ffn_down_t in PowerInfer files; a transposed copy
-// built at load for SwiGLU models). Immutable after MakeSparsePlan; thread-safe.
+// built at load for SwiGLU models). Immutable after MakeSparsePlan but for the level in force and
+// the store, which are thread-safe.
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -15,6 +16,7 @@
 #include "engine/runtime/feed_forward.h"
 #include "engine/sparse/activation_profile.h"
 #include "engine/sparse/neuron_store.h"
+#include "engine/sparse/sparsity_level.h"
 
 namespace sparrow {
 namespace kernels {
@@ -56,7 +58,9 @@ struct SparsePlan {
   bool sparse_prompts = false;        // every token runs sparse, not only decoded ones (perplexity)
   int64_t gather_max_tokens = 1;      // see SparsityOptions
   int64_t dense_down_min_tokens = 2;  // see SparsityOptions
-  std::vector<float> thresholds;      // threshold policies: per layer
+  // Threshold policies: the per-layer thresholds of each level this plan may switch to and the
+  // one in force (the memory plan moves it between steps). Shared, not immutable, like `store`.
+  std::shared_ptr<SparsityLevel> levels;
   std::vector<kernels::WeightMatrix> down_t;  // per layer: one row of n_embd per neuron
   // Predictor policy: per layer fc1/fc2 (the file's, or the profile's in F32) and bias (empty
   // for PowerInfer files); a neuron runs when its logit >= predictor_threshold.

@@ -183,6 +183,8 @@ json MemoryJson(const MemoryGovernorStats& m, const SchedulerStats& s) {
                  {"solve_ms", r.solve_ms}};
   }
   j["plan_error"] = m.plan_error;
+  // The level in force, which the plan's may differ from (a level the server may not run at).
+  if (s.sparsity) j["sparsity"] = *s.sparsity;
   if (s.neuron_cache) {
     j["neuron_cache"] = {
         {"capacity_bytes", s.neuron_cache->capacity_bytes},

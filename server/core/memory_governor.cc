@@ -140,12 +140,14 @@ void MemoryGovernor::Consult(MemorySplit& split, MemoryPlan* plan) {
                             : 0;
   split.kv_pool = std::clamp<uint64_t>(rest, c.kv_min_bytes, c.kv_max_bytes);
   plan->threads = run->threads;
+  // The scheduler keeps to the levels this server may run at (SparsityLevel::Set).
+  plan->sparsity = run->sparsity;
   std::string binding;
   for (const std::string& b : run->binding) binding += (binding.empty() ? "" : ", ") + b;
   spdlog::info(
-      "memory: plan for {}: {} threads, neuron cache {}, KV pool {}, predicted {:.2f} tokens/s "
-      "(binding: {}; solved in {:.1f} ms)",
-      Mib(total), run->threads, Mib(split.neuron_cache), Mib(split.kv_pool),
+      "memory: plan for {}: {} threads, sparsity {}, neuron cache {}, KV pool {}, predicted "
+      "{:.2f} tokens/s (binding: {}; solved in {:.1f} ms)",
+      Mib(total), run->threads, run->sparsity, Mib(split.neuron_cache), Mib(split.kv_pool),
       run->predicted_tokens_per_s, binding.empty() ? "none" : binding, run->solve_ms);
   stats_.plan_error.clear();
   stats_.run_plan = std::move(run).value();

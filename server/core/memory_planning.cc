@@ -62,6 +62,12 @@ Result<PlanFn> MakePlanFn(const ServerConfig& config, const ServedModel& m,
       }
       if (!in.ok()) return in.status();
       *inputs = std::move(in).value();
+      if (m.sparse_plan && m.sparse_plan->owned_bytes() > 0) {
+        // Started sparse, the transposed down copy is held at every level, dense included (a
+        // switch back needs it), and the budget already counts it with the weights: no level
+        // adds it, or the planner would go dense to save memory that dense does not free.
+        for (plan::PlanLevel& l : (*inputs)->levels) l.extra_bytes = 0;
+      }
     }
     // The governor's budget in the planner's own count of what does not move (its estimates of
     // resident weights and scratch differ from the MemoryBudget's): the KV pool and the cache

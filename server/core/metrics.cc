@@ -165,6 +165,12 @@ void RenderMemory(const MemoryGovernorStats& m, const SchedulerStats& s, std::st
     Sample("sparrow_memory_plan_predicted_tokens_per_second", "",
            m.run_plan->predicted_tokens_per_s, out);
   }
+  // The level in force, with or without a planner (a sparse model started at its level).
+  if (s.sparsity) {
+    Header("sparrow_memory_plan_sparsity", "gauge",
+           "Share of FFN neurons skipped per decoded token at the sparsity level in force.", out);
+    Sample("sparrow_memory_plan_sparsity", "", *s.sparsity, out);
+  }
   Header("sparrow_kv_pool_mapped_bytes", "gauge", "Memory the KV pool's blocks take now.", out);
   Sample("sparrow_kv_pool_mapped_bytes", "", static_cast<double>(s.kv.mapped_bytes), out);
   Header("sparrow_memory_pressure_level", "gauge",

@@ -87,7 +87,10 @@ Result<std::shared_ptr<ServedModel>> LoadServedModel(const ServerConfig& config,
   opts.make_ffn = [plan = m->sparse_plan](const Model& model, kernels::ThreadPool* pool) {
     return MakeFeedForward(model, plan, pool);
   };
-  if (m->sparse_plan) opts.neuron_store = m->sparse_plan->store;
+  if (m->sparse_plan) {
+    opts.neuron_store = m->sparse_plan->store;
+    opts.sparsity_level = m->sparse_plan->levels;
+  }
   m->scheduler = std::make_unique<Scheduler>(*m->model, m->pool.get(), opts);
   if (config.memory_pressure != 0) {
     // Under pressure the KV pool shrinks to one full context and the neuron cache to nothing

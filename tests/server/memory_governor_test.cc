@@ -172,6 +172,31 @@ TEST_F(MemoryGovernorTest, TheOperatorsBudgetAndTheHostAppsLevelsAct) {
   WaitForCapacity(all_);  // grows back past the cleared budget, to the ceiling
 }
 
+// The plan's sparsity level reaches the scheduler's SparsityLevel (a threshold policy's levels,
+// here without thresholds: the level moves, this model's predictor ignores it), clamped to the
+// levels there are.
+TEST_F(MemoryGovernorTest, ThePlansSparsityLevelReachesTheScheduler) {
+  SchedulerOptions o = scheduler_->options();
+  scheduler_.reset();
+  o.sparsity_level = std::make_shared<SparsityLevel>(
+      std::vector<ThresholdLevel>{{0, {}}, {0.25, {1}}, {0.5, {2}}}, 2);
+  scheduler_ = std::make_unique<Scheduler>(*model_, &pool_, o);
+  EXPECT_EQ(scheduler_->Stats().sparsity, 0.5);
+  std::atomic<double> sparsity{0.25};
+  PlanFn planner = [&](uint64_t bytes) -> Result<plan::RunPlan> {
+    plan::RunPlan r;
+    r.threads = 2;
+    r.neuron_cache_bytes = all_;
+    r.kv_pool_bytes = bytes;
+    r.sparsity = sparsity;
+    return r;
+  };
+  auto g = Start(planner);
+  EXPECT_EQ(WaitForPlan(1).sparsity, 0.25);
+  sparsity = 0.9;
+  EXPECT_EQ(WaitForPlan(g->Replan("test")).sparsity, 0.5);
+}
+
 // The real planner on this model, with hand-written rates (two threads twice as fast as one):
 // every budget is planned, the plan's threads reach the pool and its cache the store.
 TEST_F(MemoryGovernorTest, WithAPlannerEveryBudgetIsPlannedAndApplied) {

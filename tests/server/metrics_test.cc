@@ -122,6 +122,9 @@ TEST(MetricsTest, MemoryBudgetGaugesAppearWithAController) {
   EXPECT_TRUE(Has(text, "sparrow_memory_replans_total{cause=\"operator\"} 1\n"));
   EXPECT_TRUE(Has(text, "sparrow_memory_plan_version 7\n"));
   EXPECT_TRUE(Has(text, "sparrow_memory_replan_seconds 0.0025\n"));
+  EXPECT_FALSE(Has(text, "sparrow_memory_plan_sparsity")) << "no switchable level";
+  s.sparsity = 0.25;
+  EXPECT_TRUE(Has(m.Render(s, &g), "sparrow_memory_plan_sparsity 0.25\n"));
 }
 
 TEST(MetricsTest, HistogramBucketsAreCumulative) {

@@ -131,7 +131,8 @@ TEST(SparseFfnTest, BatchedDecodeTakesTheDenseDownWithTheSameNeurons) {
   const int64_t d = 64, n = 3;
   auto plan = std::make_shared<SparsePlan>();
   plan->policy = SparsePolicy::kCats;
-  plan->thresholds.assign(2, 0.15f);
+  plan->levels = std::make_shared<SparsityLevel>(
+      std::vector<ThresholdLevel>{{0.5, std::vector<float>(2, 0.15f)}}, 0);
   plan->owned.resize(2);
   for (int il = 0; il < 2; ++il) {
     plan->down_t.push_back(
