@@ -18,6 +18,9 @@ double FfnComputeSeconds(const PlanInputs& in, int threads, const PlanLevel& lev
         level.gather ? in.hw.GatherRate(b.type, threads) : in.hw.DenseRate(b.type, threads);
     s += b.bytes / rate;
   }
+  // Rows from the store's slots cost its bookkeeping on top of the kernels (measured with every
+  // record in memory, at the profile's thread count).
+  if (in.converted) s += in.hw.store_seconds_per_neuron;
   return s * level.active_share * static_cast<double>(in.n_ff);
 }
 

@@ -7,9 +7,11 @@
 //   T_token = D(t) + n_layer * max(C(t, s), F(c, s) + P_miss(c) * C(t, s))    (eq. 1-2, 6-10)
 //   D(t)    = sum over the weights read whole (attention, output, predictors, the gate a
 //             SwiGLU model thresholds) of bytes / R_dense(type, t)
-//   C(t, s) = active(s) * n_ff * sum over an active neuron's rows of bytes / R_gather(type, t)
+//   C(t, s) = active(s) * n_ff * (sum over an active neuron's rows of bytes / R_gather(type, t)
+//             + S for a converted model: the store's measured cost per neuron)
 //             (whole matrices at R_dense for the dense level)
-//   F(c, s) = active(s) * n_ff * P_miss(c) * read_bytes / B_flash(read_bytes, depth)
+//   F(c, s) = m * read_bytes / B_flash(read_bytes, clamp(m, 1, depth)),
+//             m = active(s) * n_ff * P_miss(c) misses per layer
 // R are the hardware profile's measured bytes of weights per second (memory traffic is inside
 // them: the probe's matrices are far larger than the caches, which is the paper's eq. 11 folded
 // into eq. 7-9); read_bytes is a record rounded up to the 4 KiB an O_DIRECT read moves at least

@@ -191,6 +191,15 @@ std::string HardwareProfileToYaml(const HardwareProfile& hw) {
     o << buf;
   }
   if (hw.flash.empty()) o << "    []\n";
+  if (hw.store_seconds_per_neuron > 0) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.1f", hw.store_seconds_per_neuron * 1e9);
+    o << "# What the neuron store adds per active neuron with every record in memory, against\n"
+      << "# the same model mapped.\n"
+      << "store:\n"
+      << "  model: \"" << hw.store_model << "\"\n"
+      << "  ns_per_neuron: " << buf << "\n";
+  }
   return o.str();
 }
 
@@ -255,6 +264,17 @@ Result<HardwareProfile> ParseHardwareProfile(const std::string& text, const std:
         hw.flash.push_back(f);
       }
     }
+  }
+  // The store's cost is optional too (measured only with a converted model).
+  YAML::Node store = root["store"];
+  if (store.IsDefined() && !store.IsNull()) {
+    if (store["model"].IsScalar()) hw.store_model = store["model"].Scalar();
+    SPARROW_ASSIGN_OR_RETURN(YAML::Node ns, y::Child(store, "ns_per_neuron", where, "store"));
+    SPARROW_ASSIGN_OR_RETURN(double v, y::Number(ns, where, "store.ns_per_neuron", false));
+    if (v < 0 || v > 1e6) {
+      return y::FieldError(where, "store.ns_per_neuron", "must be in [0, 1e6] nanoseconds");
+    }
+    hw.store_seconds_per_neuron = v * 1e-9;
   }
   SPARROW_RETURN_IF_ERROR(ValidateHardwareProfile(hw, where));
   return hw;

@@ -32,6 +32,11 @@ struct HardwareProfile {
   std::vector<double> memory_bytes_per_s;  // [threads - 1]: read bandwidth
   std::vector<FlashRate> flash;            // empty: flash not measured
   std::string flash_file;                  // what the flash probe read (for the reader's note)
+  // What the neuron store adds per active neuron when every record is in memory (lookups,
+  // arrival bookkeeping, rows read from scattered slots), measured on `store_model` against the
+  // same model mapped; 0: not measured.
+  double store_seconds_per_neuron = 0;
+  std::string store_model;
 
   // The kernel table of `type`, or of the closest measured type (same bytes per weight first)
   // when that one was not measured; null when none was.

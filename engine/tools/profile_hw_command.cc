@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "engine/tools/hw_probe.h"
+#include "engine/tools/store_probe.h"
 
 namespace sparrow::tools {
 
@@ -13,7 +14,8 @@ void RegisterProfileHwCommand(CLI::App& app, ProfileHwOptions& o, int& exit_code
   CLI::App* cmd = app.add_subcommand(
       "profile-hw",
       "Measure this device for the planner (kernel throughput per thread count, memory "
-      "bandwidth, flash reads by block size and depth) and cache it (default "
+      "bandwidth, flash reads by block size and depth, and with a converted -m model what its "
+      "neuron store costs per neuron) and cache it (default "
       "$XDG_CACHE_HOME/sparrow/hw.yaml or ~/.cache/sparrow/hw.yaml)");
   cmd->add_option("-m,--model", o.model,
                   "Model whose file the flash probe reads (a converted one: the file the "
@@ -52,6 +54,26 @@ int RunProfileHw(const ProfileHwOptions& o) {
   const auto t0 = std::chrono::steady_clock::now();
   auto hw = MeasureHardware(probe);
   if (!hw.ok()) return fail(hw.status().ToString());
+  if (!o.model.empty()) {
+    // A converted model: what its store costs per active neuron, at the most threads measured.
+    StoreProbeOptions sp;
+    sp.model = o.model;
+    sp.threads = hw->max_threads;
+    if (o.quick) sp.tokens = 8, sp.reps = 1;
+    auto store = MeasureStoreOverhead(sp);
+    if (store.ok()) {
+      hw->store_seconds_per_neuron = store->seconds_per_neuron;
+      hw->store_model = o.model;
+      std::fprintf(stderr,
+                   "sparrow profile-hw: store probe: %.2f ms a token mapped, %.2f ms through a "
+                   "store holding every record, %.0f active neurons a token: %.1f ns each\n",
+                   store->mapped_s_per_token * 1e3, store->store_s_per_token * 1e3,
+                   store->neurons_per_token, store->seconds_per_neuron * 1e9);
+    } else {
+      std::fprintf(stderr, "sparrow profile-hw: store probe skipped: %s\n",
+                   store.status().ToString().c_str());
+    }
+  }
   const auto parent = std::filesystem::path(out).parent_path();
   std::error_code ec;
   if (!parent.empty()) std::filesystem::create_directories(parent, ec);

@@ -33,6 +33,16 @@ TEST(CostModelTest, SmallRecordsCostAWholeBlockPerRead) {
   EXPECT_NEAR(FlashSeconds(in, in.cache[0], in.levels[0]), 2.048e-3, 1e-12);
 }
 
+// The store's measured cost per neuron is charged to each active neuron of a converted model
+// (500 a layer here), never to a mapped one.
+TEST(CostModelTest, TheStoresCostPerNeuronAddsToAConvertedModelsFfn) {
+  PlanInputs in = HandInputs();
+  in.hw.store_seconds_per_neuron = 100e-9;
+  EXPECT_NEAR(FfnComputeSeconds(in, 2, in.levels[0]), 0.25e-3 + 500 * 100e-9, 1e-12);
+  in.converted = false;
+  EXPECT_NEAR(FfnComputeSeconds(in, 2, in.levels[0]), 0.25e-3, 1e-12);
+}
+
 TEST(CostModelTest, AModelNotConvertedNeverReadsFlash) {
   PlanInputs in = HandInputs();
   in.converted = false;

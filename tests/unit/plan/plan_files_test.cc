@@ -39,6 +39,8 @@ TEST(HardwareProfileFileTest, RoundTripsThroughAFile) {
   hw.kernels.push_back({TensorType::kF16, {5.5e9, 6.25e9}, {4e9, 4.5e9}});
   hw.flash.push_back({65536, 8, 700.5});
   hw.flash_file = "model.gguf";
+  hw.store_seconds_per_neuron = 145.5e-9;
+  hw.store_model = "model.sparrow.gguf";
   const std::string path = sparrow::testing::TempPath("hw.yaml");
   ASSERT_TRUE(WriteHardwareProfile(hw, path).ok());
   auto back = ReadHardwareProfile(path);
@@ -53,6 +55,12 @@ TEST(HardwareProfileFileTest, RoundTripsThroughAFile) {
   EXPECT_EQ(back->flash[1].queue_depth, 8);
   EXPECT_DOUBLE_EQ(back->flash[1].mib_per_s, 700.5);
   EXPECT_EQ(back->flash_file, "model.gguf");
+  EXPECT_NEAR(back->store_seconds_per_neuron, 145.5e-9, 1e-15);
+  EXPECT_EQ(back->store_model, "model.sparrow.gguf");
+  // Profiles written before the store probe read as "not measured".
+  auto old = ParseHardwareProfile(HardwareProfileToYaml(testing::TwoThreadHardware()), "old.yaml");
+  ASSERT_TRUE(old.ok());
+  EXPECT_EQ(old->store_seconds_per_neuron, 0);
 }
 
 TEST(HardwareProfileFileTest, MalformedProfilesNameFileAndKey) {
@@ -72,6 +80,9 @@ TEST(HardwareProfileFileTest, MalformedProfilesNameFileAndKey) {
       {Replace(good, "  q4_0:", "  q9_9:"), "hw.yaml: kernels.q9_9: is not a tensor type"},
       {Replace(good, "depth: 1,", "depth: 0,"),
        "hw.yaml: flash.rates[0].depth: must be in 1..4096"},
+      {good + "store:\n  model: m.gguf\n  ns_per_neuron: -3\n",
+       "hw.yaml: store.ns_per_neuron: must be in [0, 1e6]"},
+      {good + "store:\n  model: m.gguf\n", "hw.yaml: store.ns_per_neuron: missing"},
   };
   ExpectErrors(cases, [](const std::string& t) { return ParseHardwareProfile(t, "hw.yaml"); });
   auto missing = ReadHardwareProfile(sparrow::testing::TempPath("absent.yaml"));
