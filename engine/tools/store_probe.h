@@ -13,8 +13,8 @@ namespace sparrow::tools {
 struct StoreProbeOptions {
   std::string model;  // a converted file (`sparrow convert`)
   int threads = 1;
-  int64_t tokens = 32;  // decoded per repetition
-  int reps = 3;         // best of, after one warm-up
+  int64_t tokens = 64;  // decoded per repetition
+  int reps = 3;         // the median, after one warm-up
   // Larger bundles are not probed: the probe holds every one in memory.
   uint64_t max_bundle_bytes = uint64_t{2} << 30;
 };
