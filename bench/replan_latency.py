@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
 """Re-plan latency: how long a budget change takes to be applied while sparrowd serves.
 
-  bench/replan_latency.py --sparrowd BIN --model F.gguf [--cache-mb N] [--changes 20]
+  bench/replan_latency.py --sparrowd BIN --model F.gguf [--cache-mb N] [--changes 20] [--low 0.7]
 
 Starts sparrowd on MODEL with an admin key (and --memory-pressure 2, so that only the operator
 moves the budget), keeps STREAMS completions running back to back, and moves the budget through
-the admin API CHANGES times, alternating between the floor (the KV pool at one context, the
-neuron cache empty) and the ceiling. For each change it records the server's own figure
+the admin API CHANGES times, alternating between a low budget and the ceiling. The low budget is
+the floor (the KV pool at one context, the neuron cache empty: every active neuron then comes
+from flash, the slowest steps), or with --low F the floor plus F of the way to the ceiling (a
+squeeze that leaves the cache most of its bundles, as a phone's moderate pressure would). For each change it records the server's own figure
 (replan_latency_ms: from the decision to its application between two steps) and the operator's
 (the PUT sent to GET /admin/v1/memory showing the plan applied). Prints the medians, p90 and
 maxima, and the decode step time for scale (a plan waits for the step in flight).
@@ -48,6 +50,8 @@ def main():
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--ctx", type=int, default=512)
     p.add_argument("--pause", type=float, default=1.0, help="seconds between changes")
+    p.add_argument("--low", type=float, default=0.0,
+                   help="the low budget, as a share of the way from the floor to the ceiling")
     p.add_argument("--hw-profile", default="none",
                    help="sparrowd's hw_profile: a file from `sparrow profile-hw` plans every "
                         "budget (none: the fixed split)")
@@ -98,7 +102,8 @@ def main():
         time.sleep(3)
         server_ms, operator_ms = [], []
         for i in range(args.changes):
-            want = floor if i % 2 == 0 else ceiling
+            low = floor + int(args.low * (ceiling - floor))
+            want = low if i % 2 == 0 else ceiling
             t = time.time()
             put = call(port, "PUT", "/admin/v1/memory/budget", {"bytes": want})
             version = put["plan_version"]
@@ -115,6 +120,7 @@ def main():
         print(json.dumps({
             "model": os.path.basename(args.model), "changes": args.changes,
             "streams": args.streams, "floor_mib": floor >> 20, "ceiling_mib": ceiling >> 20,
+            "low_mib": (floor + int(args.low * (ceiling - floor))) >> 20,
             "server_ms": {"median": round(statistics.median(server_ms), 2),
                           "p90": round(pct(server_ms, 0.9), 2), "max": round(max(server_ms), 2)},
             "operator_ms": {"median": round(statistics.median(operator_ms), 2),
