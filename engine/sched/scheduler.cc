@@ -513,7 +513,7 @@ void Scheduler::ApplyPendingPlan() {
   if (plan->sparsity && opts_.sparsity_level) {
     sparsity = opts_.sparsity_level->Set(*plan->sparsity);
     // The planner's levels are the profile's floats (0.3f for 0.3): only another level is news.
-    if (std::fabs(*sparsity - *plan->sparsity) > 1e-6) {
+    if (std::fabs(*sparsity - *plan->sparsity) > kSameSparsity) {
       spdlog::info("memory plan {}: sparsity {} is not a level this server may run at; {} instead",
                    plan->version, *plan->sparsity, *sparsity);
     }

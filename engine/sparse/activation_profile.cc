@@ -171,12 +171,10 @@ Result<ActivationProfile> Read(const GgufFile& f, const ModelConfig* model) {
 
 Result<std::vector<float>> ActivationProfile::Thresholds(ThresholdMethod method,
                                                          double sparsity) const {
-  // Levels are stored as floats: a sparsity within this of one is that level (0.05 is not
-  // below the level 0.05f, which is 0.0500000007), and takes its thresholds as they are.
-  constexpr double kSame = 1e-6;
+  // A level's own thresholds, as they are (0.05 is not below the level 0.05f).
   const std::vector<float>& t = method == ThresholdMethod::kCats ? cats_threshold : teal_threshold;
   for (size_t k = 0; k < levels.size(); ++k) {
-    if (std::fabs(levels[k] - sparsity) <= kSame) {
+    if (std::fabs(levels[k] - sparsity) <= kSameSparsity) {
       return std::vector<float>(t.begin() + static_cast<int64_t>(k) * n_layer,
                                 t.begin() + static_cast<int64_t>(k + 1) * n_layer);
     }

@@ -19,6 +19,10 @@ enum class ThresholdMethod {
   kPredictor,  // the profile's trained predictor chooses: gate, up and down rows skipped
 };
 
+// Profile levels are stored as floats (0.05f is 0.0500000007): a sparsity this near a level is
+// that level, wherever one is matched to the other.
+inline constexpr double kSameSparsity = 1e-6;
+
 struct ActivationProfile {
   std::string model_name;  // general.name of the model it was made from
   int64_t n_layer = 0;

@@ -30,10 +30,9 @@ Result<std::shared_ptr<SparsityLevel>> MakeSparsityLevel(const ActivationProfile
   std::vector<ThresholdLevel> levels;
   if (dense) levels.push_back({0, {}});
   // A profile level this near the start is the start level itself (its float).
-  constexpr double kSame = 1e-6;
   for (float f : profile.levels) {
     const double s = std::round(static_cast<double>(f) * 1e6) / 1e6;
-    if (s >= start - kSame) break;
+    if (s >= start - kSameSparsity) break;
     SPARROW_ASSIGN_OR_RETURN(std::vector<float> t, profile.Thresholds(method, s));
     levels.push_back({s, std::move(t)});
   }

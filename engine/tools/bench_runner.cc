@@ -273,8 +273,9 @@ Result<BenchReport> RunBench(const BenchOptions& o) {
                            " exceed the model's context of " + std::to_string(c.n_ctx_train));
   }
 
+  std::vector<int32_t> text;
   if (!o.text_file.empty()) {
-    SPARROW_ASSIGN_OR_RETURN(std::vector<int32_t> text, TextTokens(*model, o.text_file));
+    SPARROW_ASSIGN_OR_RETURN(text, TextTokens(*model, o.text_file));
     const size_t need =
         static_cast<size_t>(o.n_prompt + (o.reps + 1) * std::max<int64_t>(0, o.n_gen - 1));
     if (text.size() < need) {
@@ -298,7 +299,6 @@ Result<BenchReport> RunBench(const BenchOptions& o) {
   }
   if (!o.text_file.empty()) {
     // The text in order: the prompt, then each repetition's stretch after a BOS.
-    SPARROW_ASSIGN_OR_RETURN(std::vector<int32_t> text, TextTokens(*model, o.text_file));
     size_t at = 0;
     for (int32_t& t : prompt) t = text[at++];
     for (auto& g : gens) {

@@ -25,6 +25,7 @@ class ChoiceRecorder : public NeuronChoiceObserver {
     trace_.Append(il, {neurons, static_cast<size_t>(n)});
   }
   const int64_t* layer(int64_t il) const { return &counts_[il * n_ff_]; }
+  int64_t chosen() const { return std::accumulate(counts_.begin(), counts_.end(), int64_t{0}); }
   const NeuronTrace& trace() const { return trace_; }
 
  private:
@@ -86,15 +87,9 @@ Result<PredictorCalibration> CalibrateByPredictor(const std::string& model_path,
     std::stable_sort(order.begin(), order.end(), [f](int32_t a, int32_t b) { return f[a] > f[b]; });
   }
   const NeuronTrace& trace = counter.trace();
-  int64_t chosen = 0;
-  for (int64_t il = 0; il < c.n_layer; ++il) {
-    for (int64_t t = 0; t < trace.tokens(il); ++t) {
-      chosen += static_cast<int64_t>(trace.Active(t, il).size());
-    }
-  }
   if (trace.tokens() > 0) {
-    out.active_share =
-        static_cast<double>(chosen) / static_cast<double>(trace.tokens() * c.n_layer * c.n_ff);
+    out.active_share = static_cast<double>(counter.chosen()) /
+                       static_cast<double>(trace.tokens() * c.n_layer * c.n_ff);
   }
   if (trace.tokens() >= 8) {
     std::vector<double> fractions;
