@@ -49,7 +49,8 @@ std::optional<BudgetChange> BudgetPolicy::OnPressure(PressureLevel heard, std::s
   return MoveTo(want, std::string(cause));
 }
 
-std::optional<BudgetChange> BudgetPolicy::OnTick(uint64_t now_ms, std::optional<uint64_t> room) {
+std::optional<BudgetChange> BudgetPolicy::OnTick(uint64_t now_ms, std::optional<uint64_t> room,
+                                                 std::optional<uint64_t> in_use) {
   if (target_ > cap()) return MoveTo(cap(), "operator");
   if (target_ >= cap()) return std::nullopt;
   if (last_signal_ms_ && now_ms - *last_signal_ms_ < o_.quiet_ms) return std::nullopt;
@@ -57,7 +58,12 @@ std::optional<BudgetChange> BudgetPolicy::OnTick(uint64_t now_ms, std::optional<
   auto step = std::max<uint64_t>(
       1, static_cast<uint64_t>(static_cast<double>(std::max(o_.ceiling_bytes, uint64_t{1})) *
                                o_.grow_fraction));
-  if (room) step = std::min(step, *room);
+  if (room) {
+    // What was granted and is not yet held will be taken without asking: the room must cover it
+    // before any more is granted, or the consumers fill past what the device has.
+    const uint64_t unbacked = in_use && *in_use < target_ ? target_ - *in_use : 0;
+    step = std::min(step, *room > unbacked ? *room - unbacked : 0);
+  }
   if (step == 0) return std::nullopt;  // no room yet: try again on the next tick
   last_grow_ms_ = now_ms;
   return MoveTo(target_ + step, "no pressure: growing back");

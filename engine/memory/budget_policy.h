@@ -42,8 +42,10 @@ class BudgetPolicy {
                                          std::optional<uint64_t> in_use = std::nullopt);
   // The monitor's tick: grows back after a quiet spell, each step at most `room` (what the
   // sources see free before they would call it pressure: growing into the memory another process
-  // took back would only bring the next squeeze).
-  std::optional<BudgetChange> OnTick(uint64_t now_ms, std::optional<uint64_t> room = std::nullopt);
+  // took back would only bring the next squeeze). `in_use` as for OnPressure: the part of the
+  // target not yet held is taken out of the room first, since the consumers will fill it.
+  std::optional<BudgetChange> OnTick(uint64_t now_ms, std::optional<uint64_t> room = std::nullopt,
+                                     std::optional<uint64_t> in_use = std::nullopt);
   // The operator's explicit budget for the elastic consumers (nullopt clears it): it applies at
   // once, down or up (to the ceiling when cleared), except that while pressure was heard within
   // quiet_ms the target only goes down, growing back later like any other growth.

@@ -53,6 +53,10 @@ class TwoQueueReplay : public ReplayCache {
     cache_.Release(static_cast<int32_t>(layer), ids, records_);
     return missed;
   }
+  bool full() const {
+    const NeuronCacheStats s = cache_.stats();
+    return s.capacity > 0 && s.used >= s.capacity;
+  }
 
  private:
   NeuronCache cache_;
@@ -109,39 +113,73 @@ class HotAndLruReplay : public ReplayCache {
   // `ranked[l]`: layer l's neurons, most frequent first (RankByFrequency).
   HotAndLruReplay(const NeuronTrace& trace, size_t record_bytes, int64_t capacity,
                   const std::vector<std::vector<int32_t>>& ranked)
-      : n_ff_(trace.n_ff()), hot_(static_cast<size_t>(trace.n_layer() * trace.n_ff()), 0) {
-    const int64_t hot_per_layer =
-        std::min<int64_t>(trace.n_ff(), capacity / 2 / std::max<int64_t>(1, trace.n_layer()));
-    for (int64_t l = 0; l < trace.n_layer(); ++l) {
-      for (int64_t k = 0; k < hot_per_layer; ++k) hot_[l * n_ff_ + ranked[l][k]] = 1;
-    }
-    const int64_t rest = capacity - hot_per_layer * trace.n_layer();
-    lru_ = std::make_unique<TwoQueueReplay>(trace, record_bytes,
-                                            static_cast<uint64_t>(rest) * record_bytes);
+      : trace_(trace),
+        record_bytes_(record_bytes),
+        capacity_(capacity),
+        ranked_(ranked),
+        n_ff_(trace.n_ff()),
+        hot_(static_cast<size_t>(trace.n_layer() * trace.n_ff()), 0) {
+    Split(capacity / 2);
   }
   int64_t Use(int64_t layer, std::span<const int32_t> ids) override {
     cold_.clear();
     for (int32_t id : ids) {
       if (!hot_[layer * n_ff_ + id]) cold_.push_back(id);
     }
-    return lru_->Use(layer, cold_);
+    const int64_t missed = lru_->Use(layer, cold_);
+    window_lookups_ += static_cast<int64_t>(cold_.size());
+    window_hits_ += static_cast<int64_t>(cold_.size()) - missed;
+    if (++window_calls_ >= 16 * trace_.n_layer()) MaybeAdapt();
+    return missed;
   }
 
  private:
+  // `hot_records` of the capacity to the hot segment (split evenly over the layers), the rest
+  // to the LRU.
+  void Split(int64_t hot_records) {
+    const int64_t n_layer = std::max<int64_t>(1, trace_.n_layer());
+    const int64_t per_layer = std::min<int64_t>(n_ff_, hot_records / n_layer);
+    std::fill(hot_.begin(), hot_.end(), 0);
+    for (int64_t l = 0; l < trace_.n_layer(); ++l) {
+      for (int64_t k = 0; k < per_layer; ++k) hot_[l * n_ff_ + ranked_[l][k]] = 1;
+    }
+    lru_slots_ = capacity_ - per_layer * trace_.n_layer();
+    lru_ = std::make_unique<TwoQueueReplay>(trace_, record_bytes_,
+                                            static_cast<uint64_t>(lru_slots_) * record_bytes_);
+  }
+  // NeuronStore's adaptive rule (NeuronStore::MaybeAdapt): an LRU part that finds under one
+  // lookup in twenty over 16 tokens, full and looked up more than twice its size, gives its
+  // bytes to the hot segment for good. Without it the curve was pessimistic wherever a token's
+  // cold neurons outnumber the LRU's slots.
+  void MaybeAdapt() {
+    const bool thrashing = lru_slots_ > 0 && window_lookups_ > 2 * lru_slots_ &&
+                           window_hits_ * 20 < window_lookups_ && lru_->full();
+    window_calls_ = window_lookups_ = window_hits_ = 0;
+    if (thrashing) Split(capacity_);
+  }
+
+  const NeuronTrace& trace_;
+  const size_t record_bytes_;
+  const int64_t capacity_;
+  const std::vector<std::vector<int32_t>>& ranked_;
   const int64_t n_ff_;
   std::vector<uint8_t> hot_;
   std::vector<int32_t> cold_;
   std::unique_ptr<TwoQueueReplay> lru_;
+  int64_t lru_slots_ = 0;
+  int64_t window_calls_ = 0, window_lookups_ = 0, window_hits_ = 0;
 };
 
-// Each layer's neurons by how often the trace uses them, most frequent first (the order a
-// converted file gives them), once for every cache size.
-std::vector<std::vector<int32_t>> RankByFrequency(const NeuronTrace& trace, int64_t tokens) {
+// Each layer's neurons by how often the trace's tokens outside [skip_begin, skip_end) use them,
+// most frequent first (the order a converted file gives them), once for every cache size.
+std::vector<std::vector<int32_t>> RankByFrequency(const NeuronTrace& trace, int64_t skip_begin,
+                                                  int64_t skip_end) {
   std::vector<std::vector<int32_t>> ranked(static_cast<size_t>(trace.n_layer()));
   std::vector<int64_t> count(static_cast<size_t>(trace.n_ff()));
   for (int64_t l = 0; l < trace.n_layer(); ++l) {
     std::fill(count.begin(), count.end(), 0);
-    for (int64_t t = 0; t < tokens; ++t) {
+    for (int64_t t = 0; t < trace.tokens(); ++t) {
+      if (t >= skip_begin && t < skip_end) continue;
       for (int32_t id : trace.Active(t, l)) ++count[id];
     }
     std::vector<int32_t>& order = ranked[l];
@@ -157,45 +195,54 @@ std::vector<std::vector<int32_t>> RankByFrequency(const NeuronTrace& trace, int6
 
 std::vector<MissCurvePoint> ReplayMissCurve(const NeuronTrace& trace, size_t record_bytes,
                                             std::span<const double> fractions,
-                                            int64_t warmup_tokens, ReplayPolicy policy,
-                                            int64_t rank_tokens) {
+                                            int64_t warmup_tokens, ReplayPolicy policy, int folds) {
   std::vector<MissCurvePoint> curve;
   const int64_t bundles = trace.n_layer() * trace.n_ff();
-  const bool held_out = policy == ReplayPolicy::kHotHalfAndLru && rank_tokens > 0;
-  const int64_t first = held_out ? std::min(rank_tokens, trace.tokens()) : 0;
-  const std::vector<std::vector<int32_t>> ranked =
-      policy == ReplayPolicy::kHotHalfAndLru
-          ? RankByFrequency(trace, held_out ? first : trace.tokens())
-          : std::vector<std::vector<int32_t>>{};
+  const int64_t tokens = trace.tokens();
+  const bool hot = policy == ReplayPolicy::kHotHalfAndLru;
+  const int64_t n_folds = hot ? std::clamp<int64_t>(folds, 1, std::max<int64_t>(1, tokens)) : 1;
+  // Fold k replays tokens [bounds[k], bounds[k+1]), its hot half ranked on all the others (on
+  // every token when there is one fold).
+  std::vector<int64_t> bounds;
+  for (int64_t k = 0; k <= n_folds; ++k) bounds.push_back(tokens * k / n_folds);
+  std::vector<std::vector<std::vector<int32_t>>> ranked(static_cast<size_t>(n_folds));
+  if (hot) {
+    for (int64_t k = 0; k < n_folds; ++k) {
+      ranked[k] = n_folds == 1 ? RankByFrequency(trace, 0, 0)
+                               : RankByFrequency(trace, bounds[k], bounds[k + 1]);
+    }
+  }
   for (double f : fractions) {
     MissCurvePoint p;
     p.cache_fraction = std::clamp(f, 0.0, 1.0);
     const int64_t capacity = std::llround(p.cache_fraction * static_cast<double>(bundles));
     p.cache_bytes = static_cast<uint64_t>(capacity) * record_bytes;
-    std::unique_ptr<ReplayCache> cache;
-    switch (policy) {
-      case ReplayPolicy::kTwoQueueLru:
-        cache = std::make_unique<TwoQueueReplay>(trace, record_bytes, p.cache_bytes);
-        break;
-      case ReplayPolicy::kWindow:
-        cache = std::make_unique<WindowReplay>(trace, capacity);
-        break;
-      case ReplayPolicy::kHotHalfAndLru:
-        cache = std::make_unique<HotAndLruReplay>(trace, record_bytes, capacity, ranked);
-        break;
-    }
     int64_t counted_misses = 0, counted_uses = 0, counted_tokens = 0;
-    for (int64_t t = first; t < trace.tokens(); ++t) {
-      const bool counted = t - first >= warmup_tokens;
-      for (int64_t l = 0; l < trace.n_layer(); ++l) {
-        const std::span<const int32_t> ids = trace.Active(t, l);
-        const int64_t missed = cache->Use(l, ids);
-        if (counted) {
-          counted_misses += missed;
-          counted_uses += static_cast<int64_t>(ids.size());
-        }
+    for (int64_t k = 0; k < n_folds; ++k) {
+      std::unique_ptr<ReplayCache> cache;
+      switch (policy) {
+        case ReplayPolicy::kTwoQueueLru:
+          cache = std::make_unique<TwoQueueReplay>(trace, record_bytes, p.cache_bytes);
+          break;
+        case ReplayPolicy::kWindow:
+          cache = std::make_unique<WindowReplay>(trace, capacity);
+          break;
+        case ReplayPolicy::kHotHalfAndLru:
+          cache = std::make_unique<HotAndLruReplay>(trace, record_bytes, capacity, ranked[k]);
+          break;
       }
-      if (counted) ++counted_tokens;
+      for (int64_t t = bounds[k]; t < bounds[k + 1]; ++t) {
+        const bool counted = t - bounds[k] >= warmup_tokens;
+        for (int64_t l = 0; l < trace.n_layer(); ++l) {
+          const std::span<const int32_t> ids = trace.Active(t, l);
+          const int64_t missed = cache->Use(l, ids);
+          if (counted) {
+            counted_misses += missed;
+            counted_uses += static_cast<int64_t>(ids.size());
+          }
+        }
+        if (counted) ++counted_tokens;
+      }
     }
     p.miss_rate = counted_uses ? static_cast<double>(counted_misses) / counted_uses : 0.0;
     p.misses_per_token =

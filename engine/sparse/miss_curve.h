@@ -57,13 +57,14 @@ enum class ReplayPolicy {
 
 // Replays `trace` under `policy` at each size (a fraction of all n_layer * n_ff bundles of
 // `record_bytes`); the first `warmup_tokens` only fill the cache and are not counted.
-// `rank_tokens` > 0 (kHotHalfAndLru): the hot half is ranked on the trace's first rank_tokens
-// tokens and the replay runs on the rest (warm-up counted from there), so the curve is that of
-// text the ranking did not see, as a served model's is; 0: ranked on the whole trace.
+// `folds` > 1 (kHotHalfAndLru): the trace is cut into that many runs of consecutive tokens, and
+// each is replayed (from an empty cache, its own warm-up first) with the hot half ranked on all
+// the others, so the curve is that of text the ranking did not see, as a served model's is,
+// from a ranking on nearly as much text as the file's own; 1: ranked on the whole trace.
 std::vector<MissCurvePoint> ReplayMissCurve(const NeuronTrace& trace, size_t record_bytes,
                                             std::span<const double> fractions,
                                             int64_t warmup_tokens,
                                             ReplayPolicy policy = ReplayPolicy::kTwoQueueLru,
-                                            int64_t rank_tokens = 0);
+                                            int folds = 1);
 
 }  // namespace sparrow

@@ -17,8 +17,8 @@ struct PredictorCalibration {
   // order).
   std::vector<std::vector<int32_t>> orders;
   // The same choices replayed through the store's default policy (a hot half, then the LRU) at
-  // cache sizes from 5% to all bundles: the hot neurons ranked on the first half of the tokens,
-  // the cache replayed on the second (text the ranking did not see). The planner's P_miss.
+  // cache sizes from 5% to all bundles: each quarter of the tokens replayed with the hot neurons
+  // ranked on the other three (text the ranking did not see). The planner's P_miss.
   // Empty when the text gave fewer than 8 tokens.
   std::vector<MissCurvePoint> miss_curve;
   // Of every layer's neurons, the share the predictor chose per token, on average.

@@ -80,7 +80,7 @@ uint64_t MemoryGovernor::ElasticInUse() const {
 void MemoryGovernor::OnTick(std::optional<uint64_t> room) {
   std::lock_guard<std::mutex> lock(mu_);
   const uint64_t before = policy_.target();
-  if (auto change = policy_.OnTick(NowMs(), room)) {
+  if (auto change = policy_.OnTick(NowMs(), room, ElasticInUse())) {
     ++(change->bytes > before ? stats_.grows : stats_.operator_changes);
     Plan(*change);
   }

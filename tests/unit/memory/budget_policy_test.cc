@@ -90,6 +90,26 @@ TEST(BudgetPolicyTest, GrowingBackTakesNoMoreThanTheRoomTheSourcesSee) {
   EXPECT_EQ(c->bytes, 230 * kMiB) << "a whole step (a tenth of the ceiling) at most";
 }
 
+TEST(BudgetPolicyTest, GrowingBackCountsWhatWasGrantedAndIsNotYetHeld) {
+  BudgetPolicy p(Options());
+  ASSERT_TRUE(p.OnPressure(PressureLevel::kCritical, "x", 1000));
+  // 60 MiB free over the margin; the consumers hold all of their 100 MiB.
+  auto c = p.OnTick(11000, 60 * kMiB, 100 * kMiB);
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->bytes, 160 * kMiB);
+  // Two seconds on, the cache has filled only 10 of its new 60 MiB, so the room still reads
+  // 50 MiB: all of it is spoken for.
+  EXPECT_FALSE(p.OnTick(13000, 50 * kMiB, 110 * kMiB)) << "the room backs what was granted";
+  // Filled to 150: 10 MiB of the room is left after the 10 still to come.
+  c = p.OnTick(15000, 20 * kMiB, 150 * kMiB);
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->bytes, 170 * kMiB);
+  // Without a room reading nothing limits the step.
+  c = p.OnTick(17000, std::nullopt, 100 * kMiB);
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->bytes, 270 * kMiB);
+}
+
 TEST(BudgetPolicyTest, GrowsBackInStepsAfterAQuietSpell) {
   BudgetPolicy p(Options());
   ASSERT_TRUE(p.OnPressure(PressureLevel::kCritical, "x", 1000));
