@@ -8,6 +8,8 @@
 #include <cstring>
 #include <string>
 
+#include "engine/memory/huge_pages.h"
+
 namespace sparrow {
 
 SlotArena::SlotArena(size_t slot_bytes, size_t chunk_bytes)
@@ -36,6 +38,9 @@ Status SlotArena::Reserve(int64_t slots) {
       return ResourceExhausted("cannot map " + std::to_string(chunk_bytes_) +
                                " bytes for cache slots: " + std::strerror(errno));
     }
+    // Huge pages only where every slot of the chunk is within what was reserved.
+    const auto full = static_cast<int64_t>(chunks_.size() + 1) * slots_per_chunk_ <= slots;
+    if (full) AdviseHugePages(p, chunk_bytes_);
     chunks_.push_back(static_cast<uint8_t*>(p));
   }
   return Status::Ok();

@@ -9,6 +9,8 @@
 #include <cstring>
 #include <numeric>
 
+#include "engine/memory/huge_pages.h"
+
 namespace sparrow {
 namespace {
 
@@ -114,7 +116,13 @@ void NeuronStore::DropHotPages(int32_t layer, int64_t keep, int64_t end) {
   // Only pages wholly past the kept records go back to the OS.
   const size_t from = PageRoundUp(static_cast<size_t>(keep) * rec);
   const size_t to = PageRoundUp(static_cast<size_t>(end) * rec);
-  if (to > from) madvise(hot_base_[layer] + from, to - from, MADV_DONTNEED);
+  if (to <= from) return;
+  madvise(hot_base_[layer] + from, to - from, MADV_DONTNEED);
+  // A huge page straddling the cut would fault back in whole, past what is kept.
+  const auto base = reinterpret_cast<uintptr_t>(hot_base_[layer]);
+  const uintptr_t cut = std::max(base, (base + from) / kHugePageBytes * kHugePageBytes);
+  const uintptr_t stop = base + PageRoundUp(static_cast<size_t>(n_ff_) * rec);
+  madvise(reinterpret_cast<void*>(cut), stop - cut, MADV_NOHUGEPAGE);
 }
 
 Status NeuronStore::ReadRecords(int32_t layer, int64_t first, int64_t last, uint8_t* base,
@@ -166,6 +174,9 @@ Status NeuronStore::AdjustHot(int32_t layer, size_t max_bytes) {
   const LayerBundles& lb = layout_.layers[layer];
   const int64_t room = static_cast<int64_t>(std::max<size_t>(1, max_bytes / lb.record_bytes));
   const int64_t want = std::min(target, have + room);
+  // Huge pages up to the target: the segment fills to it, and no further.
+  AdviseHugePages(hot_base_[layer] + static_cast<size_t>(have) * lb.record_bytes,
+                  static_cast<size_t>(target - have) * lb.record_bytes);
   // The segment is a prefix: it ends before the first record that failed.
   int64_t got = want;
   Status st = ReadRecords(layer, have, want, hot_base_[layer], &got);

@@ -1,7 +1,8 @@
 #pragma once
 // What the neuron store adds to a converted model's decoding when nothing is read from flash:
-// the same tokens decoded through a store whose hot segment holds every record, and through the
-// file mapped, the difference per active neuron. The planner adds it to the FFN's compute
+// the same tokens decoded through a store that holds every record (its default split between
+// the hot segment and the LRU's slots), and through the file mapped, the difference per active
+// neuron. The planner adds it to the FFN's compute
 // (`profile-hw -m CONVERTED`). Not thread-safe (it uses every thread it is given); run alone.
 #include <cstdint>
 #include <string>
