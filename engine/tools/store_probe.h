@@ -15,7 +15,7 @@ struct StoreProbeOptions {
   std::string model;  // a converted file (`sparrow convert`)
   int threads = 1;
   int64_t tokens = 64;  // decoded per repetition
-  int reps = 3;         // the median, after one warm-up
+  int reps = 5;         // pairs, the median of their differences, after one warm-up pair
   // Larger bundles are not probed: the probe holds every one in memory.
   uint64_t max_bundle_bytes = uint64_t{2} << 30;
 };
