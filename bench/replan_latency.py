@@ -11,7 +11,10 @@ from flash, the slowest steps), or with --low F the floor plus F of the way to t
 squeeze that leaves the cache most of its bundles, as a phone's moderate pressure would). For each change it records the server's own figure
 (replan_latency_ms: from the decision to its application between two steps) and the operator's
 (the PUT sent to GET /admin/v1/memory showing the plan applied). Prints the medians, p90 and
-maxima, and the decode step time for scale (a plan waits for the step in flight).
+maxima, over all changes and apart for the shrinks (to the low budget, what pressure needs fast)
+and the grows (back to the ceiling), and the decode step time for scale (a plan waits for the
+step in flight: a shrink waits for a step run at the ceiling, a grow for one run at the low
+budget, which at the floor reads every active neuron from flash).
 """
 import argparse
 import json
@@ -100,7 +103,7 @@ def main():
         for t in threads:
             t.start()
         time.sleep(3)
-        server_ms, operator_ms = [], []
+        server_ms, operator_ms, shrink_ms, grow_ms = [], [], [], []
         for i in range(args.changes):
             low = floor + int(args.low * (ceiling - floor))
             want = low if i % 2 == 0 else ceiling
@@ -114,6 +117,7 @@ def main():
                 time.sleep(0.002)
             operator_ms.append((time.time() - t) * 1000)
             server_ms.append(m["replan_latency_ms"])
+            (shrink_ms if want == low else grow_ms).append(m["replan_latency_ms"])
             time.sleep(args.pause)
         stop.set()
         step_ms = statistics.median(steps) * 1000 if steps else float("nan")
@@ -123,6 +127,10 @@ def main():
             "low_mib": (floor + int(args.low * (ceiling - floor))) >> 20,
             "server_ms": {"median": round(statistics.median(server_ms), 2),
                           "p90": round(pct(server_ms, 0.9), 2), "max": round(max(server_ms), 2)},
+            "server_ms_shrink": {"median": round(statistics.median(shrink_ms), 2),
+                                 "max": round(max(shrink_ms), 2)},
+            "server_ms_grow": {"median": round(statistics.median(grow_ms), 2),
+                               "max": round(max(grow_ms), 2)},
             "operator_ms": {"median": round(statistics.median(operator_ms), 2),
                             "p90": round(pct(operator_ms, 0.9), 2),
                             "max": round(max(operator_ms), 2)},

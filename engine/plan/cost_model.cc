@@ -56,7 +56,7 @@ TokenCost Evaluate(const PlanInputs& in, int threads, const CachePoint& cache,
                    const PlanLevel& level, uint64_t kv_bytes) {
   TokenCost t;
   const double layers = static_cast<double>(in.n_layer);
-  t.dense_s = DenseSeconds(in, threads, level);
+  t.dense_s = DenseSeconds(in, threads, level) + in.token_overhead_s;
   t.ffn_compute_s = FfnComputeSeconds(in, threads, level) * layers;
   t.flash_s = FlashSeconds(in, cache, level) * layers;
   // The rows in memory are computed while the misses are read; the missed rows once they have

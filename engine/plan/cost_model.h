@@ -6,7 +6,9 @@
 // Per decoded token, with t compute threads, cache point c and sparsity level s:
 //   T_token = D(t) + n_layer * max(C(t, s), F(c, s) + P_miss(c) * C(t, s))    (eq. 1-2, 6-10)
 //   D(t)    = sum over the weights read whole (attention, output, predictors, the gate a
-//             SwiGLU model thresholds) of bytes / R_dense(type, t)
+//             SwiGLU model thresholds) of bytes / R_dense(type, t), + O: what the store probe
+//             measured this model's file take per token beyond the rates' prediction (at the
+//             profile's most threads; 0 for another file)
 //   C(t, s) = active(s) * n_ff * (sum over an active neuron's rows of bytes / R_gather(type, t)
 //             + S for a converted model: the store's measured cost per neuron)
 //             (whole matrices at R_dense for the dense level)

@@ -194,11 +194,15 @@ std::string HardwareProfileToYaml(const HardwareProfile& hw) {
   if (hw.store_seconds_per_neuron > 0) {
     char buf[64];
     std::snprintf(buf, sizeof buf, "%.1f", hw.store_seconds_per_neuron * 1e9);
+    char overhead[64];
+    std::snprintf(overhead, sizeof overhead, "%.3f", hw.store_token_overhead_seconds * 1e3);
     o << "# What the neuron store adds per active neuron with every record in memory, against\n"
-      << "# the same model mapped.\n"
+      << "# the same model mapped; and per token, what that model mapped took beyond what the\n"
+      << "# rates above predict (the planner adds it for this model only).\n"
       << "store:\n"
       << "  model: \"" << hw.store_model << "\"\n"
-      << "  ns_per_neuron: " << buf << "\n";
+      << "  ns_per_neuron: " << buf << "\n"
+      << "  overhead_ms_per_token: " << overhead << "\n";
   }
   return o.str();
 }
@@ -275,6 +279,15 @@ Result<HardwareProfile> ParseHardwareProfile(const std::string& text, const std:
       return y::FieldError(where, "store.ns_per_neuron", "must be in [0, 1e6] nanoseconds");
     }
     hw.store_seconds_per_neuron = v * 1e-9;
+    // Profiles written before the overhead was measured have none.
+    if (store["overhead_ms_per_token"].IsDefined()) {
+      SPARROW_ASSIGN_OR_RETURN(double ms, y::Number(store["overhead_ms_per_token"], where,
+                                                    "store.overhead_ms_per_token", false));
+      if (ms < 0 || ms > 1e6) {
+        return y::FieldError(where, "store.overhead_ms_per_token", "must be in [0, 1e6] ms");
+      }
+      hw.store_token_overhead_seconds = ms * 1e-3;
+    }
   }
   SPARROW_RETURN_IF_ERROR(ValidateHardwareProfile(hw, where));
   return hw;

@@ -37,6 +37,10 @@ struct HardwareProfile {
   // same model mapped; 0: not measured.
   double store_seconds_per_neuron = 0;
   std::string store_model;
+  // Per token, what `store_model` mapped took beyond what the rates above predict for it
+  // (attention's arithmetic, norms, sampling, handing work to the threads), at max_threads: the
+  // planner adds it for that model. 0: not measured.
+  double store_token_overhead_seconds = 0;
 
   // The kernel table of `type`, or of the closest measured type (same bytes per weight first)
   // when that one was not measured; null when none was.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 
 #include "engine/model/model.h"
 #include "engine/sparse/activation_profile.h"
@@ -75,6 +76,12 @@ Result<PlanInputs> MakePlanInputs(const Model& model, const ActivationProfile* p
   in.io_queue_depth = std::max(1, options.io_queue_depth);
   in.kv_bytes_per_token = static_cast<uint64_t>(c.n_layer * 2 * c.kv_dim()) * sizeof(float);
   in.hw = hw;
+  // The overhead belongs to the file it was measured on (a path as given to profile-hw).
+  namespace fs = std::filesystem;
+  if (hw.store_token_overhead_seconds > 0 && !hw.store_model.empty() &&
+      fs::path(hw.store_model).filename() == fs::path(model.file().path()).filename()) {
+    in.token_overhead_s = hw.store_token_overhead_seconds;
+  }
 
   if (profile && (profile->n_layer != c.n_layer || profile->n_ff != c.n_ff)) {
     return InvalidArgument("the profile is for " + std::to_string(profile->n_layer) +

@@ -61,6 +61,9 @@ struct PlanInputs {
   uint64_t kv_bytes_per_token = 0;  // keys and values of every layer, one position
   int64_t n_ctx = 0;                // the model's training context
   int io_queue_depth = 128;         // reads the store keeps in flight (NeuronStoreOptions)
+  // Per token, beyond what the rates predict: the hardware profile's figure when it was measured
+  // on this model's file (HardwareProfile::store_token_overhead_seconds), else 0.
+  double token_overhead_s = 0;
 
   std::vector<PlanLevel> levels;  // ascending sparsity
   std::vector<CachePoint> cache;  // ascending fraction; the first is the smallest cache

@@ -1,14 +1,41 @@
 #include "engine/tools/profile_hw_command.h"
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
 
+#include "engine/model/model.h"
+#include "engine/plan/cost_model.h"
+#include "engine/plan/plan_inputs.h"
 #include "engine/tools/hw_probe.h"
 #include "engine/tools/store_probe.h"
 
 namespace sparrow::tools {
+namespace {
+
+// What the cost model predicts for `model_path` mapped, decoding with `active_share` of its
+// neurons at `threads`: the figure the probe's measured decode is compared with.
+Result<double> ModelledMappedSeconds(const std::string& model_path, const plan::HardwareProfile& hw,
+                                     double active_share, int threads) {
+  SPARROW_ASSIGN_OR_RETURN(auto model, Model::Load(model_path));
+  plan::HardwareProfile rates = hw;
+  rates.store_seconds_per_neuron = 0;
+  rates.store_token_overhead_seconds = 0;
+  plan::PlanInputsOptions io;
+  io.active_share = active_share;
+  SPARROW_ASSIGN_OR_RETURN(plan::PlanInputs in, plan::MakePlanInputs(*model, nullptr, rates, io));
+  in.converted = false;  // mapped: no store term
+  plan::PlanLevel level;
+  level.sparsity = 1 - active_share;
+  level.active_share = active_share;
+  level.gather = active_share < 1;
+  return plan::DenseSeconds(in, threads, level) +
+         plan::FfnComputeSeconds(in, threads, level) * static_cast<double>(in.n_layer);
+}
+
+}  // namespace
 
 void RegisterProfileHwCommand(CLI::App& app, ProfileHwOptions& o, int& exit_code) {
   CLI::App* cmd = app.add_subcommand(
@@ -64,6 +91,20 @@ int RunProfileHw(const ProfileHwOptions& o) {
     if (store.ok()) {
       hw->store_seconds_per_neuron = store->seconds_per_neuron;
       hw->store_model = o.model;
+      // What the rates leave out, per token: measured against the model's own prediction.
+      const double share = store->neurons_per_token /
+                           static_cast<double>(std::max<int64_t>(1, store->n_layer * store->n_ff));
+      auto modelled = ModelledMappedSeconds(o.model, *hw, share, hw->max_threads);
+      if (modelled.ok()) {
+        hw->store_token_overhead_seconds = std::max(0.0, store->mapped_s_per_token - *modelled);
+        std::fprintf(stderr,
+                     "sparrow profile-hw: the rates predict %.2f ms a token for it mapped at %d "
+                     "threads; the rest, %.2f ms, is its overhead per token\n",
+                     *modelled * 1e3, hw->max_threads, hw->store_token_overhead_seconds * 1e3);
+      } else {
+        std::fprintf(stderr, "sparrow profile-hw: no overhead per token: %s\n",
+                     modelled.status().ToString().c_str());
+      }
       std::fprintf(stderr,
                    "sparrow profile-hw: store probe: %.2f ms a token mapped, %.2f ms through a "
                    "store holding every record, %.0f active neurons a token: %.1f ns each\n",

@@ -93,6 +93,8 @@ Result<StoreProbeResult> MeasureStoreOverhead(const StoreProbeOptions& o) {
     diff_s.push_back(s.seconds_per_token - m.seconds_per_token);
     r.neurons_per_token = s.neurons_per_token;
   }
+  r.n_layer = c.n_layer;
+  r.n_ff = c.n_ff;
   r.mapped_s_per_token = Median(mapped_s);
   r.store_s_per_token = Median(store_s);
   if (r.neurons_per_token > 0) {

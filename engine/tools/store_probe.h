@@ -23,6 +23,7 @@ struct StoreProbeOptions {
 struct StoreProbeResult {
   double mapped_s_per_token = 0, store_s_per_token = 0;
   double neurons_per_token = 0;   // active ones, every layer
+  int64_t n_layer = 0, n_ff = 0;  // the model's
   double seconds_per_neuron = 0;  // (store - mapped) / neurons, at least 0
 };
 

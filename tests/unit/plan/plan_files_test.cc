@@ -41,6 +41,7 @@ TEST(HardwareProfileFileTest, RoundTripsThroughAFile) {
   hw.flash_file = "model.gguf";
   hw.store_seconds_per_neuron = 145.5e-9;
   hw.store_model = "model.sparrow.gguf";
+  hw.store_token_overhead_seconds = 2.125e-3;
   const std::string path = sparrow::testing::TempPath("hw.yaml");
   ASSERT_TRUE(WriteHardwareProfile(hw, path).ok());
   auto back = ReadHardwareProfile(path);
@@ -57,6 +58,7 @@ TEST(HardwareProfileFileTest, RoundTripsThroughAFile) {
   EXPECT_EQ(back->flash_file, "model.gguf");
   EXPECT_NEAR(back->store_seconds_per_neuron, 145.5e-9, 1e-15);
   EXPECT_EQ(back->store_model, "model.sparrow.gguf");
+  EXPECT_NEAR(back->store_token_overhead_seconds, 2.125e-3, 1e-9);
   // Profiles written before the store probe read as "not measured".
   auto old = ParseHardwareProfile(HardwareProfileToYaml(testing::TwoThreadHardware()), "old.yaml");
   ASSERT_TRUE(old.ok());
@@ -83,6 +85,8 @@ TEST(HardwareProfileFileTest, MalformedProfilesNameFileAndKey) {
       {good + "store:\n  model: m.gguf\n  ns_per_neuron: -3\n",
        "hw.yaml: store.ns_per_neuron: must be in [0, 1e6]"},
       {good + "store:\n  model: m.gguf\n", "hw.yaml: store.ns_per_neuron: missing"},
+      {good + "store:\n  model: m.gguf\n  ns_per_neuron: 3\n  overhead_ms_per_token: -1\n",
+       "hw.yaml: store.overhead_ms_per_token: must be in [0, 1e6] ms"},
   };
   ExpectErrors(cases, [](const std::string& t) { return ParseHardwareProfile(t, "hw.yaml"); });
   auto missing = ReadHardwareProfile(sparrow::testing::TempPath("absent.yaml"));

@@ -67,6 +67,27 @@ TEST(PlanInputsTest, DenseLlamaFileIsOneLevelWithTheFfnMappedWhole) {
   EXPECT_GT(plan->predicted_tokens_per_s, 0);
 }
 
+// The probe's overhead per token was measured on one file: it applies to that file (named by a
+// path to it anywhere) and to no other.
+TEST(PlanInputsTest, TheOverheadPerTokenAppliesToTheFileItWasMeasuredOn) {
+  auto model = LoadKjv("kjv-llama-5m-q4_0.gguf");
+  if (!model) GTEST_SKIP() << "../shared/kjv is not here";
+  HardwareProfile hw = testing::TwoThreadHardware();
+  hw.store_token_overhead_seconds = 2e-3;
+  hw.store_model = "/elsewhere/kjv-llama-5m-q4_0.gguf";
+  auto in = MakePlanInputs(*model, nullptr, hw);
+  ASSERT_TRUE(in.ok()) << in.status().ToString();
+  EXPECT_EQ(in->token_overhead_s, 2e-3);
+  const TokenCost with = Evaluate(*in, 2, in->cache.back(), in->levels[0], 0);
+  in->token_overhead_s = 0;
+  const TokenCost without = Evaluate(*in, 2, in->cache.back(), in->levels[0], 0);
+  EXPECT_NEAR(with.token_s - without.token_s, 2e-3, 1e-12);
+  hw.store_model = "kjv-llama-5m-f16.gguf";
+  auto other = MakePlanInputs(*model, nullptr, hw);
+  ASSERT_TRUE(other.ok());
+  EXPECT_EQ(other->token_overhead_s, 0);
+}
+
 TEST(PlanInputsTest, ProfileLevelsAndMissCurveBecomeTheChoices) {
   auto model = LoadKjv("kjv-llama-5m-q4_0.gguf");
   if (!model) GTEST_SKIP() << "the KJV models are not in " << sparrow::testing::SharedDir();
