@@ -55,6 +55,8 @@ def main():
     p.add_argument("--pause", type=float, default=1.0, help="seconds between changes")
     p.add_argument("--low", type=float, default=0.0,
                    help="the low budget, as a share of the way from the floor to the ceiling")
+    p.add_argument("--log", help="keep sparrowd's log here (each plan's line says how long "
+                                  "applying it took)")
     p.add_argument("--hw-profile", default="none",
                    help="sparrowd's hw_profile: a file from `sparrow profile-hw` plans every "
                         "budget (none: the fixed split)")
@@ -69,7 +71,8 @@ def main():
            "--memory-pressure", "2", "--hw-profile", args.hw_profile]
     if args.cache_mb is not None:
         cmd += ["--cache-mb", str(args.cache_mb)]
-    server = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    log = open(args.log, "w") if args.log else subprocess.DEVNULL
+    server = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
     try:
         for _ in range(600):
             try:

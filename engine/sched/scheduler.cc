@@ -504,6 +504,7 @@ void Scheduler::ApplyPendingPlan() {
     plan.swap(pending_plan_);
   }
   if (!plan) return;
+  const auto start = std::chrono::steady_clock::now();
   if (plan->kv_pool_bytes) {
     const int64_t want = static_cast<int64_t>(*plan->kv_pool_bytes) / kv_block_bytes_;
     ResizeKv(std::clamp(want, min_kv_blocks_, opts_.kv_blocks));
@@ -525,17 +526,17 @@ void Scheduler::ApplyPendingPlan() {
                    *plan->neuron_cache_bytes, st.ToString());
     }
   }
-  const double ms =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - plan->decided)
-          .count();
+  const auto now = std::chrono::steady_clock::now();
+  const double ms = std::chrono::duration<double, std::milli>(now - plan->decided).count();
+  const double apply_ms = std::chrono::duration<double, std::milli>(now - start).count();
   spdlog::info(
       "memory plan {} applied ({}): neuron cache {} MiB, KV pool {} blocks ({} MiB), threads {}, "
-      "sparsity {}, {:.1f} ms after the decision",
+      "sparsity {}, {:.1f} ms after the decision ({:.1f} of them applying it)",
       plan->version, plan->cause,
       plan->neuron_cache_bytes ? std::to_string(*plan->neuron_cache_bytes >> 20) : "kept",
       kv_.n_blocks(), kv_.Stats().mapped_bytes >> 20,
       plan->threads ? std::to_string(*plan->threads) : "kept",
-      sparsity ? fmt::format("{}", *sparsity) : "kept", ms);
+      sparsity ? fmt::format("{}", *sparsity) : "kept", ms, apply_ms);
   std::lock_guard<std::mutex> lock(mu_);
   if (sparsity) stats_.sparsity = sparsity;
   stats_.kv = kv_.Stats();
