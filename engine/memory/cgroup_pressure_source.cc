@@ -32,7 +32,11 @@ class CgroupV1PressureSource : public PressureSource {
  public:
   CgroupV1PressureSource(std::string dir, int level_fd, std::array<int, kLevels.size()> events,
                          uint64_t limit)
-      : dir_(std::move(dir)), level_fd_(level_fd), events_(events), limit_(limit) {}
+      : dir_(std::move(dir)),
+        level_fd_(level_fd),
+        events_(events),
+        limit_(limit),
+        failcnt_(ReadCgroupNumber(dir_ + "/memory.failcnt")) {}
   ~CgroupV1PressureSource() override {
     for (int fd : events_) close(fd);
     close(level_fd_);
@@ -66,7 +70,22 @@ class CgroupV1PressureSource : public PressureSource {
     limit_ = ReadCgroupLimit(dir_ + "/memory.limit_in_bytes");
     const uint64_t usage = ReadCgroupNumber(dir_ + "/memory.usage_in_bytes");
     const uint64_t inactive = ReadCgroupKey(dir_ + "/memory.stat", "total_inactive_file");
-    return HeadroomReading(dir_, limit_, usage, inactive, &room_);
+    PressureReading r = HeadroomReading(dir_, limit_, usage, inactive, &room_);
+    // memory.failcnt counts the charges that met the limit: someone in the cgroup is being
+    // held in reclaim now, whatever the inactive file pages make the headroom look like (a hog
+    // stalled at the limit read as room, the cache grew into it, and the OOM killer came:
+    // tests/server/sparrowd_squeeze_test.cc). As v2's memory.events "high": medium, no growth.
+    const uint64_t failcnt = ReadCgroupNumber(dir_ + "/memory.failcnt");
+    if (failcnt > failcnt_) {
+      room_ = 0;
+      if (r.level < PressureLevel::kMedium) {
+        r = {PressureLevel::kMedium, dir_ + "/memory.failcnt: the limit was met " +
+                                         std::to_string(failcnt - failcnt_) +
+                                         " times since the last look"};
+      }
+    }
+    failcnt_ = failcnt;
+    return r;
   }
   std::optional<uint64_t> room_bytes() const override { return room_; }
 
@@ -75,6 +94,7 @@ class CgroupV1PressureSource : public PressureSource {
   int level_fd_;
   std::array<int, kLevels.size()> events_;
   uint64_t limit_;
+  uint64_t failcnt_;  // counts from before the server started say nothing
   std::optional<uint64_t> room_;
 };
 

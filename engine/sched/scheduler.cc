@@ -497,6 +497,23 @@ void Scheduler::ApplyMemoryPlan(MemoryPlan plan) {
   cv_.notify_all();
 }
 
+void Scheduler::ShrinkNeuronCacheNow(size_t bytes) {
+  if (!opts_.neuron_store || bytes >= opts_.neuron_store->capacity_bytes()) return;
+  const auto start = std::chrono::steady_clock::now();
+  const Status st = opts_.neuron_store->Resize(bytes);
+  const double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  if (!st.ok()) {
+    spdlog::warn("memory: neuron cache shrink to {} bytes at once failed: {}", bytes,
+                 st.ToString());
+    return;
+  }
+  spdlog::info(
+      "memory: neuron cache shrunk to {} MiB at once, in {:.1f} ms, not waiting for the "
+      "step in flight",
+      bytes >> 20, ms);
+}
+
 void Scheduler::ApplyPendingPlan() {
   std::optional<MemoryPlan> plan;
   {

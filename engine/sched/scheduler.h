@@ -101,6 +101,12 @@ class Scheduler {
   // use do not fit). Returns at once; a newer plan replaces one not applied yet. Stats()
   // names the plan applied.
   void ApplyMemoryPlan(MemoryPlan plan);
+  // Critical pressure cannot wait for the step in flight (a step under reclaim stalls can take
+  // seconds while a hog fills the last of the limit): the neuron store shrinks to `bytes` now,
+  // from the caller's thread (it waits at most for the layer in use; a layer's records stay
+  // pinned until released). Only ever down; the plan that follows applies the rest between
+  // steps as usual. Nothing without a neuron store.
+  void ShrinkNeuronCacheNow(size_t bytes);
   // kv_blocks: the pool's size as configured, the most a budget may give it.
   const SchedulerOptions& options() const { return opts_; }
   // The KV pool's bounds under a budget: a block's bytes, the fewest blocks it may shrink to (one

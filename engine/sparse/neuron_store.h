@@ -110,6 +110,8 @@ class NeuronStore {
   // The one entry point for the memory budget: from any thread. Shrinking evicts and gives the
   // memory back to the OS; growing lets the segments fill (the hot one a little per step).
   Status Resize(size_t cache_bytes);
+  // What the last Resize (or the options) asked for.
+  size_t capacity_bytes() const { return capacity_bytes_; }
 
   NeuronStoreStats stats() const;
 

@@ -67,6 +67,10 @@ void MemoryGovernor::OnEvent(std::string_view source, const PressureReading& r) 
   if (auto change = policy_.OnPressure(r.level, cause, NowMs(), ElasticInUse())) {
     ++stats_.shrinks;
     Plan(*change);
+    // The KV pool and the rest wait for the step in flight; the cache need not.
+    if (r.level == PressureLevel::kCritical) {
+      scheduler_->ShrinkNeuronCacheNow(static_cast<size_t>(stats_.split.neuron_cache));
+    }
   }
 }
 

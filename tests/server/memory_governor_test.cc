@@ -16,6 +16,7 @@
 #include "engine/plan/plan_inputs.h"
 #include "engine/sparse/sparse_plan.h"
 #include "tests/unit/plan/plan_fixture.h"
+#include "tests/util/collecting_sink.h"
 #include "tests/util/converted_model.h"
 
 namespace sparrow::server {
@@ -150,6 +151,42 @@ TEST_F(MemoryGovernorTest, CriticalEmptiesTheCacheAndQuietGrowsItBack) {
   EXPECT_GE(st.grows, 4);
   EXPECT_EQ(st.plan_version, 1 + st.grows);
   EXPECT_EQ(st.level, PressureLevel::kNone);
+}
+
+// Critical pressure empties the neuron cache at once, while steps run, not after the step in
+// flight; the streams decoding meanwhile produce what they do without it (their records come
+// from flash instead), and the shortcut never grows the cache.
+TEST_F(MemoryGovernorTest, ACriticalShrinkActsAtOnceAndLeavesTheStreamsAsTheyWere) {
+  auto run = [&](bool shrink) {
+    std::vector<std::shared_ptr<testing::CollectingSink>> sinks;
+    for (int32_t i = 0; i < 3; ++i) {
+      auto sink = std::make_shared<testing::CollectingSink>();
+      GenerationRequest r;
+      r.prompt = {1, 7 + i, 20 + i};
+      r.sampling.temperature = 0;
+      r.max_tokens = 48;
+      r.sink = sink;
+      EXPECT_TRUE(scheduler_->Submit(std::move(r)).ok());
+      sinks.push_back(sink);
+    }
+    if (shrink) {
+      while (sinks[0]->count() < 4) std::this_thread::yield();
+      scheduler_->ShrinkNeuronCacheNow(0);
+      const NeuronStoreStats now = *scheduler_->Stats().neuron_cache;
+      EXPECT_EQ(now.capacity_bytes, 0u) << "done when the call returns";
+      EXPECT_EQ(now.hot_bytes, 0u) << "the hot segment's pages went back";
+      scheduler_->ShrinkNeuronCacheNow(all_);
+      EXPECT_EQ(scheduler_->Stats().neuron_cache->capacity_bytes, 0u) << "only ever down";
+    }
+    std::vector<std::vector<int32_t>> out;
+    for (auto& s : sinks) out.push_back(s->Wait());
+    return out;
+  };
+  const auto reference = run(false);
+  const auto squeezed = run(true);
+  ASSERT_EQ(reference.size(), 3u);
+  EXPECT_EQ(reference[0].size(), 48u);
+  EXPECT_EQ(squeezed, reference);
 }
 
 TEST_F(MemoryGovernorTest, TheOperatorsBudgetAndTheHostAppsLevelsAct) {

@@ -114,6 +114,36 @@ TEST(PressureSourceTest, CgroupV2EventsAndHeadroomGiveLevels) {
   EXPECT_NE(r.detail.find("190 MiB limit"), std::string::npos) << r.detail;
 }
 
+// cgroup v1 on a directory of plain files: headroom as v2's, and memory.failcnt moving (a
+// charge met the limit, someone is held in reclaim) is medium with no room to grow, however
+// much the inactive file pages leave looking free.
+TEST(PressureSourceTest, CgroupV1FailcntMovingIsPressureWhateverTheHeadroom) {
+  const std::string dir = ::testing::TempDir() + "/cgroup-v1-fake";
+  std::filesystem::create_directories(dir);
+  auto put = [&](const std::string& file, const std::string& text) {
+    std::ofstream(dir + "/" + file) << text;
+  };
+  const uint64_t mib = 1 << 20;
+  put("memory.pressure_level", "");
+  put("cgroup.event_control", "");
+  put("memory.limit_in_bytes", std::to_string(200 * mib) + "\n");
+  put("memory.usage_in_bytes", std::to_string(190 * mib) + "\n");
+  put("memory.stat", "total_inactive_file " + std::to_string(90 * mib) + "\n");
+  put("memory.failcnt", "5\n");  // from before the server started: says nothing
+  auto opened = OpenCgroupV1PressureSource(dir);
+  ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+  std::unique_ptr<PressureSource> source = std::move(opened).value();
+  EXPECT_EQ(source->Read(-1).level, PressureLevel::kNone);
+  EXPECT_EQ(source->room_bytes(), 80 * mib) << "100 MiB working set under 200, 20 kept free";
+  put("memory.failcnt", "7\n");
+  const PressureReading r = source->Read(-1);
+  EXPECT_EQ(r.level, PressureLevel::kMedium);
+  EXPECT_NE(r.detail.find("memory.failcnt"), std::string::npos) << r.detail;
+  EXPECT_EQ(source->room_bytes(), 0u);
+  EXPECT_EQ(source->Read(-1).level, PressureLevel::kNone) << "a count is news once";
+  EXPECT_EQ(source->room_bytes(), 80 * mib);
+}
+
 TEST(PressureSourceTest, MemAvailableGivesALevelByItsShare) {
   auto level_at = [](uint64_t available_kb) {
     const std::string path = WriteTemp("meminfo",

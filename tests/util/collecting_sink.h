@@ -1,0 +1,45 @@
+#pragma once
+// A RequestSink that keeps every token and lets a test wait for the end.
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+#include <vector>
+
+#include "engine/sched/request.h"
+
+namespace sparrow::testing {
+
+class CollectingSink : public RequestSink {
+ public:
+  bool OnToken(const TokenEvent& ev) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    tokens_.push_back(ev.token);
+    return true;
+  }
+  void OnFinish(const FinishInfo&) override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      done_ = true;
+    }
+    cv_.notify_all();
+  }
+  bool Cancelled() const override { return false; }
+  size_t count() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return tokens_.size();
+  }
+  std::vector<int32_t> Wait() {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [this] { return done_; });
+    return tokens_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<int32_t> tokens_;
+  bool done_ = false;
+};
+
+}  // namespace sparrow::testing
