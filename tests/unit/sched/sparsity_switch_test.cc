@@ -19,38 +19,13 @@
 #include "engine/sparse/sparse_plan.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "engine/tools/profile_command.h"
+#include "tests/util/collecting_sink.h"
 #include "tests/util/test_paths.h"
 
 namespace sparrow {
 namespace {
 
-class CollectingSink : public RequestSink {
- public:
-  bool OnToken(const TokenEvent& ev) override {
-    std::lock_guard<std::mutex> lock(mu_);
-    tokens_.push_back(ev.token);
-    return true;
-  }
-  void OnFinish(const FinishInfo&) override {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      done_ = true;
-    }
-    cv_.notify_all();
-  }
-  bool Cancelled() const override { return false; }
-  std::vector<int32_t> Wait() {
-    std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait(lock, [this] { return done_; });
-    return tokens_;
-  }
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::vector<int32_t> tokens_;
-  bool done_ = false;
-};
+using testing::CollectingSink;
 
 std::string KjvModel() {
   return testing::SharedDir() + "/kjv/models/kjv-llama-5m-f32.gguf";
