@@ -12,8 +12,8 @@
 
 namespace sparrow {
 
-SlotArena::SlotArena(size_t slot_bytes, size_t chunk_bytes)
-    : slot_bytes_(std::max<size_t>(1, slot_bytes)) {
+SlotArena::SlotArena(size_t slot_bytes, size_t chunk_bytes, bool huge_pages)
+    : slot_bytes_(std::max<size_t>(1, slot_bytes)), huge_pages_(huge_pages) {
   const auto page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
   const size_t slots = std::max<size_t>(1, (chunk_bytes + slot_bytes_ - 1) / slot_bytes_);
   slots_per_chunk_ = static_cast<int64_t>(slots);
@@ -40,7 +40,7 @@ Status SlotArena::Reserve(int64_t slots) {
     }
     // Huge pages only where every slot of the chunk is within what was reserved.
     const auto full = static_cast<int64_t>(chunks_.size() + 1) * slots_per_chunk_ <= slots;
-    if (full) AdviseHugePages(p, chunk_bytes_);
+    if (huge_pages_ && full) AdviseHugePages(p, chunk_bytes_);
     chunks_.push_back(static_cast<uint8_t*>(p));
   }
   return Status::Ok();

@@ -15,8 +15,12 @@ namespace sparrow {
 
 class SlotArena {
  public:
-  // `chunk_bytes` is rounded up to a whole number of slots and of pages.
-  explicit SlotArena(size_t slot_bytes, size_t chunk_bytes = size_t{4} << 20);
+  // `chunk_bytes` is rounded up to a whole number of slots and of pages. `huge_pages`: chunks
+  // whose every slot is reserved get transparent huge pages (huge_pages.h), for slots read
+  // scattered (the neuron cache's records); not for slots filled a little at a time (KV blocks),
+  // where a 2 MiB fault would back slots that are not written yet.
+  explicit SlotArena(size_t slot_bytes, size_t chunk_bytes = size_t{4} << 20,
+                     bool huge_pages = false);
   ~SlotArena();
   SlotArena(const SlotArena&) = delete;
   SlotArena& operator=(const SlotArena&) = delete;
@@ -39,6 +43,7 @@ class SlotArena {
   size_t slot_bytes_;
   size_t chunk_bytes_;
   int64_t slots_per_chunk_;
+  bool huge_pages_;
   std::vector<uint8_t*> chunks_;
 };
 

@@ -7,7 +7,7 @@ namespace sparrow {
 
 NeuronCache::NeuronCache(int64_t n_layer, int64_t n_ff, size_t record_bytes, size_t capacity_bytes,
                          size_t chunk_bytes)
-    : n_layer_(n_layer), n_ff_(n_ff), arena_(record_bytes, chunk_bytes) {
+    : n_layer_(n_layer), n_ff_(n_ff), arena_(record_bytes, chunk_bytes, /*huge_pages=*/true) {
   slot_of_.assign(static_cast<size_t>(n_layer * n_ff), -1);
   // Memory refused here leaves an empty cache that bypasses (every bundle read for its step);
   // the budget controller's next Resize retries.

