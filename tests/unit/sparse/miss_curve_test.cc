@@ -93,25 +93,34 @@ TEST(MissCurve, AScanPushesFrequentNeuronsOutOfTheWindowButNotOutOfTheTwoQueueLr
   EXPECT_EQ(ReplayMissCurve(trace, 4096, all, 10, ReplayPolicy::kWindow)[0].misses_per_token, 10.0);
 }
 
+// Every token uses, in each layer, neurons 0..fixed-1 and `random` others drawn from the rest
+// (`random_first`: listed before the fixed ones).
+NeuronTrace FixedAndRandomTrace(int64_t n_layer, int64_t n_ff, int32_t fixed, int32_t random,
+                                int tokens, unsigned seed, bool random_first = false) {
+  NeuronTrace trace(n_layer, n_ff);
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int32_t> other(fixed, static_cast<int32_t>(n_ff - 1));
+  for (int t = 0; t < tokens; ++t) {
+    for (int64_t l = 0; l < n_layer; ++l) {
+      std::vector<int32_t> ids;
+      for (int32_t i = 0; i < fixed; ++i) ids.push_back(i);
+      std::vector<uint8_t> taken(static_cast<size_t>(n_ff), 0);
+      while (static_cast<int32_t>(ids.size()) < fixed + random) {
+        const int32_t id = other(rng);
+        if (!taken[id]) ids.push_back(id), taken[id] = 1;
+      }
+      if (random_first) std::rotate(ids.begin(), ids.begin() + fixed, ids.end());
+      trace.Append(l, ids);
+    }
+  }
+  return trace;
+}
+
 TEST(MissCurve, AHotHalfNeverMissesItsNeurons) {
   // Per layer: neurons 0..19 every token, and 30 of 400 others at random. 40 slots per layer:
   // the hot half holds the 20 that are always used.
   const int64_t n_layer = 2, n_ff = 420;
-  NeuronTrace trace(n_layer, n_ff);
-  std::mt19937 rng(5);
-  std::uniform_int_distribution<int32_t> other(20, n_ff - 1);
-  for (int t = 0; t < 200; ++t) {
-    for (int64_t l = 0; l < n_layer; ++l) {
-      std::vector<int32_t> ids;
-      for (int32_t i = 0; i < 20; ++i) ids.push_back(i);
-      std::vector<uint8_t> taken(n_ff, 0);
-      while (ids.size() < 50) {
-        const int32_t id = other(rng);
-        if (!taken[id]) ids.push_back(id), taken[id] = 1;
-      }
-      trace.Append(l, ids);
-    }
-  }
+  const NeuronTrace trace = FixedAndRandomTrace(n_layer, n_ff, 20, 30, 200, 5);
   const std::vector<double> fractions = {80.0 / (n_layer * n_ff)};
   const auto hot = ReplayMissCurve(trace, 4096, fractions, 20, ReplayPolicy::kHotHalfAndLru);
   EXPECT_LE(hot[0].misses_per_token, 30.0 * n_layer) << "only the random ones can miss";
@@ -123,22 +132,8 @@ TEST(MissCurve, AHotHalfNeverMissesItsNeurons) {
 // neurons a token and cycles through 0..99's second half; it finds almost nothing, so it gives
 // its slots to the hot segment, which then holds 0..99: once it has, only the random ones miss.
 TEST(MissCurve, AThrashingLruGivesItsSlotsToTheHotSegment) {
-  const int64_t n_ff = 1000;
-  NeuronTrace trace(1, n_ff);
-  std::mt19937 rng(9);
-  std::uniform_int_distribution<int32_t> other(100, n_ff - 1);
-  for (int t = 0; t < 80; ++t) {
-    std::vector<int32_t> ids;
-    for (int32_t i = 0; i < 100; ++i) ids.push_back(i);
-    std::vector<uint8_t> taken(n_ff, 0);
-    while (ids.size() < 200) {
-      const int32_t id = other(rng);
-      if (!taken[id]) ids.push_back(id), taken[id] = 1;
-    }
-    // The LRU meets the random ones first, so the recency order never favours 50..99.
-    std::rotate(ids.begin(), ids.begin() + 100, ids.end());
-    trace.Append(0, ids);
-  }
+  // The LRU meets the random ones first, so the recency order never favours 50..99.
+  const NeuronTrace trace = FixedAndRandomTrace(1, 1000, 100, 100, 80, 9, /*random_first=*/true);
   const std::vector<double> tenth = {0.1};
   const auto curve = ReplayMissCurve(trace, 4096, tenth, 40, ReplayPolicy::kHotHalfAndLru);
   EXPECT_EQ(curve[0].misses_per_token, 100.0);
