@@ -21,7 +21,8 @@ struct Expr {
     kTuple,    // args
     kDict,     // args: key, value, key, value...
     kUnary,    // op ("-", "+", "not"), args[0]
-    kBinary,   // op, args[0], args[1]; op is also "and", "or", "in", "not in"
+    kBinary,   // op, args[0], args[1]; op is also "and", "or"
+    kCompare,  // args[0] ops[0] args[1] ops[1] args[2]...: ==, !=, <, <=, >, >=, in, not in
     kCond,     // args: then, condition, else (null when absent)
     kGetAttr,  // args[0].name
     kGetItem,  // args[0][args[1]]
@@ -35,8 +36,9 @@ struct Expr {
   int column = 0;
   std::string name;  // name, attribute, filter or test
   std::string op;
-  bool negated = false;  // `is not`
-  bool unknown = false;  // a filter or test jinja2 lacks, allowed in a conditional branch
+  std::vector<std::string> ops;  // kCompare
+  bool negated = false;          // `is not`
+  bool unknown = false;          // a filter or test jinja2 lacks, allowed in a conditional branch
   Value value;
   std::vector<ExprPtr> args;
   std::vector<std::pair<std::string, ExprPtr>> kwargs;
@@ -77,6 +79,9 @@ struct Stmt {
   Body body;
   Body else_body;
   std::vector<MacroParam> params;
+  // A macro whose body names `varargs` or `kwargs` takes extra arguments into them (jinja2).
+  bool catch_varargs = false;
+  bool catch_kwargs = false;
 };
 
 }  // namespace sparrow::jinja

@@ -113,6 +113,16 @@ Result<int64_t> IntOperand(const Value& v) {
   return InvalidArgument("unsupported operand type(s) for %: '" + v.TypeName() + "' and 'int'");
 }
 
+// Python's value % 2, which odd and even compare with 1 and 0 (floats included).
+Result<double> ModTwo(const Value& v) {
+  if (v.kind() == Value::Kind::kFloat) {
+    double m = std::fmod(v.as_double(), 2.0);
+    return m < 0 ? m + 2.0 : m;
+  }
+  SPARROW_ASSIGN_OR_RETURN(int64_t i, IntOperand(v));
+  return static_cast<double>(((i % 2) + 2) % 2);
+}
+
 bool SameAs(const Value& a, const Value& b) {
   if (a.kind() != b.kind()) return false;
   switch (a.kind()) {
@@ -193,12 +203,12 @@ const std::unordered_map<std::string_view, TestFn>& Tests() {
        }},
       {"escaped", [](const Value&, const std::vector<Value>&) -> Result<bool> { return false; }},
       {"odd", [](const Value& v, const std::vector<Value>&) -> Result<bool> {
-         SPARROW_ASSIGN_OR_RETURN(int64_t i, IntOperand(v));
-         return i % 2 != 0;
+         SPARROW_ASSIGN_OR_RETURN(double m, ModTwo(v));
+         return m == 1;
        }},
       {"even", [](const Value& v, const std::vector<Value>&) -> Result<bool> {
-         SPARROW_ASSIGN_OR_RETURN(int64_t i, IntOperand(v));
-         return i % 2 == 0;
+         SPARROW_ASSIGN_OR_RETURN(double m, ModTwo(v));
+         return m == 0;
        }},
       {"divisibleby", [](const Value& v, const std::vector<Value>& a) -> Result<bool> {
          SPARROW_RETURN_IF_ERROR(NeedArg(a).status());

@@ -38,7 +38,6 @@ Result<std::string> Interpreter::Render(const Body& body, Dict context) {
 std::shared_ptr<Interpreter::Scope> Interpreter::NewScope(std::shared_ptr<Scope> parent) {
   auto s = std::make_shared<Scope>();
   s->parent = std::move(parent);
-  scopes_.push_back(s);
   return s;
 }
 
@@ -166,13 +165,14 @@ Status Interpreter::ExecFor(const Stmt& s) {
   Result<List> iterated = Iterate(seq);
   if (!iterated.ok()) return Locate(s.expr->line, s.expr->column, iterated.status());
   List items = std::move(iterated).value();
+  // Each iteration has a scope of its own: what one sets, the next does not see (jinja2).
   std::shared_ptr<Scope> saved = scope_;
-  scope_ = NewScope(saved);
   auto run = [&]() -> Status {
     if (s.condition) {
       List kept;
       for (auto& item : items) {
         SPARROW_RETURN_IF_ERROR(Tick());
+        scope_ = NewScope(saved);
         SPARROW_RETURN_IF_ERROR(Assign(*s.target, item));
         SPARROW_ASSIGN_OR_RETURN(Value keep, Eval(*s.condition));
         if (keep.Truthy()) kept.push_back(std::move(item));
@@ -182,6 +182,7 @@ Status Interpreter::ExecFor(const Stmt& s) {
     const size_t n = items.size();
     for (size_t i = 0; i < n; ++i) {
       SPARROW_RETURN_IF_ERROR(Tick());
+      scope_ = NewScope(saved);
       SPARROW_RETURN_IF_ERROR(Assign(*s.target, items[i]));
       auto idx = static_cast<int64_t>(i);
       auto len = static_cast<int64_t>(n);
@@ -212,7 +213,10 @@ Status Interpreter::ExecFor(const Stmt& s) {
       }
       flow_ = Flow::kNormal;
     }
-    if (n == 0) return Exec(s.else_body);
+    if (n == 0) {
+      scope_ = NewScope(saved);
+      return Exec(s.else_body);
+    }
     return Status::Ok();
   };
   Status st = run();
@@ -261,6 +265,7 @@ Status Interpreter::Assign(const Expr& target, const Value& v) {
 }
 
 Value Interpreter::MakeMacro(const Stmt& s, std::shared_ptr<Scope> scope) {
+  scopes_.push_back(scope);  // the macro may end up in the scope it closes over
   const Stmt* stmt = &s;
   std::string name = s.kind == Stmt::Kind::kMacro ? s.text : "caller";
   return Value::MakeCallable(name, [stmt, scope](Interpreter& in, CallArgs& args) {
@@ -275,13 +280,19 @@ Result<Value> Interpreter::CallMacro(const Stmt& s, const std::shared_ptr<Scope>
     return ResourceExhausted("macro calls nest deeper than " +
                              std::to_string(limits_.max_call_depth) + " (endless recursion?)");
   }
-  if (args.positional.size() > s.params.size()) {
+  if (args.positional.size() > s.params.size() && !s.catch_varargs) {
     return InvalidArgument("macro '" + name + "' takes not more than " +
                            std::to_string(s.params.size()) + " argument(s)");
   }
   auto scope = NewScope(closure);
   std::vector<bool> bound(s.params.size(), false);
+  List varargs;
+  Dict kwargs;
   for (size_t i = 0; i < args.positional.size(); ++i) {
+    if (i >= s.params.size()) {
+      varargs.push_back(args.positional[i]);
+      continue;
+    }
     scope->vars[s.params[i].name] = args.positional[i];
     bound[i] = true;
   }
@@ -292,6 +303,10 @@ Result<Value> Interpreter::CallMacro(const Stmt& s, const std::shared_ptr<Scope>
     }
     size_t i = 0;
     while (i < s.params.size() && s.params[i].name != key) ++i;
+    if (i == s.params.size() && s.catch_kwargs) {
+      kwargs.Set(key, v);
+      continue;
+    }
     if (i == s.params.size()) {
       return InvalidArgument("macro '" + name + "' takes no keyword argument '" + key + "'");
     }
@@ -301,6 +316,8 @@ Result<Value> Interpreter::CallMacro(const Stmt& s, const std::shared_ptr<Scope>
     scope->vars[key] = v;
     bound[i] = true;
   }
+  if (s.catch_varargs) scope->vars["varargs"] = Value::MakeTuple(std::move(varargs));
+  if (s.catch_kwargs) scope->vars["kwargs"] = Value::MakeDict(std::move(kwargs));
   std::shared_ptr<Scope> saved = scope_;
   scope_ = scope;
   for (size_t i = 0; i < s.params.size(); ++i) {

@@ -66,6 +66,7 @@ class Interpreter {
   Result<Value> Eval(const Expr& e);
   Result<Value> EvalInner(const Expr& e);
   Result<Value> EvalBinary(const Expr& e);
+  Result<Value> EvalCompare(const Expr& e);
   Result<Value> EvalSlice(const Expr& e);
   Result<Value> EvalFilter(const Expr& e, const Value* subject);
   Result<CallArgs> EvalArgs(const Expr& e, size_t first);

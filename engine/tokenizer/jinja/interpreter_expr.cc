@@ -119,6 +119,20 @@ Result<Value> Arithmetic(Interpreter& in, const std::string& op, const Value& l,
   return Value::Int(a - FloorDiv(a, b) * b);
 }
 
+Result<bool> CompareOp(const std::string& op, const Value& l, const Value& r) {
+  if (op == "==") return l.Equals(r);
+  if (op == "!=") return !l.Equals(r);
+  if (op == "in" || op == "not in") {
+    SPARROW_ASSIGN_OR_RETURN(bool in, Contains(r, l));
+    return in == (op == "in");
+  }
+  if (l.is_undefined()) return UndefinedError(l);
+  if (r.is_undefined()) return UndefinedError(r);
+  bool swap = op == ">" || op == "<=";
+  SPARROW_ASSIGN_OR_RETURN(bool less, swap ? Less(r, l) : Less(l, r));
+  return op.size() == 1 ? less : !less;
+}
+
 Result<std::optional<int64_t>> SliceBound(const Value& v) {
   if (v.is_none() || v.is_undefined()) return std::optional<int64_t>();
   if (!v.is_int() && !v.is_bool()) {
@@ -171,6 +185,8 @@ Result<Value> Interpreter::EvalInner(const Expr& e) {
     }
     case Expr::Kind::kBinary:
       return EvalBinary(e);
+    case Expr::Kind::kCompare:
+      return EvalCompare(e);
     case Expr::Kind::kCond: {
       SPARROW_ASSIGN_OR_RETURN(Value c, Eval(*e.args[1]));
       if (c.Truthy()) return Eval(*e.args[0]);
@@ -213,19 +229,6 @@ Result<Value> Interpreter::EvalBinary(const Expr& e) {
   if (e.op == "or") return l.Truthy() ? l : Eval(*e.args[1]);
   SPARROW_ASSIGN_OR_RETURN(Value r, Eval(*e.args[1]));
   const std::string& op = e.op;
-  if (op == "==") return Value::Bool(l.Equals(r));
-  if (op == "!=") return Value::Bool(!l.Equals(r));
-  if (op == "in" || op == "not in") {
-    SPARROW_ASSIGN_OR_RETURN(bool in, Contains(r, l));
-    return Value::Bool(in == (op == "in"));
-  }
-  if (op == "<" || op == ">" || op == "<=" || op == ">=") {
-    if (l.is_undefined()) return UndefinedError(l);
-    if (r.is_undefined()) return UndefinedError(r);
-    bool swap = op == ">" || op == "<=";
-    SPARROW_ASSIGN_OR_RETURN(bool less, swap ? Less(r, l) : Less(l, r));
-    return Value::Bool(op.size() == 1 ? less : !less);
-  }
   if (op == "~") {
     std::string s = l.Str();
     s += r.Str();
@@ -233,6 +236,17 @@ Result<Value> Interpreter::EvalBinary(const Expr& e) {
     return Value::String(std::move(s));
   }
   return Arithmetic(*this, op, l, r);
+}
+
+Result<Value> Interpreter::EvalCompare(const Expr& e) {
+  SPARROW_ASSIGN_OR_RETURN(Value l, Eval(*e.args[0]));
+  for (size_t i = 0; i < e.ops.size(); ++i) {
+    SPARROW_ASSIGN_OR_RETURN(Value r, Eval(*e.args[i + 1]));
+    SPARROW_ASSIGN_OR_RETURN(bool holds, CompareOp(e.ops[i], l, r));
+    if (!holds) return Value::Bool(false);
+    l = std::move(r);
+  }
+  return Value::Bool(true);
 }
 
 Result<Value> Interpreter::EvalSlice(const Expr& e) {

@@ -72,16 +72,58 @@ std::vector<size_t> SliceIndices(size_t length, std::optional<int64_t> start,
   return out;
 }
 
+// Python's upper() and lower() use Unicode's full case mappings, where a few characters
+// become two or three; utf8proc has only the one-to-one mappings.
+const char* FullUpper(uint32_t c) {
+  switch (c) {
+    case 0xDF:
+      return "SS";
+    case 0x149:
+      return "\u02BCN";
+    case 0x1F0:
+      return "J\u030C";
+    case 0x587:
+      return "\u0535\u0552";
+    case 0xFB00:
+      return "FF";
+    case 0xFB01:
+      return "FI";
+    case 0xFB02:
+      return "FL";
+    case 0xFB03:
+      return "FFI";
+    case 0xFB04:
+      return "FFL";
+    case 0xFB05:
+    case 0xFB06:
+      return "ST";
+    default:
+      return nullptr;
+  }
+}
+
 std::string Upper(std::string_view s) {
-  auto cps = CodePoints(s);
-  for (auto& c : cps) c = ToUpperCp(c);
-  return Encode(cps);
+  std::string out;
+  for (uint32_t c : CodePoints(s)) {
+    if (const char* full = FullUpper(c)) {
+      out += full;
+    } else {
+      tokenizer::AppendUtf8(ToUpperCp(c), &out);
+    }
+  }
+  return out;
 }
 
 std::string Lower(std::string_view s) {
-  auto cps = CodePoints(s);
-  for (auto& c : cps) c = ToLowerCp(c);
-  return Encode(cps);
+  std::string out;
+  for (uint32_t c : CodePoints(s)) {
+    if (c == 0x130) {
+      out += "i\u0307";  // İ
+    } else {
+      tokenizer::AppendUtf8(ToLowerCp(c), &out);
+    }
+  }
+  return out;
 }
 
 std::string Capitalize(std::string_view s) {
