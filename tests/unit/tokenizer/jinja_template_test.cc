@@ -8,6 +8,8 @@
 
 #include <random>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "engine/tokenizer/jinja/interpreter.h"
 #include "engine/tokenizer/jinja/lexer.h"
@@ -207,6 +209,26 @@ TEST(JinjaTemplateTest, RendersEachConstructLikeJinja2) {
     ASSERT_TRUE(got.ok()) << got.status().ToString();
     EXPECT_EQ(*got, c.expected);
   }
+}
+
+TEST(JinjaTemplateTest, OneTemplateRendersOnManyThreads) {
+  Result<Template> t = Template::Parse(
+      "{% set ns = namespace(n=0) %}{% for m in messages %}{% set ns.n = ns.n + 1 %}"
+      "{{ m.role }}:{{ m.content }};{% endfor %}{{ ns.n }}");
+  ASSERT_TRUE(t.ok());
+  const auto context = nlohmann::ordered_json::parse(kContext);
+  std::vector<std::string> outputs(4);
+  std::vector<std::thread> threads;
+  for (auto& out : outputs) {
+    threads.emplace_back([&] {
+      for (int i = 0; i < 200; ++i) {
+        Result<std::string> r = t->Render(context);
+        out = r.ok() ? *r : r.status().ToString();
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  for (const auto& out : outputs) EXPECT_EQ(out, "user:Hi;assistant:Yo;2");
 }
 
 TEST(JinjaTemplateTest, SortedJsonContextRendersToo) {
