@@ -185,6 +185,7 @@ bool ToolCallParser::StepText(ToolCallEvents* ev) {
     const size_t m = BareCallPrefix(std::string_view(buf_).substr(lead));
     if (m == buf_.size() - lead) return false;  // may still become {"name"
     if (m != kNpos) {
+      dropped_ = buf_.substr(0, lead);
       buf_.erase(0, lead);
       at_start_ = false;
       in_call_ = true;
@@ -202,7 +203,11 @@ bool ToolCallParser::StepText(ToolCallEvents* ev) {
     }
   }
   if (which != nullptr) {
-    if (!(at_start_ && first == lead)) ev->content += buf_.substr(0, first);
+    if (at_start_ && first == lead) {
+      dropped_ = buf_.substr(0, first);  // given back if the call turns out malformed
+    } else {
+      ev->content += buf_.substr(0, first);
+    }
     buf_.erase(0, first + which->size());
     in_call_ = true;
     marker_ = *which;
@@ -227,6 +232,8 @@ bool ToolCallParser::StepText(ToolCallEvents* ev) {
 }
 
 void ToolCallParser::Malformed(std::string_view body, ToolCallEvents* ev) {
+  ev->content += dropped_;
+  dropped_.clear();
   ev->content += marker_;
   ev->content += body;
   in_call_ = false;
@@ -252,6 +259,7 @@ bool ToolCallParser::AddCall(std::string_view json_text, std::string name, ToolC
     return false;
   }
   for (auto& c : calls) Emit(std::move(c), ev);
+  dropped_.clear();
   in_call_ = false;
   after_call_ = true;
   at_start_ = format_ == ToolCallFormat::kLlama3;

@@ -56,6 +56,7 @@ class ToolCallParser {
   std::string buf_;                   // text not decided yet
   bool in_call_ = false;
   std::string marker_;       // what opened the current call ("" for a bare JSON object)
+  std::string dropped_;      // whitespace before it: dropped, unless the call is malformed
   bool at_start_ = true;     // nothing but whitespace released (Llama 3's bare JSON)
   bool after_call_ = false;  // drop the whitespace between calls
   int calls_ = 0;

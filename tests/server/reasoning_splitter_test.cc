@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <random>
+
 #include "server/core/chat_output.h"
 
 namespace sparrow::server {
@@ -53,6 +55,36 @@ TEST(ReasoningSplitterTest, HoldsBackAPartialCloseTag) {
   ReasoningParts p = s.Push("ink>b");
   EXPECT_EQ(p.reasoning, "");
   EXPECT_EQ(p.content, "b");
+}
+
+// Random outputs fed whole and in random pieces split alike.
+TEST(ReasoningSplitterTest, RandomOutputsStreamAsTheySplitWhole) {
+  const std::vector<std::string> pieces = {"<think>", "</think>", "<th", "</th", "ink>",
+                                           " ",       "\n",       "a",   "bc"};
+  std::mt19937 rng(11);
+  for (bool in_thinking : {false, true}) {
+    for (int round = 0; round < 3000; ++round) {
+      std::string text;
+      for (int n = 1 + static_cast<int>(rng() % 10); n > 0; --n) {
+        text += pieces[rng() % pieces.size()];
+      }
+      const ReasoningParts whole = SplitReasoning(text, in_thinking);
+      ReasoningSplitter s(in_thinking);
+      ReasoningParts streamed;
+      for (size_t at = 0; at < text.size();) {
+        const size_t len = std::min(text.size() - at, size_t{1} + rng() % 5);
+        ReasoningParts p = s.Push(std::string_view(text).substr(at, len));
+        streamed.reasoning += p.reasoning;
+        streamed.content += p.content;
+        at += len;
+      }
+      ReasoningParts tail = s.Finish();
+      streamed.reasoning += tail.reasoning;
+      streamed.content += tail.content;
+      ASSERT_EQ(whole.reasoning, streamed.reasoning) << text;
+      ASSERT_EQ(whole.content, streamed.content) << text;
+    }
+  }
 }
 
 TEST(ReasoningSplitterTest, Names) {

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include <random>
 
 namespace sparrow::server {
 namespace {
@@ -171,6 +172,65 @@ TEST(ToolCallParserTest, FormatFromTemplate) {
             ToolCallFormat::kMistral);
   EXPECT_EQ(ToolCallFormatFor("<|start_header_id|><|end_header_id|> <tool_call>"),
             ToolCallFormat::kHermes);
+}
+
+// Random outputs built from marker fragments, fed whole and in random pieces: the two agree,
+// nothing crashes, and without a call nothing of the text is lost.
+TEST(ToolCallParserTest, RandomOutputsStreamAsTheyParseWhole) {
+  const std::vector<std::string> pieces = {"<tool_call>",
+                                           "</tool_call>",
+                                           "<tool",
+                                           "[TOOL_CALLS]",
+                                           "[ARGS]",
+                                           "[TOOL",
+                                           "<|python_tag|>",
+                                           "{",
+                                           "}",
+                                           "[",
+                                           "]",
+                                           "\"name\": ",
+                                           "\"get_time\"",
+                                           "\"arguments\": ",
+                                           "\"parameters\": ",
+                                           "{}",
+                                           "get_time",
+                                           " ",
+                                           "\n",
+                                           ";",
+                                           ",",
+                                           "x",
+                                           "\"",
+                                           "\\",
+                                           "{\"name\": \"get_time\", "};
+  std::mt19937 rng(7);
+  for (ToolCallFormat f :
+       {ToolCallFormat::kHermes, ToolCallFormat::kLlama3, ToolCallFormat::kMistral}) {
+    for (int round = 0; round < 3000; ++round) {
+      std::string text;
+      for (int n = 1 + static_cast<int>(rng() % 12); n > 0; --n)
+        text += pieces[rng() % pieces.size()];
+      const ToolCallEvents whole = ParseToolCalls(f, text, kTools);
+      ToolCallParser p(f, kTools);
+      ToolCallEvents streamed;
+      for (size_t at = 0; at < text.size();) {
+        const size_t len = std::min(text.size() - at, size_t{1} + rng() % 6);
+        ToolCallEvents ev = p.Push(std::string_view(text).substr(at, len));
+        streamed.content += ev.content;
+        for (auto& c : ev.calls) streamed.calls.push_back(c);
+        at += len;
+      }
+      ToolCallEvents tail = p.Finish();
+      streamed.content += tail.content;
+      for (auto& c : tail.calls) streamed.calls.push_back(c);
+      ASSERT_EQ(whole.content, streamed.content) << ToolCallFormatName(f) << ": " << text;
+      ASSERT_EQ(whole.calls.size(), streamed.calls.size()) << text;
+      for (size_t i = 0; i < whole.calls.size(); ++i) {
+        ASSERT_EQ(whole.calls[i].arguments, streamed.calls[i].arguments) << text;
+        ASSERT_TRUE(nlohmann::json::parse(whole.calls[i].arguments).is_object()) << text;
+      }
+      if (whole.calls.empty()) ASSERT_EQ(whole.content, text) << ToolCallFormatName(f);
+    }
+  }
 }
 
 }  // namespace
