@@ -331,6 +331,12 @@ TEST(JinjaTemplateTest, RunawayTemplatesStop) {
   ExpectError("{% macro f() %}{{ f() }}{% endmacro %}{{ f() }}", StatusCode::kResourceExhausted,
               "macro calls nest deeper than 64");
   ExpectError("{{ 'x' * 100000000 }}", StatusCode::kResourceExhausted, "bytes");
+  ExpectError("{{ ('x' * 5000000)|list|length }}", StatusCode::kResourceExhausted, "items");
+  ExpectError("{% set l = [1] * 1000 %}{{ l * 10000 }}", StatusCode::kResourceExhausted, "items");
+  ExpectError("{{ 3 ** 100 }}", StatusCode::kOutOfRange, "integer overflow");
+  Result<std::string> empty = RenderText("{{ '' * 1000000000000 }}{{ (-1) ** 1001 }}");
+  ASSERT_TRUE(empty.ok()) << empty.status().ToString();
+  EXPECT_EQ(*empty, "-1");
   ExpectError("{{ " + std::string(5000, '(') + "1" + std::string(5000, ')') + " }}",
               StatusCode::kInvalidArgument, "nests too deeply");
   std::string nested;
