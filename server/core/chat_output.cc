@@ -5,6 +5,7 @@ namespace sparrow::server {
 ChatOutputParser::ChatOutputParser(const ChatOutputOptions& o)
     : tools_(o.tool_format, o.tool_names, o.parallel_tool_calls) {
   if (o.split_reasoning) reasoning_.emplace(o.starts_in_thinking);
+  if (!o.prefix.empty()) held_ = Push(o.prefix);
 }
 
 void ChatOutputParser::Take(ToolCallEvents ev, ChatDelta* out) {
@@ -22,8 +23,9 @@ void ChatOutputParser::Route(const ReasoningParts& parts, ChatDelta* out) {
 }
 
 ChatDelta ChatOutputParser::Push(std::string_view text) {
-  ChatDelta out;
-  out.first_call_index = calls_;
+  ChatDelta out = std::move(held_);
+  held_ = ChatDelta();
+  if (out.tool_calls.empty()) out.first_call_index = calls_;
   if (reasoning_) {
     Route(reasoning_->Push(text), &out);
   } else {
@@ -33,8 +35,9 @@ ChatDelta ChatOutputParser::Push(std::string_view text) {
 }
 
 ChatDelta ChatOutputParser::Finish() {
-  ChatDelta out;
-  out.first_call_index = calls_;
+  ChatDelta out = std::move(held_);
+  held_ = ChatDelta();
+  if (out.tool_calls.empty()) out.first_call_index = calls_;
   if (reasoning_) Route(reasoning_->Finish(), &out);
   Take(tools_.Finish(), &out);
   return out;

@@ -19,6 +19,9 @@ struct ChatOutputOptions {
   ToolCallFormat tool_format = ToolCallFormat::kNone;  // kNone: tools off (or tool_choice none)
   std::vector<std::string> tool_names;                 // the tools offered
   bool parallel_tool_calls = true;
+  // Text the answer begins with that the prompt already holds (ToolCallOpening): parsed
+  // before the model's own text.
+  std::string prefix;
 };
 
 // Text and calls that became certain. Calls carry their index in the answer.
@@ -44,6 +47,7 @@ class ChatOutputParser {
   void Take(ToolCallEvents ev, ChatDelta* out);
 
   std::optional<ReasoningSplitter> reasoning_;
+  ChatDelta held_;  // what the prefix released, if anything: goes out with the first Push
   ToolCallParser tools_;
   int calls_ = 0;
 };

@@ -62,10 +62,6 @@ bool ChatTokens(const ServedModel& m, const GenerationSpec& spec, ResolvedGenera
   auto rendered = m.chat ? m.chat->Render(spec.messages, options)
                          : RenderChatTemplate(spec.messages, m.chat_template, options);
   if (!rendered.ok()) return Fail(error, rendered.status(), spec.fields.messages);
-  const Tokenizer& tok = *m.tokenizer;
-  // The template's markers are control tokens; what clients wrote is text (no forged turns).
-  out->prompt = tok.TokenizeTemplated(rendered->text, /*add_special=*/true, rendered->content);
-  out->chat = true;
   ChatOutputOptions& o = out->output;
   o.split_reasoning =
       spec.reasoning_format.value_or(m.reasoning_format) == ReasoningFormat::kDeepSeek;
@@ -74,6 +70,20 @@ bool ChatTokens(const ServedModel& m, const GenerationSpec& spec, ResolvedGenera
     o.tool_format = ToolCallFormatFor(m.chat_template);
     for (const ChatTool& t : options.tools) o.tool_names.push_back(t.name);
   }
+  // "required" or a named function: the answer is made to begin the call (the prompt ends
+  // with its opening), as close to enforcing it as decoding without a grammar gets. Not while
+  // the model is inside an opened thought: the call comes after it.
+  const bool must_call =
+      spec.tool_choice == ToolChoice::kRequired || spec.tool_choice == ToolChoice::kFunction;
+  if (must_call && !rendered->opens_thinking) {
+    o.prefix = ToolCallOpening(
+        o.tool_format, spec.tool_choice == ToolChoice::kFunction ? spec.tool_choice_name : "");
+    rendered->text += o.prefix;
+  }
+  const Tokenizer& tok = *m.tokenizer;
+  // The template's markers are control tokens; what clients wrote is text (no forged turns).
+  out->prompt = tok.TokenizeTemplated(rendered->text, /*add_special=*/true, rendered->content);
+  out->chat = true;
   o.parallel_tool_calls = spec.parallel_tool_calls;
   out->visible_special = VisibleMarkers(tok, o.tool_format);
   return true;

@@ -140,6 +140,21 @@ std::vector<std::string> ToolCallMarkers(ToolCallFormat f) {
   return {};
 }
 
+std::string ToolCallOpening(ToolCallFormat f, const std::string& name) {
+  const std::string named = "{\"name\": \"" + name + "\", ";
+  switch (f) {
+    case ToolCallFormat::kNone:
+      return "";
+    case ToolCallFormat::kHermes:
+      return "<tool_call>\n" + (name.empty() ? "" : named + "\"arguments\": ");
+    case ToolCallFormat::kLlama3:
+      return name.empty() ? "{\"name\": \"" : named + "\"parameters\": ";
+    case ToolCallFormat::kMistral:
+      return "[TOOL_CALLS]" + (name.empty() ? "" : "[" + named + "\"arguments\": ");
+  }
+  return "";
+}
+
 ToolCallParser::ToolCallParser(ToolCallFormat format, std::vector<std::string> tools, bool parallel)
     : format_(format), tools_(std::move(tools)), parallel_(parallel) {
   if (format_ == ToolCallFormat::kHermes) markers_ = {std::string(kHermesOpen)};

@@ -25,6 +25,10 @@ const char* ToolCallFormatName(ToolCallFormat f);
 // them rendered as text so the parser can see them.
 std::vector<std::string> ToolCallMarkers(ToolCallFormat f);
 
+// The start of a call in `f` (of the tool `name`, or of any with ""), for a prompt that makes
+// the answer begin with it (tool_choice "required" or a named function).
+std::string ToolCallOpening(ToolCallFormat f, const std::string& name);
+
 // What became certain since the last call: text to pass on, and whole calls (id "call_...",
 // arguments as compact JSON object text).
 struct ToolCallEvents {

@@ -144,7 +144,8 @@ asio::awaitable<bool> Collect(HttpStream& stream, const HttpRequest& req,
     }
     if (!job.parsers.empty()) {
       ChatOutputParser& parser = job.parsers[i];
-      ChatDelta all = Concat(parser.Push(results[i].text), parser.Finish());
+      ChatDelta all = parser.Push(results[i].text);
+      all = Concat(std::move(all), parser.Finish());  // after Push: what it held back
       results[i].text = std::move(all.content);
       results[i].reasoning = std::move(all.reasoning);
       results[i].tool_calls = std::move(all.tool_calls);

@@ -63,6 +63,33 @@ test('tool_choice "none" leaves the text alone', async (c) => {
   assert.equal(r.choices[0].message.tool_calls, undefined);
 });
 
+test('tool_choice "required" and a named function start the call in the prompt', async (c) => {
+  // The prompt ends with "<tool_call>\n" (or with the named call's opening): the model's answer
+  // goes on from there.
+  const required = await c.chat.completions.create({ ...base, tool_choice: 'required',
+    forced_output: '{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>' });
+  assert.equal(required.choices[0].finish_reason, 'tool_calls');
+  assert.equal(required.choices[0].message.tool_calls[0].function.name, 'get_weather');
+  const named = await c.chat.completions.create({ ...base,
+    tool_choice: { type: 'function', function: { name: 'get_weather' } },
+    forced_output: '{"city": "Oslo"}}\n</tool_call>' });
+  assert.deepEqual(JSON.parse(named.choices[0].message.tool_calls[0].function.arguments),
+                   { city: 'Oslo' });
+});
+
+test('text held back in case it began a marker is kept at the end', async (c) => {
+  for (const stream of [false, true]) {
+    const r = await c.chat.completions.create({ ...base, forced_output: 'Hi <tool', stream });
+    let content = '';
+    if (stream) {
+      for await (const chunk of r) content += chunk.choices[0]?.delta?.content ?? '';
+    } else {
+      content = r.choices[0].message.content;
+    }
+    assert.equal(content.trimStart(), 'Hi <tool', `stream: ${stream}`);
+  }
+});
+
 test('a malformed call is plain content', async (c) => {
   const bad = '<tool_call>{"name": "get_weather", "arguments": {"city": </tool_call>';
   const r = await c.chat.completions.create({ ...base, forced_output: bad });

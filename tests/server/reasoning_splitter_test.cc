@@ -121,6 +121,28 @@ TEST(ChatOutputParserTest, ReasoningThenToolCalls) {
   EXPECT_EQ(p.calls(), 1);
 }
 
+TEST(ChatOutputParserTest, PrefixFromThePromptStartsTheCall) {
+  for (ToolCallFormat f :
+       {ToolCallFormat::kHermes, ToolCallFormat::kLlama3, ToolCallFormat::kMistral}) {
+    ChatOutputOptions o;
+    o.split_reasoning = true;
+    o.tool_format = f;
+    o.tool_names = {"get_time"};
+    o.prefix = ToolCallOpening(f, "get_time");
+    ChatOutputParser p(o);
+    const char* rest = f == ToolCallFormat::kHermes    ? "{\"tz\": \"UTC\"}}\n</tool_call>"
+                       : f == ToolCallFormat::kMistral ? "{\"tz\": \"UTC\"}}]"
+                                                       : "{\"tz\": \"UTC\"}}";
+    ChatDelta d = p.Push(rest);
+    ChatDelta end = p.Finish();
+    d.tool_calls.insert(d.tool_calls.end(), end.tool_calls.begin(), end.tool_calls.end());
+    ASSERT_EQ(d.tool_calls.size(), 1u) << ToolCallFormatName(f);
+    EXPECT_EQ(d.tool_calls[0].name, "get_time");
+    EXPECT_EQ(d.tool_calls[0].arguments, R"({"tz":"UTC"})");
+    EXPECT_EQ(d.content + end.content, "");
+  }
+}
+
 TEST(ChatOutputParserTest, InlineReasoningAndNoTools) {
   ChatOutputParser p(ChatOutputOptions{});
   ChatDelta d = p.Push("<think>x</think>y");
