@@ -75,7 +75,11 @@ Result<Value> Arithmetic(Interpreter& in, const std::string& op, const Value& l,
     return seq.kind() == Value::Kind::kList ? Value::MakeList(std::move(out))
                                             : Value::MakeTuple(std::move(out));
   }
-  if (op == "%" && l.is_string()) return Unsupported("string formatting with '%' is not supported");
+  if (op == "%" && l.is_string()) {
+    SPARROW_ASSIGN_OR_RETURN(std::string s, PercentFormat(l.as_string(), r));
+    SPARROW_RETURN_IF_ERROR(in.CheckSize(s.size()));
+    return Value::String(std::move(s));
+  }
   if (!l.is_number() || !r.is_number()) return BadOperands(op, l, r);
   bool floats = l.kind() == Value::Kind::kFloat || r.kind() == Value::Kind::kFloat;
   if (op == "/" || floats) {

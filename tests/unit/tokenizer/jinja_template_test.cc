@@ -192,6 +192,16 @@ const Case kCases[] = {
     {"FullCaseMapping", R"~({{ 'straße'|upper }} {{ 'İ'|lower|length }})~", R"~(STRASSE 2)~"},
     {"UndefinedInsideRepr", R"~({{ messages|map(attribute='nope')|list }})~",
      R"~([Undefined, Undefined])~"},
+    {"RawBlock",
+     R"~(a {% raw %}{{ not evaluated }} {% if %}{% endraw %} b
+  {% raw -%}
+  x  {%- endraw %}
+)~",
+     R"~(a {{ not evaluated }} {% if %} b
+x)~"},
+    {"PercentFormatting",
+     R"~({{ '%s and %d%%' % ('a', 50) }}|{{ '%5s|%-5s|' % ('ab', 'cd') }}|{{ '%.2f' % 3.14159 }}|{{ '%(x)s-%(y)d' % {'x': 'X', 'y': 2} }}|{{ '%r' % 'q' }}|{{ '%s' % [1, 2] }}|{{ '%s-%s'|format(1, 2) }}|{{ '%(a)s'|format(a=3) }})~",
+     R"~(a and 50%|   ab|cd   ||3.14|X-2|'q'|[1, 2]|1-2|3)~"},
     {"Generation",
      R"~({% for m in messages %}{% if m.role == 'assistant' %}{% generation %}{{ m.content }}{% endgeneration %}{% endif %}{% endfor %})~",
      R"~(Yo)~"},
@@ -270,7 +280,7 @@ TEST(JinjaTemplateTest, UnsupportedConstructsAreNamed) {
   ExpectError("{% for x in y recursive %}{% endfor %}", StatusCode::kUnsupported,
               "recursive for loops are not supported");
   ExpectError("{{ f(*args) }}", StatusCode::kUnsupported, "*args and **kwargs are not supported");
-  ExpectError("{{ '%s' % n }}", StatusCode::kUnsupported, "string formatting with '%'");
+  ExpectError("{{ '%x' % n }}", StatusCode::kUnsupported, "the %x conversion is not supported");
 }
 
 TEST(JinjaTemplateTest, UnknownFilterInAConditionalBranchFailsOnlyWhenItRuns) {
