@@ -22,9 +22,8 @@ namespace sparrow::server {
 
 enum class PromptKind { kChat, kText, kTokens };
 
-// OpenAI's tool_choice: kNone leaves the tools out of the prompt and the output unparsed.
-// "required" and a named function cannot be enforced without constrained decoding: they offer
-// the tools (only the named one) and parse the answer as "auto" does.
+// OpenAI's tool_choice: kNone leaves the tools out of the prompt and the output unparsed;
+// kRequired and kFunction (which offers only that tool) end the prompt with a call's opening.
 enum class ToolChoice { kAuto, kNone, kRequired, kFunction };
 
 // What a client asked for, in engine terms.
