@@ -125,6 +125,30 @@ TEST(SparrowdJinjaTest, Qwen3TemplateToolsAndThinking) {
             plain["usage"]["prompt_tokens"].get<int>() + 50);
 }
 
+// Other models' own templates: the call format comes from the template's text.
+TEST(SparrowdJinjaTest, Llama31AndMistralNemoTemplates) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"meta-llama-Llama-3.1-8B-Instruct.jinja",
+       "{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Paris\"}}"},
+      {"mistralai-Mistral-Nemo-Instruct-2407.jinja",
+       "[TOOL_CALLS][{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}]"},
+  };
+  for (const auto& [file, output] : cases) {
+    auto s = StartSparrowd({"--chat-template-file",
+                            std::string(SPARROW_SOURCE_DIR) + "/tests/data/chat_templates/" + file,
+                            "--allow-forced-output"});
+    ASSERT_NE(s, nullptr);
+    auto [status, body] = Chat(*s, Request(output));
+    ASSERT_EQ(status, 200) << file << ": " << body.dump();
+    EXPECT_EQ(body["choices"][0]["finish_reason"], "tool_calls") << file << ": " << body.dump();
+    const json& calls = body["choices"][0]["message"]["tool_calls"];
+    ASSERT_EQ(calls.size(), 1u) << file;
+    EXPECT_EQ(json::parse(calls[0]["function"]["arguments"].get<std::string>()),
+              (json{{"city", "Paris"}}));
+    EXPECT_EQ(s->Stdout().find("using the built-in"), std::string::npos) << s->Stdout();
+  }
+}
+
 TEST(SparrowdForcedOutputTest, RefusedUnlessTheServerAllowsIt) {
   auto s = StartSparrowd({});
   ASSERT_NE(s, nullptr);
