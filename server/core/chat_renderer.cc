@@ -17,10 +17,12 @@ bool UsesTools(const std::vector<ChatMessage>& messages, const ChatOptions& o) {
 
 }  // namespace
 
-ChatRenderer::ChatRenderer(std::string setting, std::string bos, std::string eos)
+ChatRenderer::ChatRenderer(std::string setting, std::string bos, std::string eos,
+                           bool tokenizer_adds_bos)
     : setting_(std::move(setting)),
       bos_(std::move(bos)),
       eos_(std::move(eos)),
+      drop_bos_(tokenizer_adds_bos),
       family_(ResolveChatTemplate(setting_)) {
   ChatTemplate named;
   if (setting_.empty() || ChatTemplateFromName(setting_, &named)) return;
@@ -45,10 +47,10 @@ Result<RenderedChat> ChatRenderer::Render(const std::vector<ChatMessage>& messag
         messages, options, bos_, eos_,
         [this](const nlohmann::ordered_json& ctx) { return jinja_->Render(ctx); });
     if (r.ok()) {
-      // The GGUF template writes BOS itself; the tokenizer adds it too, as llama.cpp's server
-      // does, so drop the template's (a doubled BOS hurts small models).
+      // The GGUF template writes BOS itself and the tokenizer adds it too: drop the template's,
+      // as llama.cpp's server does (a doubled BOS hurts small models).
       const bool client_first = !r->content.empty() && r->content[0].offset == 0;
-      if (!bos_.empty() && r->text.starts_with(bos_) && !client_first) {
+      if (drop_bos_ && !bos_.empty() && r->text.starts_with(bos_) && !client_first) {
         r->text.erase(0, bos_.size());
         for (auto& c : r->content) c.offset -= bos_.size();
       }

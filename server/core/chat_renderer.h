@@ -18,8 +18,10 @@ namespace sparrow::server {
 class ChatRenderer {
  public:
   // `setting`: a family name (the config's chat_template) or the GGUF's Jinja text ("" means
-  // ChatML); `bos_token` and `eos_token`: the vocabulary's texts, for the template's context.
-  ChatRenderer(std::string setting, std::string bos_token, std::string eos_token);
+  // ChatML); `bos_token` and `eos_token`: the vocabulary's texts, for the template's context;
+  // `tokenizer_adds_bos`: the tokenizer puts BOS in front, so a template's own is dropped.
+  ChatRenderer(std::string setting, std::string bos_token, std::string eos_token,
+               bool tokenizer_adds_bos = true);
 
   Result<RenderedChat> Render(const std::vector<ChatMessage>& messages,
                               const ChatOptions& options) const;
@@ -31,6 +33,7 @@ class ChatRenderer {
  private:
   std::string setting_;
   std::string bos_, eos_;
+  bool drop_bos_;
   ChatTemplate family_;
   std::optional<jinja::Template> jinja_;
   bool jinja_knows_tools_ = false;

@@ -74,7 +74,8 @@ Result<std::shared_ptr<ServedModel>> LoadServedModel(const ServerConfig& config,
     return id == kNoToken ? std::string() : std::string(vocab.token_text(id));
   };
   m->chat = std::make_shared<const ChatRenderer>(m->chat_template, token_text(vocab.bos()),
-                                                 token_text(vocab.special(SpecialToken::kEos)));
+                                                 token_text(vocab.special(SpecialToken::kEos)),
+                                                 vocab.add_bos());
   if (!ReasoningFormatFromName(config.reasoning_format, &m->reasoning_format)) {
     return InvalidArgument("config: 'reasoning_format' is '" + config.reasoning_format +
                            "'; expected deepseek, auto or none");

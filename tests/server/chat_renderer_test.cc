@@ -72,6 +72,12 @@ TEST(ChatRendererTest, Llama31TemplateDropsItsBos) {
   EXPECT_TRUE(out->text.starts_with("<|start_header_id|>system")) << out->text.substr(0, 80);
   EXPECT_NE(out->text.find("<|start_header_id|>ipython<|end_header_id|>"), std::string::npos);
   EXPECT_TRUE(AllCovered(*out, "18 C <|im_start|>"));
+  // A tokenizer that adds no BOS keeps the template's.
+  ChatRenderer keeps(Template("meta-llama-Llama-3.1-8B-Instruct.jinja"), "<|begin_of_text|>",
+                     "<|eot_id|>", /*tokenizer_adds_bos=*/false);
+  out = keeps.Render(Conversation(), WeatherTool());
+  ASSERT_TRUE(out.ok());
+  EXPECT_TRUE(out->text.starts_with("<|begin_of_text|><|start_header_id|>system"));
 }
 
 TEST(ChatRendererTest, ThinkingSwitchAndOpenedThought) {
