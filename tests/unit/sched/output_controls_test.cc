@@ -4,46 +4,19 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <condition_variable>
 #include <memory>
-#include <mutex>
 #include <vector>
 
 #include "engine/kernels/thread_pool.h"
 #include "engine/sched/scheduler.h"
 #include "engine/tokenizer/tokenizer.h"
+#include "tests/util/collecting_sink.h"
 #include "tests/util/test_paths.h"
 
 namespace sparrow {
 namespace {
 
-// Keeps every event; Wait() returns them once the request has ended.
-class EventSink : public RequestSink {
- public:
-  bool OnToken(const TokenEvent& ev) override {
-    std::lock_guard<std::mutex> lock(mu_);
-    events_.push_back(ev);
-    return true;
-  }
-  void OnFinish(const FinishInfo&) override {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      done_ = true;
-    }
-    cv_.notify_all();
-  }
-  std::vector<TokenEvent> Wait() {
-    std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait(lock, [this] { return done_; });
-    return events_;
-  }
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::vector<TokenEvent> events_;
-  bool done_ = false;
-};
+using testing::CollectingSink;
 
 class OutputControlsTest : public ::testing::Test {
  protected:
@@ -60,7 +33,7 @@ class OutputControlsTest : public ::testing::Test {
     sched_ = std::make_unique<Scheduler>(*model_, &pool_, o);
   }
 
-  GenerationRequest Greedy(int64_t max_tokens, std::shared_ptr<EventSink> sink) {
+  GenerationRequest Greedy(int64_t max_tokens, std::shared_ptr<CollectingSink> sink) {
     GenerationRequest r;
     r.prompt = tok_->Tokenize("Once upon a time", true);
     r.sampling.temperature = 0;
@@ -71,11 +44,9 @@ class OutputControlsTest : public ::testing::Test {
   }
 
   std::vector<int32_t> Run(GenerationRequest r) {
-    auto sink = std::static_pointer_cast<EventSink>(r.sink);
+    auto sink = std::static_pointer_cast<CollectingSink>(r.sink);
     EXPECT_TRUE(sched_->Submit(std::move(r)).ok());
-    std::vector<int32_t> ids;
-    for (const TokenEvent& e : sink->Wait()) ids.push_back(e.token);
-    return ids;
+    return sink->Wait();
   }
 
   kernels::ThreadPool pool_{1};
@@ -85,11 +56,11 @@ class OutputControlsTest : public ::testing::Test {
 };
 
 TEST_F(OutputControlsTest, ForcedTokensComeFirstThenSamplingResumes) {
-  GenerationRequest r = Greedy(6, std::make_shared<EventSink>());
+  GenerationRequest r = Greedy(6, std::make_shared<CollectingSink>());
   r.forced_tokens = {300, 301};
-  auto sink = std::static_pointer_cast<EventSink>(r.sink);
+  auto sink = std::static_pointer_cast<CollectingSink>(r.sink);
   ASSERT_TRUE(sched_->Submit(std::move(r)).ok());
-  const std::vector<TokenEvent> events = sink->Wait();
+  const std::vector<TokenEvent> events = sink->WaitEvents();
   ASSERT_EQ(events.size(), 6u);
   EXPECT_EQ(events[0].token, 300);
   EXPECT_EQ(events[1].token, 301);
@@ -99,11 +70,11 @@ TEST_F(OutputControlsTest, ForcedTokensComeFirstThenSamplingResumes) {
 }
 
 TEST_F(OutputControlsTest, BiasForcesAndBans) {
-  const std::vector<int32_t> plain = Run(Greedy(4, std::make_shared<EventSink>()));
-  GenerationRequest up = Greedy(4, std::make_shared<EventSink>());
+  const std::vector<int32_t> plain = Run(Greedy(4, std::make_shared<CollectingSink>()));
+  GenerationRequest up = Greedy(4, std::make_shared<CollectingSink>());
   up.logit_bias = {{300, 100.0f}};
   EXPECT_EQ(Run(std::move(up)), std::vector<int32_t>(4, 300));
-  GenerationRequest ban = Greedy(1, std::make_shared<EventSink>());
+  GenerationRequest ban = Greedy(1, std::make_shared<CollectingSink>());
   ban.logit_bias = {{plain[0], -100.0f}};
   const std::vector<int32_t> banned = Run(std::move(ban));
   ASSERT_EQ(banned.size(), 1u);
@@ -111,10 +82,10 @@ TEST_F(OutputControlsTest, BiasForcesAndBans) {
 }
 
 TEST_F(OutputControlsTest, IdsOutsideTheVocabularyAreRefused) {
-  GenerationRequest r = Greedy(4, std::make_shared<EventSink>());
+  GenerationRequest r = Greedy(4, std::make_shared<CollectingSink>());
   r.logit_bias = {{tok_->n_vocab(), 1.0f}};
   EXPECT_FALSE(sched_->Submit(std::move(r)).ok());
-  GenerationRequest f = Greedy(4, std::make_shared<EventSink>());
+  GenerationRequest f = Greedy(4, std::make_shared<CollectingSink>());
   f.forced_tokens = {-1};
   EXPECT_FALSE(sched_->Submit(std::move(f)).ok());
 }
