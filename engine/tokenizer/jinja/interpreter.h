@@ -1,6 +1,6 @@
 #pragma once
-// The interpreter: renders a parsed template with jinja2's scoping (loops, macros and blocks
-// open scopes, if does not), its default Undefined, and limits on work, output and recursion so
+// The interpreter: renders a parsed template with jinja2's scoping (each loop iteration, macro
+// call and block opens a scope, if does not), its default Undefined, and limits on work, output and recursion so
 // that no template can run away. One Interpreter renders once; not thread-safe.
 #include <cstdint>
 #include <memory>
@@ -79,8 +79,8 @@ class Interpreter {
   RenderLimits limits_;
   Dict context_;
   std::shared_ptr<Scope> scope_;
-  // Every scope made, so that the cycles macros form with the scope holding them can be
-  // broken when the render ends.
+  // The scopes macros close over: a macro kept in the scope it closes over is a cycle of
+  // shared pointers, broken when the render ends.
   std::vector<std::shared_ptr<Scope>> scopes_;
   std::vector<Value> namespaces_;
   std::unordered_map<std::string, Value> globals_;
