@@ -149,6 +149,25 @@ TEST(SparrowdJinjaTest, Llama31AndMistralNemoTemplates) {
   }
 }
 
+// DeepSeek R1's template opens <think> in the generation prompt: the answer starts inside the
+// thought, with no <think> of its own.
+TEST(SparrowdJinjaTest, TemplateThatOpensTheThought) {
+  auto s = StartSparrowd({"--chat-template-file",
+                          std::string(SPARROW_SOURCE_DIR) +
+                              "/tests/data/chat_templates/"
+                              "deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja",
+                          "--allow-forced-output"});
+  ASSERT_NE(s, nullptr);
+  json request = Request("I think so.\n</think>\n\nYes.");
+  request.erase("tools");
+  request["chat_template_kwargs"] = {{"enable_thinking", true}};
+  auto [status, body] = Chat(*s, request);
+  ASSERT_EQ(status, 200) << body.dump();
+  const json& message = body["choices"][0]["message"];
+  EXPECT_EQ(message["reasoning_content"], "I think so.") << body.dump();
+  EXPECT_EQ(message["content"], "Yes.");
+}
+
 TEST(SparrowdForcedOutputTest, RefusedUnlessTheServerAllowsIt) {
   auto s = StartSparrowd({});
   ASSERT_NE(s, nullptr);
