@@ -186,7 +186,13 @@ int Generate(ctl::CtlClient& c, const std::string& prompt, int max_tokens, bool 
     if (json) {
       std::fputs((ctl::ToJson(r, false) + "\n").c_str(), stdout);
     } else {
+      // A chat's thinking goes to stderr, apart from the answer; tool calls one per line.
+      std::fputs(r.reasoning().c_str(), stderr);
       std::fputs(r.text().c_str(), stdout);
+      for (const v1::ToolCall& call : r.tool_calls()) {
+        std::printf("\n[tool call %s: %s(%s)]\n", call.id().c_str(), call.name().c_str(),
+                    call.arguments().c_str());
+      }
     }
     std::fflush(stdout);
     if (!json && r.has_usage()) {
