@@ -110,6 +110,10 @@ Result<ConvertSummary> ConvertToBundles(const ConvertOptions& o) {
   const ModelWeights& w = model->weights();
   const GgufFile& src = model->file();
   if (w.bundles) return InvalidArgument(o.model + " is already in the neuron-bundle layout");
+  if (c.arch->experts) {
+    return Unsupported(o.model + ": converting the mixture-of-experts architecture '" +
+                       std::string(c.arch->name) + "' to neuron bundles is not supported yet");
+  }
 
   ConvertSummary sum;
   sum.n_layer = c.n_layer;

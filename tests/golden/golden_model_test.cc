@@ -185,7 +185,7 @@ TEST_P(GoldenModelTest, MatchesLlamaCppTwoThreads) {
 
 std::vector<std::string> AllGoldenPaths() {
   std::vector<std::string> out;
-  for (const char* dir : {"testdata/golden", "kjv/golden", "pwri/golden"}) {
+  for (const char* dir : {"testdata/golden", "kjv/golden", "pwri/golden", "arch/golden"}) {
     for (std::string& p : testing::ListGoldenPaths(dir)) {
       // PowerInfer computes FFNs of at most 1000 neurons (the KJV ReLU model has 768) by its
       // attention-head path, which skips gate/up rows in blocks of 128 by the logit of neuron
