@@ -1,6 +1,6 @@
 // sparrow: the command-line tool for models: generate text, inspect and tokenize GGUF files,
-// benchmark a model, write synthetic benchmark models, convert models to the sparse layout, and
-// plan how a model runs under a memory budget.
+// benchmark a model, write synthetic benchmark models, quantize models, convert models to the
+// sparse layout, and plan how a model runs under a memory budget.
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
@@ -16,6 +16,7 @@
 #include "engine/tools/plan_command.h"
 #include "engine/tools/profile_command.h"
 #include "engine/tools/profile_hw_command.h"
+#include "engine/tools/quantize_command.h"
 #include "engine/tools/tokenize_command.h"
 
 int main(int argc, char** argv) {
@@ -30,6 +31,7 @@ int main(int argc, char** argv) {
       "  sparrow tokenize -m model.gguf \"Hello world\"\n"
       "  sparrow bench -m model.gguf -p 512 -n 128 -t 1,2 -r 5\n"
       "  sparrow mkmodel --shape llama-3.2-1b --type q4_0 -o /tmp/l1b-q4_0.gguf\n"
+      "  sparrow quantize -m model-f32.gguf -o model-q4_k_m.gguf --type q4_k_m\n"
       "  sparrow perplexity -m model.gguf -f text.txt -c 512\n"
       "  sparrow profile -m model.gguf -f calibration.txt -o model.profile\n"
       "  sparrow generate -m model.gguf --profile model.profile --sparsity 0.5 -p \"Hello\"\n"
@@ -51,6 +53,8 @@ int main(int argc, char** argv) {
   sparrow::tools::RegisterBenchCommand(app, bench, bench_json, exit_code);
   sparrow::tools::MkModelOptions mkmodel;
   sparrow::tools::RegisterMkModelCommand(app, mkmodel, exit_code);
+  sparrow::tools::QuantizeOptions quantize;
+  sparrow::tools::RegisterQuantizeCommand(app, quantize, exit_code);
   sparrow::tools::PerplexityOptions perplexity;
   sparrow::tools::RegisterPerplexityCommand(app, perplexity, exit_code);
   sparrow::tools::ProfileOptions profile;

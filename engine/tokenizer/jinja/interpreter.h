@@ -1,0 +1,91 @@
+#pragma once
+// The interpreter: renders a parsed template with jinja2's scoping (loops, macros and blocks
+// open scopes, if does not), its default Undefined, and limits on work, output and recursion so
+// that no template can run away. One Interpreter renders once; not thread-safe.
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "engine/common/result.h"
+#include "engine/tokenizer/jinja/ast.h"
+#include "engine/tokenizer/jinja/value.h"
+
+namespace sparrow::jinja {
+
+struct RenderLimits {
+  size_t max_output_bytes = size_t{64} << 20;  // also caps any one string or list built
+  int64_t max_steps = 20'000'000;              // statements, loop iterations, calls, items
+  int max_call_depth = 64;                     // nested macro calls
+  int max_depth = 1000;  // statements and expressions nested at run time (the C++ stack)
+};
+
+class Interpreter {
+ public:
+  explicit Interpreter(const RenderLimits& limits) : limits_(limits) {}
+
+  Result<std::string> Render(const Body& body, Dict context);
+
+  // Services for the built-in filters, tests and functions.
+  Result<Value> Call(const Value& callee, CallArgs& args);
+  // Python's iteration: the items of a list, tuple or generator (consuming it), the keys of a
+  // dict, the characters of a string; nothing for undefined; TypeError for the rest.
+  Result<List> Iterate(const Value& v);
+  // jinja2's getattr (attribute, then item) and getitem (item, then attribute).
+  Result<Value> GetAttr(const Value& obj, const std::string& name);
+  Result<Value> GetItem(const Value& obj, const Value& key);
+  // Charges `n` units of work; fails once the budget is spent.
+  Status Tick(int64_t n = 1);
+  // Fails when a string or list of `size` bytes or items would exceed the output limit.
+  Status CheckSize(size_t size) const;
+  // Remembers a namespace, emptied when the render ends: a namespace may hold itself.
+  void TrackNamespace(const Value& ns) { namespaces_.push_back(ns); }
+  // The render context (for strftime_now's `sparrow_now`).
+  const Value* ContextVar(std::string_view name) const;
+
+ private:
+  struct Scope {
+    std::unordered_map<std::string, Value> vars;
+    std::shared_ptr<Scope> parent;
+  };
+  enum class Flow { kNormal, kBreak, kContinue };
+  class DepthGuard;
+
+  Status Exec(const Body& body);
+  Status ExecStmt(const Stmt& s);
+  Status ExecFor(const Stmt& s);
+  Status ExecSet(const Stmt& s);
+  Status Assign(const Expr& target, const Value& v);
+  Status Emit(std::string_view text);
+  // Runs `body` in `scope`, collecting its output instead of emitting it.
+  Result<std::string> Capture(const Body& body, std::shared_ptr<Scope> scope);
+  Value MakeMacro(const Stmt& s, std::shared_ptr<Scope> scope);
+  Result<Value> CallMacro(const Stmt& s, const std::shared_ptr<Scope>& closure, CallArgs& args);
+
+  Result<Value> Eval(const Expr& e);
+  Result<Value> EvalInner(const Expr& e);
+  Result<Value> EvalBinary(const Expr& e);
+  Result<Value> EvalCompare(const Expr& e);
+  Result<Value> EvalSlice(const Expr& e);
+  Result<Value> EvalFilter(const Expr& e, const Value* subject);
+  Result<CallArgs> EvalArgs(const Expr& e, size_t first);
+  Value Lookup(const std::string& name) const;
+  std::shared_ptr<Scope> NewScope(std::shared_ptr<Scope> parent);
+
+  RenderLimits limits_;
+  Dict context_;
+  std::shared_ptr<Scope> scope_;
+  // Every scope made, so that the cycles macros form with the scope holding them can be
+  // broken when the render ends.
+  std::vector<std::shared_ptr<Scope>> scopes_;
+  std::vector<Value> namespaces_;
+  std::unordered_map<std::string, Value> globals_;
+  std::string* out_ = nullptr;
+  Flow flow_ = Flow::kNormal;
+  int64_t steps_ = 0;
+  int call_depth_ = 0;
+  int depth_ = 0;  // statements and expressions being evaluated, one inside the other
+};
+
+}  // namespace sparrow::jinja

@@ -1,0 +1,306 @@
+#include "tests/util/synthetic_arch.h"
+
+#include <cmath>
+#include <memory>
+#include <random>
+#include <vector>
+
+#include "engine/common/check.h"
+#include "engine/model/gguf_file.h"
+#include "tests/util/test_paths.h"
+
+namespace sparrow::testing {
+namespace {
+
+constexpr uint64_t kEmbd = 256, kFf = 512, kExpertFf = 128, kHeadDim = 64, kVocab = 512;
+constexpr uint32_t kHead = 4, kHeadKv = 2, kCtx = 512, kExperts = 8, kExpertsUsed = 2;
+
+// How a tensor's values are drawn from uniform u in [-1, 1).
+enum class Fill {
+  kMatrix,     // u * 1.7 / sqrt(fan_in): unit-variance outputs for unit-variance inputs
+  kOutput,     // u * 0.32: logits with a spread of about 3, so greedy steps rarely tie
+  kEmbedding,  // u
+  kNorm,       // 1 + 0.1 u
+  kRopeShort,  // in [1, 2]
+  kRopeLong,   // in [1, 8], as far from 1 as Phi-3.5's long factors
+  kTiedEmbd,   // u * 0.006, and
+  kTiedNorm,   // 50 + 5 u for output_norm: see Embeddings()
+};
+
+// Adds metadata and tensors in file order. Each tensor's values depend on (seed, name) only:
+// std::seed_seq and std::mt19937_64 are fully specified by the standard, so the bytes are the
+// same with every conforming library.
+class Builder {
+ public:
+  Builder(GgufWriter& w, std::string arch, uint64_t seed)
+      : w_(w), arch_(std::move(arch)), seed_(seed) {}
+
+  std::string Key(std::string_view k) const { return arch_ + "." + std::string(k); }
+  void U32(std::string_view k, uint32_t v) { w_.AddU32(Key(k), v); }
+  void F32(std::string_view k, float v) { w_.AddF32(Key(k), v); }
+
+  void Tensor(const std::string& name, std::vector<uint64_t> dims, Fill fill) {
+    uint64_t n = 1;
+    for (uint64_t d : dims) n *= d;
+    std::vector<uint32_t> seeds = {static_cast<uint32_t>(seed_),
+                                   static_cast<uint32_t>(seed_ >> 32)};
+    for (unsigned char c : name) seeds.push_back(c);
+    std::seed_seq seq(seeds.begin(), seeds.end());
+    std::mt19937_64 gen(seq);
+    const float matrix_scale = 1.7f / std::sqrt(static_cast<float>(dims[0]));
+    std::vector<float> values(n);
+    for (float& x : values) {
+      const float u = static_cast<float>(gen() >> 40) * (2.0f / 16777216.0f) - 1.0f;
+      switch (fill) {
+        case Fill::kMatrix:
+          x = u * matrix_scale;
+          break;
+        case Fill::kOutput:
+          x = u * 0.32f;
+          break;
+        case Fill::kEmbedding:
+          x = u;
+          break;
+        case Fill::kNorm:
+          x = 1.0f + 0.1f * u;
+          break;
+        case Fill::kRopeShort:
+          x = 1.5f + 0.5f * u;
+          break;
+        case Fill::kRopeLong:
+          x = 4.5f + 3.5f * u;
+          break;
+        case Fill::kTiedEmbd:
+          x = 0.006f * u;
+          break;
+        case Fill::kTiedNorm:
+          x = 50.0f + 5.0f * u;
+          break;
+      }
+    }
+    w_.AddTensorF32(name, TensorType::kF32, std::move(dims), values);
+  }
+
+ private:
+  GgufWriter& w_;
+  std::string arch_;
+  uint64_t seed_;
+};
+
+std::string Blk(int il, std::string_view t) {
+  return "blk." + std::to_string(il) + "." + std::string(t) + ".weight";
+}
+
+// The keys every family has, in the order gguf-py's converters write them.
+void CommonKeys(Builder& b, uint32_t n_layer, uint64_t n_ff, uint32_t n_head_kv) {
+  b.U32("context_length", kCtx);
+  b.U32("embedding_length", kEmbd);
+  b.U32("feed_forward_length", static_cast<uint32_t>(n_ff));
+  b.U32("block_count", n_layer);
+  b.U32("attention.head_count", kHead);
+  b.U32("attention.head_count_kv", n_head_kv);
+  b.F32("attention.layer_norm_rms_epsilon", 1e-6f);
+  b.F32("rope.freq_base", 10000.0f);
+}
+
+// A tied token_embd is also the output matrix. Were it as large as an untied one, the current
+// token's own embedding in the residual (scaled by 16 in Gemma) would give that token the top
+// logit and greedy decoding would repeat it forever; so it is tiny, and a large output norm
+// brings the logits back to a spread of about 3.
+void Embeddings(Builder& b, bool tied) {
+  b.Tensor("token_embd.weight", {kEmbd, kVocab}, tied ? Fill::kTiedEmbd : Fill::kEmbedding);
+  b.Tensor("output_norm.weight", {kEmbd}, tied ? Fill::kTiedNorm : Fill::kNorm);
+  if (!tied) b.Tensor("output.weight", {kEmbd, kVocab}, Fill::kOutput);
+}
+
+void Attention(Builder& b, int il, uint32_t n_head_kv) {
+  b.Tensor(Blk(il, "attn_norm"), {kEmbd}, Fill::kNorm);
+  b.Tensor(Blk(il, "attn_q"), {kEmbd, kHead * kHeadDim}, Fill::kMatrix);
+  b.Tensor(Blk(il, "attn_k"), {kEmbd, n_head_kv * kHeadDim}, Fill::kMatrix);
+  b.Tensor(Blk(il, "attn_v"), {kEmbd, n_head_kv * kHeadDim}, Fill::kMatrix);
+  b.Tensor(Blk(il, "attn_output"), {kHead * kHeadDim, kEmbd}, Fill::kMatrix);
+}
+
+void DenseFfn(Builder& b, int il) {
+  b.Tensor(Blk(il, "ffn_norm"), {kEmbd}, Fill::kNorm);
+  b.Tensor(Blk(il, "ffn_gate"), {kEmbd, kFf}, Fill::kMatrix);
+  b.Tensor(Blk(il, "ffn_up"), {kEmbd, kFf}, Fill::kMatrix);
+  b.Tensor(Blk(il, "ffn_down"), {kFf, kEmbd}, Fill::kMatrix);
+}
+
+// Router and 3-D expert tensors {cols, rows, expert}.
+void MoeFfn(Builder& b, int il) {
+  b.Tensor(Blk(il, "ffn_norm"), {kEmbd}, Fill::kNorm);
+  b.Tensor(Blk(il, "ffn_gate_inp"), {kEmbd, kExperts}, Fill::kMatrix);
+  b.Tensor(Blk(il, "ffn_gate_exps"), {kEmbd, kExpertFf, kExperts}, Fill::kMatrix);
+  b.Tensor(Blk(il, "ffn_up_exps"), {kEmbd, kExpertFf, kExperts}, Fill::kMatrix);
+  b.Tensor(Blk(il, "ffn_down_exps"), {kExpertFf, kEmbd, kExperts}, Fill::kMatrix);
+}
+
+// Phi-3.5 / Phi-4-mini: fused attn_qkv, ffn_up = [gate; up], partial rotary (48 of 64), LongRoPE
+// factor tables with the long ones in use (the 512 context exceeds the original 128), and the
+// attention factor the converter derives from that ratio.
+void Phi3(Builder& b) {
+  constexpr uint32_t kLayers = 2, kRopeDim = 48;
+  CommonKeys(b, kLayers, kFf, kHeadKv);
+  b.U32("rope.scaling.original_context_length", 128);
+  b.U32("rope.dimension_count", kRopeDim);
+  b.U32("attention.sliding_window", 0);
+  b.F32("rope.scaling.attn_factor", std::sqrt(1.0f + std::log(512.0f / 128) / std::log(128.0f)));
+  Embeddings(b, false);
+  b.Tensor("rope_factors_long.weight", {kRopeDim / 2}, Fill::kRopeLong);
+  b.Tensor("rope_factors_short.weight", {kRopeDim / 2}, Fill::kRopeShort);
+  for (int il = 0; il < static_cast<int>(kLayers); ++il) {
+    b.Tensor(Blk(il, "attn_norm"), {kEmbd}, Fill::kNorm);
+    b.Tensor(Blk(il, "attn_qkv"), {kEmbd, (kHead + 2 * kHeadKv) * kHeadDim}, Fill::kMatrix);
+    b.Tensor(Blk(il, "attn_output"), {kEmbd, kEmbd}, Fill::kMatrix);
+    b.Tensor(Blk(il, "ffn_norm"), {kEmbd}, Fill::kNorm);
+    b.Tensor(Blk(il, "ffn_up"), {kEmbd, 2 * kFf}, Fill::kMatrix);
+    b.Tensor(Blk(il, "ffn_down"), {kFf, kEmbd}, Fill::kMatrix);
+  }
+}
+
+// Gemma 2: soft-capped attention scores (cap 3) and final logits (cap 10), small enough to
+// bend most values; sliding window 8 on even layers; post-norms; output tied as llama.cpp
+// requires for gemma2.
+void Gemma2(Builder& b) {
+  constexpr uint32_t kLayers = 4;
+  CommonKeys(b, kLayers, kFf, kHeadKv);
+  b.U32("attention.key_length", kHeadDim);
+  b.U32("attention.value_length", kHeadDim);
+  b.U32("attention.sliding_window", 8);
+  b.F32("attn_logit_softcapping", 3.0f);
+  b.F32("final_logit_softcapping", 10.0f);
+  Embeddings(b, true);
+  for (int il = 0; il < static_cast<int>(kLayers); ++il) {
+    Attention(b, il, kHeadKv);
+    b.Tensor(Blk(il, "post_attention_norm"), {kEmbd}, Fill::kNorm);
+    DenseFfn(b, il);
+    b.Tensor(Blk(il, "post_ffw_norm"), {kEmbd}, Fill::kNorm);
+  }
+}
+
+// The families whose layers are attention (optionally with whole-row QK-norm) and then a dense
+// or MoE FFN, with an untied output: their common keys and all their tensors.
+struct LlamaLike {
+  uint32_t layers = 2;
+  uint32_t n_head_kv = kHeadKv;
+  bool moe = false;
+  bool qk_norm = false;
+};
+
+void LlamaLikeModel(Builder& b, const LlamaLike& s) {
+  CommonKeys(b, s.layers, s.moe ? kExpertFf : kFf, s.n_head_kv);
+  if (s.moe) {
+    b.U32("expert_count", kExperts);
+    b.U32("expert_used_count", kExpertsUsed);
+  }
+  Embeddings(b, false);
+  for (int il = 0; il < static_cast<int>(s.layers); ++il) {
+    Attention(b, il, s.n_head_kv);
+    if (s.qk_norm) {
+      b.Tensor(Blk(il, "attn_q_norm"), {kEmbd}, Fill::kNorm);
+      b.Tensor(Blk(il, "attn_k_norm"), {kEmbd}, Fill::kNorm);
+    }
+    if (s.moe) {
+      MoeFfn(b, il);
+    } else {
+      DenseFfn(b, il);
+    }
+  }
+}
+
+// Mixtral: the llama architecture with 8 experts of 128, top 2.
+void Mixtral(Builder& b) {
+  LlamaLikeModel(b, {.moe = true});
+  b.U32("rope.dimension_count", kHeadDim);
+}
+
+// OLMoE: QK-norm over the whole q and k rows (so no GQA: 4 KV heads, as in OLMoE-1B-7B),
+// 8 experts of 128, top 2.
+void Olmoe(Builder& b) {
+  LlamaLikeModel(b, {.n_head_kv = kHead, .moe = true, .qk_norm = true});
+}
+
+// SmolLM3: llama layers where every fourth (layer 3 here) skips rope. SmolLM3-3B ties its
+// output; this file does not (llama.cpp takes either), like the files of ../shared/arch.
+void Smollm3(Builder& b) {
+  LlamaLikeModel(b, {.layers = 4});
+  b.U32("rope.dimension_count", kHeadDim);
+}
+
+// SmallThinker: the router reads the layer input (before the attention norm), sigmoid gating
+// (expert_gating_func 2), 8 experts of 128, top 2; no sliding window, so every layer has rope.
+void Smallthinker(Builder& b) {
+  LlamaLikeModel(b, {.moe = true});
+  b.U32("expert_feed_forward_length", kExpertFf);
+  b.U32("expert_gating_func", 2);
+}
+
+// Each family: its file name part, general.architecture, general.name and writer. Mixtral files
+// say "llama". llama.cpp gives Phi-3 vocabularies special-token attributes when the name says
+// "phi3", which needs tokens stories260K lacks; so that file is "synthetic-random-phi".
+struct Family {
+  ArchFamily id;
+  std::string_view name;
+  std::string_view arch;
+  std::string_view general_name;
+  void (*build)(Builder&);
+};
+constexpr Family kFamilies[] = {
+    {ArchFamily::kPhi3, "phi3", "phi3", "synthetic-random-phi", Phi3},
+    {ArchFamily::kGemma2, "gemma2", "gemma2", "synthetic-random-gemma2", Gemma2},
+    {ArchFamily::kMixtral, "mixtral", "llama", "synthetic-random-mixtral", Mixtral},
+    {ArchFamily::kOlmoe, "olmoe", "olmoe", "synthetic-random-olmoe", Olmoe},
+    {ArchFamily::kSmollm3, "smollm3", "smollm3", "synthetic-random-smollm3", Smollm3},
+    {ArchFamily::kSmallthinker, "smallthinker", "smallthinker", "synthetic-random-smallthinker",
+     Smallthinker},
+};
+
+const Family& FamilyOf(ArchFamily f) {
+  for (const Family& fam : kFamilies) {
+    if (fam.id == f) return fam;
+  }
+  SPARROW_CHECK(false && "unknown ArchFamily");
+  return kFamilies[0];
+}
+
+}  // namespace
+
+std::string_view ArchFamilyName(ArchFamily f) {
+  return FamilyOf(f).name;
+}
+
+std::optional<ArchFamily> ParseArchFamily(std::string_view name) {
+  for (const Family& fam : kFamilies) {
+    if (fam.name == name) return fam.id;
+  }
+  return std::nullopt;
+}
+
+Result<GgufWriter> MakeArchModel(const ArchModelSpec& spec) {
+  const std::string vocab_path = ModelPath("stories260K.gguf");
+  SPARROW_ASSIGN_OR_RETURN(std::unique_ptr<GgufFile> vocab, GgufFile::Open(vocab_path));
+  const Family& fam = FamilyOf(spec.family);
+  const std::string arch(fam.arch);
+  GgufWriter w;
+  w.AddString("general.architecture", arch);
+  w.AddString("general.name", fam.general_name);
+  w.AddU32("general.file_type", 0);
+  Builder b(w, arch, spec.seed);
+  fam.build(b);
+  // Metadata and tensors are separate sections: these keys follow the family's own.
+  for (const auto& [key, value] : vocab->metadata()) {
+    if (key.starts_with("tokenizer.")) {
+      SPARROW_RETURN_IF_ERROR(w.AddCopy(key, value).WithContext(vocab_path));
+    }
+  }
+  return w;
+}
+
+Status WriteArchModel(const ArchModelSpec& spec, const std::string& path) {
+  SPARROW_ASSIGN_OR_RETURN(GgufWriter w, MakeArchModel(spec));
+  return w.Build().WriteFile(path);
+}
+
+}  // namespace sparrow::testing

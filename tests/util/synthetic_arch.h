@@ -1,0 +1,32 @@
+#pragma once
+// Small synthetic random-weight F32 models of the families ../shared/arch lacks (phi3, gemma2,
+// mixtral, olmoe, smollm3, smallthinker), in the layout llama.cpp d32676d7 loads: its tensor
+// names, shapes and metadata keys. Dimensions as in ../shared/arch/README.md (embedding 256,
+// FFN 512, 4 heads, 2 KV heads of 64, context 512, RMS epsilon 1e-6, rope base 10000) and the
+// tokenizer of stories260K.gguf. tests/golden/arch/README.md says what each family exercises.
+// Pure functions of the spec (the same seed gives the same bytes); thread-safe.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "engine/common/result.h"
+#include "tests/util/gguf_writer.h"
+
+namespace sparrow::testing {
+
+enum class ArchFamily { kPhi3, kGemma2, kMixtral, kOlmoe, kSmollm3, kSmallthinker };
+
+std::string_view ArchFamilyName(ArchFamily f);  // "phi3", ..., as in the file names
+std::optional<ArchFamily> ParseArchFamily(std::string_view name);
+
+struct ArchModelSpec {
+  ArchFamily family = ArchFamily::kPhi3;
+  uint64_t seed = 1;
+};
+
+// The model as a writer. Errors only when stories260K.gguf (the tokenizer) cannot be read.
+Result<GgufWriter> MakeArchModel(const ArchModelSpec& spec);
+Status WriteArchModel(const ArchModelSpec& spec, const std::string& path);
+
+}  // namespace sparrow::testing
