@@ -32,10 +32,13 @@ struct ArchSpec {
   bool attn_qkv_bias = false;      // attn_q/k/v carry bias vectors (required)
   FfnKind ffn = FfnKind::kSwiGlu;  // in an ordinary GGUF; a PowerInfer file turns SwiGLU into ReLU
   bool qk_norm = false;            // attn_q_norm / attn_k_norm: RMSNorm of each head before RoPE
+  bool qk_norm_whole = false;      // with qk_norm: one norm over the whole q and k rows (OLMoE)
   bool post_norms = false;         // post_attention_norm / post_ffw_norm on each block's output
   bool embed_scale = false;        // token embeddings times sqrt(n_embd)
-  bool experts = false;     // the FFN is a mixture of experts (ffn_*_exps, router ffn_gate_inp)
-  bool rope_freqs = false;  // may carry rope_freqs.weight (per-dimension factors, Llama 3.1)
+  bool experts = false;        // the FFN is always a mixture of experts (llama: if expert_count)
+  bool rope_freqs = false;     // may carry rope_freqs.weight (per-dimension factors, Llama 3.1)
+  bool fused_gate_up = false;  // ffn_up holds the gate rows, then the up rows (Phi-3)
+  bool router_on_layer_input = false;  // the router reads the layer's input (SmallThinker)
   // Reads the hyper-parameters this family adds (keys under "<name>."), after the common ones.
   Status (*read_hparams)(const GgufFile& f, const std::string& prefix, ModelConfig& c) = nullptr;
 };

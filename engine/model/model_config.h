@@ -45,13 +45,19 @@ struct ModelConfig {
   std::vector<uint8_t> swa_layers;  // n_layer flags; empty: none
   float rope_freq_base_swa = 10000.0f;
   float rope_freq_scale_swa = 1.0f;
-  float embed_scale = 0.0f;  // token embeddings are multiplied by it; 0: not scaled
+  float embed_scale = 0.0f;             // token embeddings are multiplied by it; 0: not scaled
+  std::vector<uint8_t> no_rope_layers;  // n_layer flags: 1 skips RoPE (SmolLM3); empty: none
+  // LongRoPE (Phi-3): the per-dimension factors for contexts past rope_n_ctx_orig, else the
+  // short ones; the model's whole context decides, as llama.cpp's n_ctx does.
+  bool rope_long_factors = false;
 
   // Mixture of experts: each token's FFN is the weighted sum of n_expert_used of n_expert
   // expert FFNs of n_ff_exp neurons, chosen by the router's softmax.
   int64_t n_expert = 0;
   int64_t n_expert_used = 0;
   int64_t n_ff_exp = 0;
+  enum class ExpertGating { kSoftmax, kSigmoid };  // router logits to weights
+  ExpertGating expert_gating = ExpertGating::kSoftmax;
   bool expert_weights_norm = false;   // the chosen experts' weights renormalised to sum 1
   float expert_weights_scale = 0.0f;  // 0 or 1: unscaled
   FfnKind ffn_kind = FfnKind::kSwiGlu;
@@ -62,6 +68,7 @@ struct ModelConfig {
 
   int64_t q_dim() const { return n_head * head_dim; }
   bool is_swa(int64_t il) const { return !swa_layers.empty() && swa_layers[il] != 0; }
+  bool uses_rope(int64_t il) const { return no_rope_layers.empty() || no_rope_layers[il] == 0; }
   int64_t kv_dim() const { return n_head_kv * head_dim; }
 };
 

@@ -180,6 +180,28 @@ Status BindBundledFfn(Binder& b, const std::string& p, const ModelConfig& c,
   return Status::Ok();
 }
 
+// q, k and v: three matrices, or one fused attn_qkv whose rows are q's, then k's, then v's (each
+// bound as a view of its rows).
+Status BindQkv(Binder& b, const std::string& p, const ModelConfig& c, LayerWeights& l) {
+  if (b.Has(p + "attn_qkv.weight")) {
+    const int64_t q = c.q_dim(), kv = c.kv_dim();
+    SPARROW_ASSIGN_OR_RETURN(kernels::WeightMatrix qkv,
+                             b.Matrix(p + "attn_qkv.weight", c.n_embd, q + 2 * kv,
+                                      "n_embd x (n_head + 2*n_head_kv)*head_dim"));
+    l.wq = RowRange(qkv, 0, q);
+    l.wk = RowRange(qkv, q, kv);
+    l.wv = RowRange(qkv, q + kv, kv);
+    return Status::Ok();
+  }
+  SPARROW_ASSIGN_OR_RETURN(
+      l.wq, b.Matrix(p + "attn_q.weight", c.n_embd, c.q_dim(), "n_embd x n_head*head_dim"));
+  SPARROW_ASSIGN_OR_RETURN(
+      l.wk, b.Matrix(p + "attn_k.weight", c.n_embd, c.kv_dim(), "n_embd x n_head_kv*head_dim"));
+  SPARROW_ASSIGN_OR_RETURN(
+      l.wv, b.Matrix(p + "attn_v.weight", c.n_embd, c.kv_dim(), "n_embd x n_head_kv*head_dim"));
+  return Status::Ok();
+}
+
 // A mixture-of-experts FFN: the router and the stacked experts.
 Status BindExperts(Binder& b, const std::string& p, const ModelConfig& c, LayerWeights& l) {
   SPARROW_ASSIGN_OR_RETURN(l.ffn_gate_inp, b.Matrix(p + "ffn_gate_inp.weight", c.n_embd, c.n_expert,
@@ -215,8 +237,14 @@ Result<ModelWeights> BindModelWeights(const GgufFile& file, const ModelConfig& c
   if (c.arch->rope_freqs) {
     SPARROW_ASSIGN_OR_RETURN(w.rope_freqs, b.Vector("rope_freqs.weight", c.n_rot / 2, false));
   }
+  if (c.arch->fused_gate_up) {  // LongRoPE's two sets (Phi-3): the context decides which is used
+    SPARROW_ASSIGN_OR_RETURN(auto long_f, b.Vector("rope_factors_long.weight", c.n_rot / 2, false));
+    SPARROW_ASSIGN_OR_RETURN(auto short_f,
+                             b.Vector("rope_factors_short.weight", c.n_rot / 2, false));
+    w.rope_freqs = c.rope_long_factors ? std::move(long_f) : std::move(short_f);
+  }
   if (HasNeuronBundles(file)) {
-    if (c.arch->experts) {
+    if (c.n_expert > 0) {
       return Unsupported("a file of neuron bundles of the mixture-of-experts architecture '" +
                          std::string(c.arch->name) + "'");
     }
@@ -234,12 +262,7 @@ Result<ModelWeights> BindModelWeights(const GgufFile& file, const ModelConfig& c
     const std::string p = "blk." + std::to_string(i) + ".";
     LayerWeights& l = w.layers[i];
     SPARROW_ASSIGN_OR_RETURN(l.attn_norm, b.Vector(p + "attn_norm.weight", c.n_embd, true));
-    SPARROW_ASSIGN_OR_RETURN(
-        l.wq, b.Matrix(p + "attn_q.weight", c.n_embd, c.q_dim(), "n_embd x n_head*head_dim"));
-    SPARROW_ASSIGN_OR_RETURN(
-        l.wk, b.Matrix(p + "attn_k.weight", c.n_embd, c.kv_dim(), "n_embd x n_head_kv*head_dim"));
-    SPARROW_ASSIGN_OR_RETURN(
-        l.wv, b.Matrix(p + "attn_v.weight", c.n_embd, c.kv_dim(), "n_embd x n_head_kv*head_dim"));
+    SPARROW_RETURN_IF_ERROR(BindQkv(b, p, c, l));
     SPARROW_ASSIGN_OR_RETURN(
         l.wo, b.Matrix(p + "attn_output.weight", c.q_dim(), c.n_embd, "n_head*head_dim x n_embd"));
     const bool bias = c.arch->attn_qkv_bias;
@@ -248,8 +271,11 @@ Result<ModelWeights> BindModelWeights(const GgufFile& file, const ModelConfig& c
     SPARROW_ASSIGN_OR_RETURN(l.bv, b.Vector(p + "attn_v.bias", c.kv_dim(), bias));
     // A family's own tensors are bound only for it: anywhere else they are unused, an error.
     if (c.arch->qk_norm) {
-      SPARROW_ASSIGN_OR_RETURN(l.attn_q_norm, b.Vector(p + "attn_q_norm.weight", c.head_dim, true));
-      SPARROW_ASSIGN_OR_RETURN(l.attn_k_norm, b.Vector(p + "attn_k_norm.weight", c.head_dim, true));
+      const bool whole = c.arch->qk_norm_whole;
+      SPARROW_ASSIGN_OR_RETURN(
+          l.attn_q_norm, b.Vector(p + "attn_q_norm.weight", whole ? c.q_dim() : c.head_dim, true));
+      SPARROW_ASSIGN_OR_RETURN(
+          l.attn_k_norm, b.Vector(p + "attn_k_norm.weight", whole ? c.kv_dim() : c.head_dim, true));
     }
     if (c.arch->post_norms) {
       SPARROW_ASSIGN_OR_RETURN(l.attn_post_norm,
@@ -258,7 +284,7 @@ Result<ModelWeights> BindModelWeights(const GgufFile& file, const ModelConfig& c
                                b.Vector(p + "post_ffw_norm.weight", c.n_embd, true));
     }
     SPARROW_ASSIGN_OR_RETURN(l.ffn_norm, b.Vector(p + "ffn_norm.weight", c.n_embd, true));
-    if (c.arch->experts) {
+    if (c.n_expert > 0) {
       SPARROW_RETURN_IF_ERROR(BindExperts(b, p, c, l));
       continue;
     }
@@ -266,10 +292,18 @@ Result<ModelWeights> BindModelWeights(const GgufFile& file, const ModelConfig& c
       SPARROW_RETURN_IF_ERROR(BindBundledFfn(b, p, c, *w.bundles, w.bundles->layers[i], l));
       continue;
     }
-    SPARROW_ASSIGN_OR_RETURN(l.ffn_gate,
-                             b.Matrix(p + "ffn_gate.weight", c.n_embd, c.n_ff, "n_embd x n_ff"));
-    SPARROW_ASSIGN_OR_RETURN(l.ffn_up,
-                             b.Matrix(p + "ffn_up.weight", c.n_embd, c.n_ff, "n_embd x n_ff"));
+    if (c.arch->fused_gate_up) {
+      // Phi-3: n_ff gate rows then n_ff up rows in one matrix; each is a view of its half.
+      SPARROW_ASSIGN_OR_RETURN(l.ffn_up, b.Matrix(p + "ffn_up.weight", c.n_embd, 2 * c.n_ff,
+                                                  "n_embd x 2*n_ff: gate rows, then up rows"));
+      l.ffn_gate = RowRange(l.ffn_up, 0, c.n_ff);
+      l.ffn_up = RowRange(l.ffn_up, c.n_ff, c.n_ff);
+    } else {
+      SPARROW_ASSIGN_OR_RETURN(l.ffn_gate,
+                               b.Matrix(p + "ffn_gate.weight", c.n_embd, c.n_ff, "n_embd x n_ff"));
+      SPARROW_ASSIGN_OR_RETURN(l.ffn_up,
+                               b.Matrix(p + "ffn_up.weight", c.n_embd, c.n_ff, "n_embd x n_ff"));
+    }
     if (c.powerinfer) {
       SPARROW_RETURN_IF_ERROR(BindPowerInferFfn(b, p, c, l));
     } else {
@@ -281,13 +315,16 @@ Result<ModelWeights> BindModelWeights(const GgufFile& file, const ModelConfig& c
   return w;
 }
 
+kernels::WeightMatrix RowRange(const kernels::WeightMatrix& m, int64_t first, int64_t n) {
+  kernels::WeightMatrix r = m;
+  r.data = static_cast<const uint8_t*>(m.data) + static_cast<size_t>(first) * m.row_stride_bytes;
+  r.rows = n;
+  return r;
+}
+
 kernels::WeightMatrix ExpertRows(const kernels::WeightMatrix& stacked, int64_t e,
                                  int64_t rows_per_expert) {
-  kernels::WeightMatrix m = stacked;
-  m.data = static_cast<const uint8_t*>(stacked.data) +
-           static_cast<size_t>(e * rows_per_expert) * stacked.row_stride_bytes;
-  m.rows = rows_per_expert;
-  return m;
+  return RowRange(stacked, e * rows_per_expert, rows_per_expert);
 }
 
 }  // namespace sparrow

@@ -47,6 +47,8 @@ struct ModelWeights {
   std::shared_ptr<const NeuronBundleLayout> bundles;
 };
 
+// Rows [first, first + n) of a matrix, as a matrix (fused q/k/v and gate/up halves are views).
+kernels::WeightMatrix RowRange(const kernels::WeightMatrix& m, int64_t first, int64_t n);
 // Expert e's `rows_per_expert` rows of a stacked expert matrix.
 kernels::WeightMatrix ExpertRows(const kernels::WeightMatrix& stacked, int64_t e,
                                  int64_t rows_per_expert);

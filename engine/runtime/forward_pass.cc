@@ -158,7 +158,7 @@ Status ForwardPass::RunBatch(std::span<const Segment> segments, std::vector<floa
 void ForwardPass::Attention(int64_t il, int64_t n, std::span<const Segment> segments) {
   const LayerWeights& l = model_.weights().layers[il];
   const int64_t qd = c_.q_dim(), kvd = c_.kv_dim(), half = c_.n_rot / 2;
-  const bool swa = c_.is_swa(il);
+  const bool swa = c_.is_swa(il), rope = c_.uses_rope(il);
   const float* cos_t = swa ? cos_swa_.data() : cos_.data();
   const float* sin_t = swa ? sin_swa_.data() : sin_.data();
   for (int64_t t = 0; t < n; ++t) {
@@ -167,14 +167,19 @@ void ForwardPass::Attention(int64_t il, int64_t n, std::span<const Segment> segm
     if (!l.bq.empty()) kernels::AddInPlace(q, l.bq.data(), qd);
     if (!l.bk.empty()) kernels::AddInPlace(k, l.bk.data(), kvd);
     if (!l.bv.empty()) kernels::AddInPlace(&v_[t * kvd], l.bv.data(), kvd);
-    if (!l.attn_q_norm.empty()) {
+    if (c_.arch->qk_norm_whole) {
+      NormRows(q, 1, qd, l.attn_q_norm, c_.rms_eps);
+      NormRows(k, 1, kvd, l.attn_k_norm, c_.rms_eps);
+    } else if (!l.attn_q_norm.empty()) {
       NormRows(q, c_.n_head, c_.head_dim, l.attn_q_norm, c_.rms_eps);
       NormRows(k, c_.n_head_kv, c_.head_dim, l.attn_k_norm, c_.rms_eps);
     }
-    ApplyRope(c_.arch->rope_style, q, c_.n_head, c_.head_dim, c_.n_rot, &cos_t[t * half],
-              &sin_t[t * half]);
-    ApplyRope(c_.arch->rope_style, k, c_.n_head_kv, c_.head_dim, c_.n_rot, &cos_t[t * half],
-              &sin_t[t * half]);
+    if (rope) {
+      ApplyRope(c_.arch->rope_style, q, c_.n_head, c_.head_dim, c_.n_rot, &cos_t[t * half],
+                &sin_t[t * half]);
+      ApplyRope(c_.arch->rope_style, k, c_.n_head_kv, c_.head_dim, c_.n_rot, &cos_t[t * half],
+                &sin_t[t * half]);
+    }
     if (c_.q_scale != 0.0f) kernels::ScaleInPlace(q, qd, c_.q_scale);
   }
   const AttentionShape shape{c_.n_head,          c_.n_head_kv,
@@ -198,7 +203,8 @@ void ForwardPass::Layer(int64_t il, int64_t n, std::span<const Segment> segments
   const LayerWeights& l = model_.weights().layers[il];
   const int64_t d = c_.n_embd, qd = c_.q_dim(), kvd = c_.kv_dim();
 
-  // Attention block.
+  // Attention block. A router that reads the layer's input (SmallThinker) gets a copy of it.
+  if (c_.arch->router_on_layer_input) layer_in_.assign(x_.begin(), x_.begin() + n * d);
   for (int64_t t = 0; t < n; ++t)
     kernels::RmsNorm(&x_[t * d], l.attn_norm.data(), d, c_.rms_eps, &xn_[t * d]);
   kernels::MatMul(l.wq, xn_.data(), n, d, q_.data(), qd, pool_);
@@ -215,8 +221,9 @@ void ForwardPass::Layer(int64_t il, int64_t n, std::span<const Segment> segments
     kernels::RmsNorm(&x_[t * d], l.ffn_norm.data(), d, c_.rms_eps, &xn_[t * d]);
   // A token whose FFN failed keeps going with a zero FFN (its result is discarded), so that the
   // batch's other tokens are computed as if it had not failed.
-  Status st = ffn_->Compute(il, {x_.data(), xn_.data(), decode_.data(), n, failed_.data()},
-                            ffn_out_.data());
+  FfnInput in{x_.data(), xn_.data(), decode_.data(), n, failed_.data()};
+  if (c_.arch->router_on_layer_input) in.layer_input = layer_in_.data();
+  Status st = ffn_->Compute(il, in, ffn_out_.data());
   if (!st.ok() && ffn_error_.ok()) ffn_error_ = st;
   if (!l.ffn_post_norm.empty()) NormRows(ffn_out_.data(), n, d, l.ffn_post_norm, c_.rms_eps);
   kernels::AddInPlace(x_.data(), ffn_out_.data(), n * d);

@@ -66,7 +66,7 @@ class ForwardPass {
   std::unique_ptr<FeedForward> ffn_;
   // Scratch, sized for the largest batch seen so far.
   std::vector<float> x_, xn_, q_, k_, v_, att_, ffn_out_, attn_scratch_, cos_, sin_, cos_swa_,
-      sin_swa_;
+      sin_swa_, layer_in_;
   std::vector<uint8_t> decode_;  // per token of the batch: its segment is one token
   std::vector<uint8_t> failed_;  // per token of the batch: the FFN could not compute it
   Status ffn_error_;             // the first FFN failure of the batch

@@ -1,6 +1,7 @@
 #include "engine/runtime/moe_ffn.h"
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 
 #include "engine/kernels/matmul.h"
@@ -20,16 +21,20 @@ void TopK(const float* probs, int64_t n, int64_t k, int32_t* out, std::vector<in
 
 MoeFfn::MoeFfn(const Model& model, kernels::ThreadPool* pool) : model_(model), pool_(pool) {}
 
-void MoeFfn::Route(const LayerWeights& l, const float* normed, int64_t n) {
+void MoeFfn::Route(const LayerWeights& l, const float* input, int64_t n) {
   const ModelConfig& c = model_.config();
   const int64_t e = c.n_expert, k = c.n_expert_used;
   probs_.resize(n * e);
   chosen_.resize(n * k);
   weights_.resize(n * k);
-  kernels::MatMul(l.ffn_gate_inp, normed, n, c.n_embd, probs_.data(), e, pool_);
+  kernels::MatMul(l.ffn_gate_inp, input, n, c.n_embd, probs_.data(), e, pool_);
   for (int64_t t = 0; t < n; ++t) {
     float* p = &probs_[t * e];
-    kernels::SoftmaxInPlace(p, e);
+    if (c.expert_gating == ModelConfig::ExpertGating::kSigmoid) {
+      for (int64_t i = 0; i < e; ++i) p[i] = 1.0f / (1.0f + std::exp(-p[i]));
+    } else {
+      kernels::SoftmaxInPlace(p, e);
+    }
     int32_t* ids = &chosen_[t * k];
     float* w = &weights_[t * k];
     TopK(p, e, k, ids, order_);
@@ -49,7 +54,7 @@ Status MoeFfn::Compute(int64_t il, const FfnInput& in, float* out) {
   const ModelConfig& c = model_.config();
   const LayerWeights& l = model_.weights().layers[il];
   const int64_t n = in.n, d = c.n_embd, f = c.n_ff_exp, k = c.n_expert_used;
-  Route(l, in.normed, n);
+  Route(l, in.layer_input ? in.layer_input : in.normed, n);
 
   // Each chosen (token, slot) pair's expert output, computed expert by expert.
   expert_out_.resize(n * k * d);

@@ -1,8 +1,8 @@
 #pragma once
-// MoeFfn: a mixture-of-experts FFN in memory. The router's softmax picks each token's top
-// n_expert_used experts (weights renormalised or scaled as the family says); a batch's tokens are
-// grouped by expert, so each chosen expert's matrices are read once per batch and experts nobody
-// chose are not read at all. One instance per ForwardPass, not thread-safe.
+// MoeFfn: a mixture-of-experts FFN in memory. The router's softmax (or sigmoid) picks each token's
+// top n_expert_used experts (weights renormalised or scaled as the family says); a batch's tokens
+// are grouped by expert, so each chosen expert's matrices are read once per batch and experts
+// nobody chose are not read at all. One instance per ForwardPass, not thread-safe.
 #include <vector>
 
 #include "engine/model/model.h"
@@ -24,8 +24,9 @@ class MoeFfn : public FeedForward {
   FfnCounters counters() const override { return counters_; }
 
  private:
-  // Fills chosen_ and weights_ (n x n_expert_used) from the router.
-  void Route(const LayerWeights& l, const float* normed, int64_t n);
+  // Fills chosen_ and weights_ (n x n_expert_used) from the router applied to `input` (the
+  // normed FFN input, or the layer's input where the family routes early).
+  void Route(const LayerWeights& l, const float* input, int64_t n);
 
   const Model& model_;
   kernels::ThreadPool* pool_;

@@ -118,7 +118,7 @@ Result<std::shared_ptr<const SparsePlan>> MakeInMemoryPlan(const Model& model,
 Result<std::shared_ptr<const SparsePlan>> MakeSparsePlan(const Model& model,
                                                          const SparsityOptions& o,
                                                          kernels::ThreadPool* pool) {
-  if (model.config().arch->experts && (o.sparsity > 0 || o.cache_bytes)) {
+  if (model.config().n_expert > 0 && (o.sparsity > 0 || o.cache_bytes)) {
     return Unsupported(
         "--sparsity and --cache-mb are not supported yet for mixture-of-experts "
         "models such as this '" +
@@ -276,7 +276,7 @@ Result<std::shared_ptr<const SparsePlan>> MakeInMemoryPlan(const Model& model,
 std::unique_ptr<FeedForward> MakeFeedForward(const Model& model,
                                              std::shared_ptr<const SparsePlan> plan,
                                              kernels::ThreadPool* pool) {
-  if (!plan && model.config().arch->experts) return std::make_unique<MoeFfn>(model, pool);
+  if (!plan && model.config().n_expert > 0) return std::make_unique<MoeFfn>(model, pool);
   if (!plan) return std::make_unique<DenseFfn>(model, pool);
   return std::make_unique<SparseFfn>(model, std::move(plan), pool);
 }

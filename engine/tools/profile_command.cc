@@ -93,7 +93,7 @@ Result<ActivationProfile> CalibrateProfile(const ProfileOptions& o) {
                            ": a PowerInfer file chooses its neurons by its predictors; "
                            "it needs no profile");
   }
-  if (c.ffn_kind != FfnKind::kSwiGlu || c.arch->experts) {
+  if (c.ffn_kind != FfnKind::kSwiGlu || c.n_expert > 0) {
     return Unsupported(o.model + ": profiles are made for dense SwiGLU models, not yet for '" +
                        std::string(c.arch->name) + "'");
   }
