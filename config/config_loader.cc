@@ -89,6 +89,18 @@ const std::vector<KeySpec>& Keys() {
       {"chat_template",
        "Chat template: chatml, llama2, llama3, phi3, gemma, mistral, zephyr (default: detect)",
        &ServerConfig::chat_template},
+      {"chat_template_file",
+       "A Jinja chat template file run instead of the GGUF's own (as llama-server's "
+       "--chat-template-file); chat_template, a family name, wins over it",
+       &ServerConfig::chat_template_file},
+      {"reasoning_format",
+       "Thinking (<think>...</think>) in chat answers: deepseek (to reasoning_content) or none "
+       "(inline in content); a request's reasoning_format overrides it",
+       &ServerConfig::reasoning_format},
+      {"allow_forced_output",
+       "1: a request's forced_output makes the model answer with that text (tests of tool-call "
+       "and reasoning parsing; never on a production server)",
+       nullptr, &ServerConfig::allow_forced_output, 0, 1, true},
       {"threads", "Compute threads (0: all cores)", nullptr, &ServerConfig::threads, 0, 1024},
       {"n_ctx", "Context length per request, prompt plus output (0: the model's own)", nullptr,
        &ServerConfig::n_ctx, 0, int64_t{1} << 24},

@@ -33,9 +33,15 @@ struct ServerConfig {
   int64_t allow_insecure = 0;
   // Model.
   std::string model = "../shared/models/stories260K.gguf";
-  std::string model_dir;      // .gguf files the admin API may reload; "" -> reload is off
-  std::string model_id;       // "" -> the model file name without .gguf
-  std::string chat_template;  // "" -> detect from the GGUF; or chatml, llama2, llama3, ...
+  std::string model_dir;           // .gguf files the admin API may reload; "" -> reload is off
+  std::string model_id;            // "" -> the model file name without .gguf
+  std::string chat_template;       // "" -> detect from the GGUF; or chatml, llama2, llama3, ...
+  std::string chat_template_file;  // a Jinja template run instead of the GGUF's own
+  // Thinking in chat answers: "deepseek" moves <think>...</think> to reasoning_content,
+  // "none" leaves it inline (llama-server's names); a request's reasoning_format wins.
+  std::string reasoning_format = "deepseek";
+  // 1: requests may set forced_output (the answer is a given text; for tests only).
+  int64_t allow_forced_output = 0;
   // Engine.
   int64_t threads = 0;  // compute threads; 0 -> all cores
   int64_t n_ctx = 0;    // 0 -> the model's training context

@@ -113,9 +113,9 @@ int main(int argc, char** argv) {
   }
   spdlog::info(Msg(config, "model '" + first->model_id + "' from " + config.model + ", n_ctx " +
                                std::to_string(first->n_ctx) + ", chat template " +
-                               (first->chat_template.size() < 16 && !first->chat_template.empty()
-                                    ? first->chat_template
-                                    : std::string("auto"))));
+                               (first->chat->has_jinja()
+                                    ? std::string("Jinja (the model's own or chat_template_file)")
+                                    : ChatTemplateName(first->chat->family()))));
   first.reset();
   if (!config.model_dir.empty()) {
     spdlog::info(Msg(config, "admin reload may switch to the models in " + config.model_dir));

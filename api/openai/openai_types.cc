@@ -2,58 +2,13 @@
 
 #include <cmath>
 
+#include "api/openai/json_fields.h"
+#include "api/openai/openai_chat.h"
+
 namespace sparrow::openai {
 namespace {
 
 using json = nlohmann::json;
-
-// Records the failing field for the caller and builds the status.
-Status Bad(std::string* param, const std::string& field, const std::string& what) {
-  if (param) *param = field;
-  return InvalidArgument("'" + field + "' " + what);
-}
-
-Status Number(const json& b, const char* key, double lo, double hi, float* out,
-              std::string* param) {
-  auto it = b.find(key);
-  if (it == b.end() || it->is_null()) return Status::Ok();
-  if (!it->is_number() || !std::isfinite(it->get<double>()) || it->get<double>() < lo ||
-      it->get<double>() > hi) {
-    char buf[128];
-    std::snprintf(buf, sizeof(buf), "must be a number between %g and %g", lo, hi);
-    return Bad(param, key, buf);
-  }
-  *out = static_cast<float>(it->get<double>());
-  return Status::Ok();
-}
-
-Status Integer(const json& b, const char* key, int64_t lo, int64_t hi, std::optional<int64_t>* out,
-               std::string* param) {
-  auto it = b.find(key);
-  if (it == b.end() || it->is_null()) return Status::Ok();
-  if (!it->is_number_integer() || it->get<int64_t>() < lo || it->get<int64_t>() > hi) {
-    return Bad(param, key,
-               "must be an integer between " + std::to_string(lo) + " and " + std::to_string(hi));
-  }
-  *out = it->get<int64_t>();
-  return Status::Ok();
-}
-
-Status Bool(const json& b, const char* key, bool* out, std::string* param) {
-  auto it = b.find(key);
-  if (it == b.end() || it->is_null()) return Status::Ok();
-  if (!it->is_boolean()) return Bad(param, key, "must be true or false");
-  *out = it->get<bool>();
-  return Status::Ok();
-}
-
-Status String(const json& b, const char* key, std::string* out, std::string* param) {
-  auto it = b.find(key);
-  if (it == b.end() || it->is_null()) return Status::Ok();
-  if (!it->is_string()) return Bad(param, key, "must be a string");
-  *out = it->get<std::string>();
-  return Status::Ok();
-}
 
 // Everything but the prompt/messages and the endpoint-specific logprobs fields.
 Status ParseCommon(const json& b, GenerationFields* g, std::string* param) {
@@ -97,35 +52,13 @@ Status ParseCommon(const json& b, GenerationFields* g, std::string* param) {
   SPARROW_RETURN_IF_ERROR(Integer(b, "n", 1, kMaxN, &v, param));
   if (v) g->n = static_cast<int32_t>(*v);
   SPARROW_RETURN_IF_ERROR(String(b, "user", &g->user, param));
+  SPARROW_RETURN_IF_ERROR(ParseOutputControls(b, g, param));
   SPARROW_RETURN_IF_ERROR(Bool(b, "stream", &g->stream, param));
   auto so = b.find("stream_options");
   if (so != b.end() && !so->is_null()) {
     if (!so->is_object()) return Bad(param, "stream_options", "must be an object");
     if (!g->stream) return Bad(param, "stream_options", "is only allowed when 'stream' is true");
     SPARROW_RETURN_IF_ERROR(Bool(*so, "include_usage", &g->include_usage, param));
-  }
-  return Status::Ok();
-}
-
-// Chat message content: a string, or a list of {"type": "text", "text": ...} parts.
-Status MessageContent(const json& c, size_t i, std::string* out, std::string* param) {
-  const std::string field = "messages[" + std::to_string(i) + "].content";
-  if (c.is_string()) {
-    *out = c.get<std::string>();
-    return Status::Ok();
-  }
-  if (c.is_null()) return Status::Ok();
-  if (!c.is_array()) return Bad(param, field, "must be a string or a list of text parts");
-  for (const auto& part : c) {
-    // Every member is type-checked before it is read: json::value() and get() throw on a
-    // mismatch, and nothing may escape the parser.
-    const auto type = part.is_object() ? part.find("type") : part.end();
-    const auto text = part.is_object() ? part.find("text") : part.end();
-    if (!part.is_object() || type == part.end() || !type->is_string() || *type != "text" ||
-        text == part.end() || !text->is_string()) {
-      return Bad(param, field, "parts must be {\"type\": \"text\", \"text\": \"...\"}");
-    }
-    *out += text->get<std::string>();
   }
   return Status::Ok();
 }
@@ -171,31 +104,8 @@ Result<ChatCompletionRequest> ParseChatCompletionRequest(const json& b, std::str
     }
     r.gen.top_logprobs = static_cast<int32_t>(*top);
   }
-  auto msgs = b.find("messages");
-  if (msgs == b.end()) return Bad(param, "messages", "is required");
-  if (!msgs->is_array() || msgs->empty()) {
-    return Bad(param, "messages", "must be a non-empty list of messages");
-  }
-  for (size_t i = 0; i < msgs->size(); ++i) {
-    const json& m = (*msgs)[i];
-    const std::string field = "messages[" + std::to_string(i) + "]";
-    if (!m.is_object()) return Bad(param, field, "must be an object");
-    auto role = m.find("role");
-    if (role == m.end() || !role->is_string()) {
-      return Bad(param, field + ".role", "must be a string");
-    }
-    ChatMessageIn msg;
-    msg.role = role->get<std::string>();
-    if (msg.role == "developer") msg.role = "system";
-    if (msg.role != "system" && msg.role != "user" && msg.role != "assistant") {
-      return Bad(param, field + ".role",
-                 "must be one of system, user, assistant; got '" + msg.role + "'");
-    }
-    auto content = m.find("content");
-    if (content == m.end()) return Bad(param, field + ".content", "is required");
-    SPARROW_RETURN_IF_ERROR(MessageContent(*content, i, &msg.content, param));
-    r.messages.push_back(std::move(msg));
-  }
+  SPARROW_RETURN_IF_ERROR(ParseChatMessages(b, &r.messages, param));
+  SPARROW_RETURN_IF_ERROR(ParseChatTools(b, &r, param));
   return r;
 }
 

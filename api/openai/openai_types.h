@@ -31,17 +31,42 @@ struct GenerationFields {
   int32_t top_logprobs = 0;
   std::string user;
   bool stream = false;
-  bool include_usage = false;  // stream_options.include_usage
+  bool include_usage = false;                         // stream_options.include_usage
+  std::vector<std::pair<int32_t, float>> logit_bias;  // token id, bias (-100 .. 100)
+  std::optional<std::string> forced_output;           // extension, tests only
+};
+
+// An assistant message's call; `arguments` is checked to be a JSON object's text.
+struct ToolCallIn {
+  std::string id;
+  std::string name;
+  std::string arguments;
 };
 
 struct ChatMessageIn {
-  std::string role;
+  std::string role;  // system ("developer" too), user, assistant, tool
   std::string content;
+  std::vector<ToolCallIn> tool_calls;  // assistant
+  std::string tool_call_id;            // tool: the id of the call it answers
+  std::string name;
+  std::string reasoning_content;  // assistant (DeepSeek, llama-server)
+};
+
+struct ToolIn {
+  std::string name;  // [a-zA-Z0-9_-]{1,64}
+  std::string description;
+  nlohmann::json parameters = nlohmann::json::object();
 };
 
 struct ChatCompletionRequest {
   GenerationFields gen;
   std::vector<ChatMessageIn> messages;
+  std::vector<ToolIn> tools;
+  std::string tool_choice;       // "" (unset), "none", "auto", "required" or "function"
+  std::string tool_choice_name;  // "function": its name
+  bool parallel_tool_calls = true;
+  std::string reasoning_format;         // "" (the server's), "none", "deepseek" or "auto"
+  std::optional<bool> enable_thinking;  // chat_template_kwargs.enable_thinking
 };
 
 struct CompletionRequest {
@@ -53,6 +78,8 @@ struct CompletionRequest {
 
 inline constexpr int32_t kMaxN = 16;
 inline constexpr int32_t kMaxTopLogprobs = 20;
+inline constexpr size_t kMaxTools = 128;       // as OpenAI
+inline constexpr size_t kMaxLogitBias = 1024;  // entries
 
 // Parses a request body. Never throws: malformed JSON and numbers a double cannot hold
 // ("1e400") give InvalidArgument naming the byte offset and the last key read, with `*param`

@@ -61,6 +61,12 @@ struct GenerationRequest {
   int32_t top_logprobs = 0;  // alternatives to report per token (0..20)
   bool logprobs = false;
   bool interactive = true;  // served before batch (non-interactive) requests
+  // Added to the logits before sampling (OpenAI's logit_bias: -100 bans a token, +100 all but
+  // forces it); logprobs still report the model's own distribution.
+  std::vector<std::pair<int32_t, float>> logit_bias;
+  // The first generated tokens, taken as given instead of sampled (the model still runs on
+  // them): makes a real model say a chosen text, for tests of what parses the output.
+  std::vector<int32_t> forced_tokens;
   std::shared_ptr<RequestSink> sink;
 };
 

@@ -131,6 +131,19 @@ Status Scheduler::Validate(const GenerationRequest& request) const {
                            " KV blocks but the pool has " + std::to_string(opts_.kv_blocks));
   }
   if (request.max_tokens < 1) return InvalidArgument("max_tokens must be at least 1");
+  for (const auto& [id, bias] : request.logit_bias) {
+    if (id < 0 || id >= model_.config().n_vocab) {
+      return InvalidArgument("logit_bias names token id " + std::to_string(id) +
+                             ", outside the vocabulary of " +
+                             std::to_string(model_.config().n_vocab));
+    }
+  }
+  for (int32_t id : request.forced_tokens) {
+    if (id < 0 || id >= model_.config().n_vocab) {
+      return InvalidArgument("forced token id " + std::to_string(id) +
+                             " is outside the vocabulary");
+    }
+  }
   if (request.top_logprobs < 0 || request.top_logprobs > 20) {
     return InvalidArgument("top_logprobs must be between 0 and 20");
   }
@@ -466,7 +479,16 @@ bool Scheduler::Step() {
 
 void Scheduler::EmitToken(Sequence& s, std::span<const float> row) {
   TokenEvent ev;
-  ev.token = s.sampler->Sample(row);
+  const size_t n_forced = s.req.forced_tokens.size();
+  if (static_cast<size_t>(s.n_generated) < n_forced) {
+    ev.token = s.req.forced_tokens[s.n_generated];
+  } else if (!s.req.logit_bias.empty()) {
+    std::vector<float> biased(row.begin(), row.end());
+    for (const auto& [id, bias] : s.req.logit_bias) biased[id] += bias;
+    ev.token = s.sampler->Sample(biased);
+  } else {
+    ev.token = s.sampler->Sample(row);
+  }
   s.sampler->Accept(ev.token);
   if (s.req.logprobs || s.req.top_logprobs > 0) {
     FillLogprobs(row, ev.token, s.req.top_logprobs, &ev);

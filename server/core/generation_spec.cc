@@ -12,18 +12,91 @@ bool Fail(GenerationError* e, Status status, std::string param, std::string code
   return false;
 }
 
+// The tools the prompt offers; false with `*error` filled when tool_choice names none of them.
+bool OfferedTools(const GenerationSpec& spec, std::vector<ChatTool>* out, GenerationError* error) {
+  const GenerationSpec::FieldNames& f = spec.fields;
+  if (spec.tool_choice == ToolChoice::kNone) return true;
+  if (spec.tools.empty()) {
+    if (spec.tool_choice == ToolChoice::kAuto) return true;
+    return Fail(error,
+                InvalidArgument("'" + f.tool_choice + "' asks for a tool call but '" + f.tools +
+                                "' is empty"),
+                f.tool_choice);
+  }
+  if (spec.tool_choice != ToolChoice::kFunction) {
+    *out = spec.tools;
+    return true;
+  }
+  for (const ChatTool& t : spec.tools) {
+    if (t.name == spec.tool_choice_name) out->push_back(t);
+  }
+  if (out->empty()) {
+    return Fail(error,
+                InvalidArgument("'" + f.tool_choice + "' names the function '" +
+                                spec.tool_choice_name + "', which is not in '" + f.tools + "'"),
+                f.tool_choice);
+  }
+  return true;
+}
+
+// The ids of the markers the answer parser must see; control tokens are otherwise not
+// rendered as text.
+std::vector<int32_t> VisibleMarkers(const Tokenizer& tok, ToolCallFormat format) {
+  std::vector<std::string> markers = ToolCallMarkers(format);
+  markers.push_back("<think>");
+  markers.push_back("</think>");
+  std::vector<int32_t> ids;
+  for (const std::string& m : markers) {
+    const TokenId id = tok.FindToken(m);
+    if (id != kNoToken) ids.push_back(id);
+  }
+  return ids;
+}
+
+// Renders and tokenizes a chat, and decides how its answer is read.
+bool ChatTokens(const ServedModel& m, const GenerationSpec& spec, ResolvedGeneration* out,
+                GenerationError* error) {
+  ChatOptions options;
+  if (!OfferedTools(spec, &options.tools, error)) return false;
+  options.enable_thinking = spec.enable_thinking;
+  auto rendered = m.chat ? m.chat->Render(spec.messages, options)
+                         : RenderChatTemplate(spec.messages, m.chat_template, options);
+  if (!rendered.ok()) return Fail(error, rendered.status(), spec.fields.messages);
+  ChatOutputOptions& o = out->output;
+  o.split_reasoning =
+      spec.reasoning_format.value_or(m.reasoning_format) == ReasoningFormat::kDeepSeek;
+  o.starts_in_thinking = rendered->opens_thinking;
+  if (!options.tools.empty()) {
+    o.tool_format = ToolCallFormatFor(m.chat_template);
+    for (const ChatTool& t : options.tools) o.tool_names.push_back(t.name);
+  }
+  // "required" or a named function: the answer is made to begin the call (the prompt ends
+  // with its opening), as close to enforcing it as decoding without a grammar gets. Not while
+  // the model is inside an opened thought: the call comes after it.
+  const bool must_call =
+      spec.tool_choice == ToolChoice::kRequired || spec.tool_choice == ToolChoice::kFunction;
+  if (must_call && !rendered->opens_thinking) {
+    o.prefix = ToolCallOpening(
+        o.tool_format, spec.tool_choice == ToolChoice::kFunction ? spec.tool_choice_name : "");
+    rendered->text += o.prefix;
+  }
+  const Tokenizer& tok = *m.tokenizer;
+  // The template's markers are control tokens; what clients wrote is text (no forged turns).
+  out->prompt = tok.TokenizeTemplated(rendered->text, /*add_special=*/true, rendered->content);
+  out->chat = true;
+  o.parallel_tool_calls = spec.parallel_tool_calls;
+  out->visible_special = VisibleMarkers(tok, o.tool_format);
+  return true;
+}
+
 // The prompt as token ids; false with `*error` filled when it cannot be made.
-bool Tokens(const ServedModel& m, const GenerationSpec& spec, std::vector<int32_t>* out,
+bool Tokens(const ServedModel& m, const GenerationSpec& spec, ResolvedGeneration* resolved,
             GenerationError* error) {
   const Tokenizer& tok = *m.tokenizer;
+  std::vector<int32_t>* out = &resolved->prompt;
   switch (spec.kind) {
-    case PromptKind::kChat: {
-      auto rendered = RenderChatTemplate(spec.messages, m.chat_template, true);
-      if (!rendered.ok()) return Fail(error, rendered.status(), spec.fields.messages);
-      // The template's markers are control tokens; what clients wrote is text (no forged turns).
-      *out = tok.TokenizeTemplated(rendered->text, /*add_special=*/true, rendered->content);
-      return true;
-    }
+    case PromptKind::kChat:
+      return ChatTokens(m, spec, resolved, error);
     case PromptKind::kText:
       *out = tok.Tokenize(spec.text, spec.add_special, spec.parse_special);
       return true;
@@ -55,7 +128,7 @@ bool ResolveGeneration(const ServedModel& m, const GenerationSpec& spec, Resolve
                          m.model_id + "'"),
                 f.model, "model_not_found");
   }
-  if (!Tokens(m, spec, &out->prompt, error)) return false;
+  if (!Tokens(m, spec, out, error)) return false;
   const std::string& prompt_field = spec.kind == PromptKind::kChat ? f.messages : f.prompt;
   if (out->prompt.empty()) {
     return Fail(error, InvalidArgument("'" + prompt_field + "' gives an empty prompt"),
@@ -115,6 +188,33 @@ bool ResolveGeneration(const ServedModel& m, const GenerationSpec& spec, Resolve
     if (!f.sampling.empty()) s = InvalidArgument(f.sampling + "." + s.message());
     return Fail(error, s, f.sampling);
   }
+  const int32_t n_vocab = m.tokenizer->n_vocab();
+  for (const auto& [id, bias] : spec.logit_bias) {
+    if (id < 0 || id >= n_vocab) {
+      return Fail(error,
+                  InvalidArgument("'" + f.logit_bias + "' names token id " + std::to_string(id) +
+                                  ", outside the vocabulary of " + std::to_string(n_vocab)),
+                  f.logit_bias);
+    }
+    if (!(bias >= -100 && bias <= 100)) {
+      return Fail(error,
+                  InvalidArgument("'" + f.logit_bias + "' biases must be between -100 and 100"),
+                  f.logit_bias);
+    }
+  }
+  out->logit_bias = spec.logit_bias;
+  if (spec.forced_output) {
+    if (!m.allow_forced_output) {
+      return Fail(error,
+                  InvalidArgument("'" + f.forced_output +
+                                  "' is for tests and this server does not allow it "
+                                  "(allow_forced_output)"),
+                  f.forced_output);
+    }
+    out->forced_tokens = m.tokenizer->Tokenize(*spec.forced_output, false, true);
+    const TokenId eos = m.tokenizer->special(SpecialToken::kEos);
+    if (eos != kNoToken) out->forced_tokens.push_back(eos);
+  }
   out->sampling = spec.sampling;
   out->stop = spec.stop;
   out->logprobs = spec.logprobs;
@@ -144,6 +244,8 @@ Status SubmitGeneration(const ServerContext& ctx, ServedModel& m, const Resolved
     r.max_tokens = g.max_tokens;
     r.logprobs = g.logprobs;
     r.top_logprobs = g.top_logprobs;
+    r.logit_bias = g.logit_bias;
+    r.forced_tokens = g.forced_tokens;
     r.sink = sinks[i];
     group.push_back(std::move(r));
   }

@@ -14,6 +14,7 @@
 #include "engine/common/status.h"
 #include "engine/runtime/sampler.h"
 #include "engine/sched/request.h"
+#include "server/core/chat_output.h"
 #include "server/core/chat_template.h"
 #include "server/core/server_context.h"
 
@@ -21,15 +22,25 @@ namespace sparrow::server {
 
 enum class PromptKind { kChat, kText, kTokens };
 
+// OpenAI's tool_choice: kNone leaves the tools out of the prompt and the output unparsed;
+// kRequired and kFunction (which offers only that tool) end the prompt with a call's opening.
+enum class ToolChoice { kAuto, kNone, kRequired, kFunction };
+
 // What a client asked for, in engine terms.
 struct GenerationSpec {
   std::string model;  // "" means the served model
   PromptKind kind = PromptKind::kText;
   std::vector<ChatMessage> messages;  // kChat: rendered with the model's template
-  std::string text;                   // kText
-  std::vector<int32_t> tokens;        // kTokens: used as given
-  bool add_special = true;            // kText: BOS/EOS as the vocabulary asks
-  bool parse_special = false;         // kText: control tokens written in the text (opt-in)
+  std::vector<ChatTool> tools;        // kChat: what the model may call
+  ToolChoice tool_choice = ToolChoice::kAuto;
+  std::string tool_choice_name;  // kFunction
+  bool parallel_tool_calls = true;
+  std::optional<bool> enable_thinking;              // passed to the template
+  std::optional<ReasoningFormat> reasoning_format;  // unset: the server's setting
+  std::string text;                                 // kText
+  std::vector<int32_t> tokens;                      // kTokens: used as given
+  bool add_special = true;                          // kText: BOS/EOS as the vocabulary asks
+  bool parse_special = false;  // kText: control tokens written in the text (opt-in)
   std::optional<int64_t> max_tokens;
   // When max_tokens is unset: this many, or fewer if the context has less room; unset: all
   // the room left.
@@ -39,10 +50,16 @@ struct GenerationSpec {
   bool logprobs = false;
   int32_t top_logprobs = 0;
   int32_t n = 1;
+  std::vector<std::pair<int32_t, float>> logit_bias;  // token id, bias in [-100, 100]
+  // Test-only (the server's allow_forced_output): the answer is this text (control tokens
+  // written in it parsed) and then the end of generation, whatever the model would say.
+  std::optional<std::string> forced_output;
   // The names this frontend's clients know the fields by, for error messages.
   struct FieldNames {
     std::string model = "model", prompt = "prompt", messages = "messages",
-                max_tokens = "max_tokens", stop = "stop", sampling = "";
+                max_tokens = "max_tokens", stop = "stop", sampling = "", tools = "tools",
+                tool_choice = "tool_choice", logit_bias = "logit_bias",
+                forced_output = "forced_output";
   } fields;
 };
 
@@ -64,6 +81,13 @@ struct ResolvedGeneration {
   bool logprobs = false;
   int32_t top_logprobs = 0;
   int32_t n = 1;
+  std::vector<std::pair<int32_t, float>> logit_bias;
+  std::vector<int32_t> forced_tokens;
+  // Chat: how to read the answer (reasoning, tool calls), and the control tokens it needs to
+  // see as text (the tool-call and thinking markers).
+  bool chat = false;
+  ChatOutputOptions output;
+  std::vector<int32_t> visible_special;
 };
 
 // Either fills `*out` and returns true, or fills `*error`.

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <fstream>
+#include <sstream>
 #include <thread>
 
 #include "server/core/memory_planning.h"
@@ -53,10 +55,32 @@ Result<std::shared_ptr<ServedModel>> LoadServedModel(const ServerConfig& config,
 
   if (!config.chat_template.empty()) {
     m->chat_template = config.chat_template;
+  } else if (!config.chat_template_file.empty()) {
+    std::ifstream in(config.chat_template_file);
+    std::stringstream text;
+    text << in.rdbuf();
+    if (!in || text.str().empty()) {
+      return InvalidArgument("config: 'chat_template_file' '" + config.chat_template_file +
+                             "' cannot be read or is empty");
+    }
+    m->chat_template = text.str();
   } else {
     auto jinja = m->model->file().GetString("tokenizer.chat_template");
     if (jinja.ok()) m->chat_template = std::string(*jinja);
   }
+
+  const Tokenizer& vocab = *m->tokenizer;
+  const auto token_text = [&vocab](TokenId id) {
+    return id == kNoToken ? std::string() : std::string(vocab.token_text(id));
+  };
+  m->chat = std::make_shared<const ChatRenderer>(m->chat_template, token_text(vocab.bos()),
+                                                 token_text(vocab.special(SpecialToken::kEos)),
+                                                 vocab.add_bos());
+  if (!ReasoningFormatFromName(config.reasoning_format, &m->reasoning_format)) {
+    return InvalidArgument("config: 'reasoning_format' is '" + config.reasoning_format +
+                           "'; expected deepseek, auto or none");
+  }
+  m->allow_forced_output = config.allow_forced_output != 0;
 
   const int64_t n_ctx_train = m->model->config().n_ctx_train;
   m->n_ctx = config.n_ctx > 0 ? config.n_ctx : n_ctx_train;

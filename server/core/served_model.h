@@ -14,15 +14,20 @@
 #include "engine/sched/scheduler.h"
 #include "engine/sparse/sparse_plan.h"
 #include "engine/tokenizer/tokenizer.h"
+#include "server/core/chat_renderer.h"
 #include "server/core/memory_governor.h"
+#include "server/core/reasoning_splitter.h"
 
 namespace sparrow::server {
 
 struct ServedModel {
-  std::string model_id;       // what clients name in "model"
-  std::string path;           // the GGUF file
-  std::string chat_template;  // a template family name or the GGUF Jinja text
-  int64_t n_ctx = 0;          // positions one request may use (prompt + output)
+  std::string model_id;                      // what clients name in "model"
+  std::string path;                          // the GGUF file
+  std::string chat_template;                 // a template family name or the GGUF Jinja text
+  std::shared_ptr<const ChatRenderer> chat;  // renders chats with that template
+  int64_t n_ctx = 0;                         // positions one request may use (prompt + output)
+  ReasoningFormat reasoning_format = ReasoningFormat::kDeepSeek;  // unless a request says
+  bool allow_forced_output = false;  // requests may force the answer (tests)
   // Declaration order is destruction order in reverse: the scheduler goes first, while the
   // model, tokenizer and pool its step thread and sinks use are still alive.
   std::unique_ptr<Model> model;

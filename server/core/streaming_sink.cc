@@ -1,5 +1,7 @@
 #include "server/core/streaming_sink.h"
 
+#include <algorithm>
+
 namespace sparrow::server {
 
 StreamingSink::StreamingSink(const Tokenizer& tokenizer, StreamingSinkOptions options,
@@ -24,7 +26,10 @@ bool StreamingSink::OnToken(const TokenEvent& event) {
   last_token_ = now;
 
   StreamChunk chunk;
-  chunk.text = stop_.Push(detok_.Push(event.token));
+  const auto& visible = opts_.visible_special;
+  const bool shown = std::find(visible.begin(), visible.end(), event.token) != visible.end();
+  chunk.text = stop_.Push(shown ? detok_.PushBytes(tokenizer_.piece(event.token, true))
+                                : detok_.Push(event.token));
   if (opts_.logprobs) {
     TokenLogprob lp;
     lp.token = event.token;

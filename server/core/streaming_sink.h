@@ -42,6 +42,9 @@ struct StreamingSinkOptions {
   size_t max_pending_chunks = 1024;    // undrained chunks beyond which the request is cancelled
   size_t max_pending_bytes = 4 << 20;  // undrained bytes (text and logprob pieces), likewise
   bool logprobs = false;
+  // Control tokens written out as their text (tool-call and thinking markers the answer parser
+  // needs, as llama-server's preserved tokens); other control tokens stay silent.
+  std::vector<int32_t> visible_special;
 };
 
 class StreamingSink final : public RequestSink {

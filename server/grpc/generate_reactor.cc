@@ -5,8 +5,10 @@
 #include <chrono>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <utility>
 
+#include "server/core/chat_output.h"
 #include "server/core/streaming_sink.h"
 #include "server/grpc/grpc_status.h"
 
@@ -26,6 +28,17 @@ v1::FinishReason ToProto(FinishReason r) {
       return v1::FINISH_REASON_CANCELLED;
   }
   return v1::FINISH_REASON_UNSPECIFIED;
+}
+
+void AddDelta(const ChatDelta& d, v1::GenerateResponse* m) {
+  m->mutable_text()->append(d.content);
+  m->mutable_reasoning()->append(d.reasoning);
+  for (const ChatToolCall& c : d.tool_calls) {
+    v1::ToolCall* t = m->add_tool_calls();
+    t->set_id(c.id);
+    t->set_name(c.name);
+    t->set_arguments(c.arguments);
+  }
 }
 
 // Finishes an RPC that never reached the scheduler.
@@ -70,6 +83,7 @@ struct GenerateReactor::Shared {
   std::mutex mu;
   GenerateReactor* reactor = nullptr;  // null once gRPC is done with the RPC
   std::shared_ptr<StreamingSink> sink;
+  std::optional<ChatOutputParser> parser;  // Chat: reasoning and tool calls out of the text
   bool logprobs = false;
   bool writing = false;      // a StartWrite is in flight; `message` is gRPC's
   bool finishing = false;    // Finish was called; nothing more may be started
@@ -107,12 +121,18 @@ void GenerateReactor::Shared::Pump() {
 
   message.Clear();
   for (StreamChunk& c : chunks) {
-    message.mutable_text()->append(c.text);
+    if (parser) {
+      AddDelta(parser->Push(c.text), &message);
+    } else {
+      message.mutable_text()->append(c.text);
+    }
     for (const TokenLogprob& t : c.tokens) {
       message.add_token_ids(t.token);
       if (logprobs) message.add_logprobs(t.logprob);
     }
   }
+  // Text held back in case it began a tool call or a marker goes out with the last message.
+  if (finished && parser) AddDelta(parser->Finish(), &message);
   GenerateReactor* r = reactor;
   ServerContext& ctx = r->ctx_;
   if (!finished) {
@@ -142,7 +162,9 @@ void GenerateReactor::Shared::Pump() {
     r->Finish(status);
     return;
   }
-  message.set_finish_reason(ToProto(info.reason));
+  message.set_finish_reason(parser && parser->calls() > 0 && info.reason == FinishReason::kStop
+                                ? v1::FINISH_REASON_TOOL_CALLS
+                                : ToProto(info.reason));
   v1::Usage* usage = message.mutable_usage();
   usage->set_prompt_tokens(info.prompt_tokens);
   usage->set_cached_prompt_tokens(info.cached_prompt_tokens);
@@ -171,6 +193,8 @@ GenerateReactor* GenerateReactor::Start(ServerContext& ctx, std::shared_ptr<Serv
   StreamingSinkOptions sink_opts;
   sink_opts.stop = generation.stop;
   sink_opts.logprobs = true;  // the per-token records carry the ids each message reports
+  sink_opts.visible_special = generation.visible_special;
+  if (generation.chat) shared->parser.emplace(generation.output);
   std::weak_ptr<Shared> weak = shared;
   shared->sink = std::make_shared<StreamingSink>(*shared->served->tokenizer, std::move(sink_opts),
                                                  &ctx.metrics, [weak] {

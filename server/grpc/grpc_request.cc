@@ -1,6 +1,10 @@
 #include "server/grpc/grpc_request.h"
 
+#include <algorithm>
 #include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "api/openai/openai_chat.h"
 
 namespace sparrow::server {
 namespace {
@@ -45,6 +49,10 @@ Result<GenerateSettings> ParseGenerateOptions(const v1::GenerateOptions& options
   }
   out.stop.assign(options.stop().begin(), options.stop().end());
   out.logprobs = options.logprobs();
+  for (const auto& [id, bias] : options.logit_bias()) out.logit_bias.emplace_back(id, bias);
+  // A map's order is unspecified: sorted, the same request samples the same way.
+  std::sort(out.logit_bias.begin(), out.logit_bias.end());
+  if (options.has_forced_output()) out.forced_output = options.forced_output();
   return out;
 }
 
@@ -62,6 +70,10 @@ GenerationSpec SpecFromSettings(const std::string& model, const GenerateSettings
   spec.fields.max_tokens = "options.max_tokens";
   spec.fields.stop = "options.stop";
   spec.fields.sampling = "options.sampling";
+  spec.fields.logit_bias = "options.logit_bias";
+  spec.fields.forced_output = "options.forced_output";
+  spec.logit_bias = settings.logit_bias;
+  spec.forced_output = settings.forced_output;
   return spec;
 }
 
@@ -98,7 +110,63 @@ Result<GenerationSpec> ChatSpec(const v1::ChatRequest& request) {
   GenerationSpec spec = SpecFromSettings(request.model(), settings);
   spec.kind = PromptKind::kChat;
   SPARROW_ASSIGN_OR_RETURN(spec.messages, ChatMessages(request));
+  SPARROW_ASSIGN_OR_RETURN(spec.tools, ChatTools(request));
+  const std::string& choice = request.tool_choice();
+  if (!request.tool_choice_function().empty()) {
+    if (!choice.empty() && choice != "function") {
+      return InvalidArgument("tool_choice is '" + choice +
+                             "' and tool_choice_function is set; send one of them");
+    }
+    spec.tool_choice = ToolChoice::kFunction;
+    spec.tool_choice_name = request.tool_choice_function();
+  } else if (choice == "none") {
+    spec.tool_choice = ToolChoice::kNone;
+  } else if (choice == "required") {
+    spec.tool_choice = ToolChoice::kRequired;
+  } else if (!choice.empty() && choice != "auto") {
+    return InvalidArgument("tool_choice is '" + choice +
+                           "'; expected \"\", auto, none or required (or tool_choice_function)");
+  }
+  spec.parallel_tool_calls =
+      request.has_parallel_tool_calls() ? request.parallel_tool_calls() : true;
+  if (!request.reasoning_format().empty()) {
+    ReasoningFormat f;
+    if (!ReasoningFormatFromName(request.reasoning_format(), &f)) {
+      return InvalidArgument("reasoning_format is '" + request.reasoning_format() +
+                             "'; expected deepseek, auto or none");
+    }
+    spec.reasoning_format = f;
+  }
+  if (request.has_enable_thinking()) spec.enable_thinking = request.enable_thinking();
+  spec.fields.tools = "tools";
+  spec.fields.tool_choice = "tool_choice_function";
   return spec;
+}
+
+Result<std::vector<ChatTool>> ChatTools(const v1::ChatRequest& request) {
+  std::vector<ChatTool> out;
+  for (int i = 0; i < request.tools_size(); ++i) {
+    const v1::Tool& t = request.tools(i);
+    const std::string field = "tools[" + std::to_string(i) + "]";
+    if (!openai::IsValidToolName(t.name())) {
+      return InvalidArgument(field + ".name is '" + t.name() +
+                             "'; expected 1 to 64 of a-z, A-Z, 0-9, '_' and '-'");
+    }
+    for (const ChatTool& seen : out) {
+      if (seen.name == t.name()) {
+        return InvalidArgument(field + ".name repeats the tool name '" + t.name() + "'");
+      }
+    }
+    ChatTool tool{t.name(), t.description()};
+    if (!t.parameters_json().empty()) {
+      tool.parameters = nlohmann::json::parse(t.parameters_json(), nullptr, false);
+      if (!tool.parameters.is_object()) {
+        return InvalidArgument(field + ".parameters_json is not a JSON object");
+      }
+    }
+    out.push_back(std::move(tool));
+  }
+  return out;
 }
 
 Result<std::vector<ChatMessage>> ChatMessages(const v1::ChatRequest& request) {
@@ -112,8 +180,24 @@ Result<std::vector<ChatMessage>> ChatMessages(const v1::ChatRequest& request) {
     if (m.role().empty()) {
       return InvalidArgument("messages[" + std::to_string(i) + "].role is empty");
     }
-    out.push_back(ChatMessage{m.role(), m.content()});
+    const std::string field = "messages[" + std::to_string(i) + "]";
+    ChatMessage msg{m.role(), m.content()};
+    for (int j = 0; j < m.tool_calls_size(); ++j) {
+      const v1::ToolCall& c = m.tool_calls(j);
+      const std::string f = field + ".tool_calls[" + std::to_string(j) + "]";
+      if (c.name().empty()) return InvalidArgument(f + ".name is empty");
+      if (!nlohmann::json::parse(c.arguments(), nullptr, false).is_object()) {
+        return InvalidArgument(f + ".arguments is not a JSON object's text");
+      }
+      msg.tool_calls.push_back({c.id(), c.name(), c.arguments()});
+    }
+    msg.tool_call_id = m.tool_call_id();
+    msg.name = m.name();
+    msg.reasoning_content = m.reasoning_content();
+    out.push_back(std::move(msg));
   }
+  // Roles, tool_call_id, tool calls only on assistant turns.
+  SPARROW_RETURN_IF_ERROR(ValidateChatMessages(out));
   return out;
 }
 

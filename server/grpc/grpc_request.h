@@ -25,6 +25,8 @@ struct GenerateSettings {
   std::optional<int64_t> max_tokens;  // unset: the default above
   std::vector<std::string> stop;      // checked by ResolveGeneration (generation_spec.h)
   bool logprobs = false;
+  std::vector<std::pair<int32_t, float>> logit_bias;  // checked by ResolveGeneration
+  std::optional<std::string> forced_output;
 };
 
 // Fills unset sampling fields from `default_sampling`, then checks the values this message
@@ -37,8 +39,12 @@ Result<GenerateSettings> ParseGenerateOptions(const v1::GenerateOptions& options
 Result<GenerationSpec> GenerateSpec(const v1::GenerateRequest& request);
 Result<GenerationSpec> ChatSpec(const v1::ChatRequest& request);
 
-// The messages of a Chat call; at least one, each with a role.
+// The messages of a Chat call; at least one, each with a role; tool calls with a name and
+// JSON-object arguments.
 Result<std::vector<ChatMessage>> ChatMessages(const v1::ChatRequest& request);
+
+// The tools of a Chat call: valid, unique names; parameters a JSON object.
+Result<std::vector<ChatTool>> ChatTools(const v1::ChatRequest& request);
 
 // An empty `requested` means "the served model"; anything else must equal `served_id`.
 Status CheckModel(const std::string& requested, const std::string& served_id);

@@ -30,6 +30,7 @@ struct Job {
   ResponseMeta meta;
   std::shared_ptr<Wakeup> wakeup;
   std::vector<std::shared_ptr<StreamingSink>> sinks;
+  std::vector<ChatOutputParser> parsers;  // chat: one per choice
   RequestRegistry::Ticket ticket;
 
   void CancelAll() {
@@ -47,6 +48,7 @@ bool SubmitAll(HttpExchange& ex, const GenerationLimits& limits, Job* job, HttpR
     StreamingSinkOptions so;
     so.stop = g.stop;
     so.logprobs = g.logprobs;
+    so.visible_special = g.visible_special;
     so.max_pending_chunks = limits.max_pending_chunks;
     so.max_pending_bytes = std::max<size_t>(1, limits.max_buffered_bytes / g.n);
     auto wakeup = job->wakeup;
@@ -75,7 +77,22 @@ bool SubmitAll(HttpExchange& ex, const GenerationLimits& limits, Job* job, HttpR
   active.sinks = sinks;
   job->ticket = ctx.requests.Register(std::move(active));
   job->sinks = std::move(sinks);
+  if (g.chat) job->parsers.assign(job->sinks.size(), ChatOutputParser(g.output));
   return true;
+}
+
+// OpenAI's finish_reason "tool_calls" for an answer that ended by itself with calls in it.
+std::string ChoiceFinishReason(const Job& job, size_t i) {
+  std::string reason = job.sinks[i]->finish_reason();
+  if (reason == "stop" && !job.parsers.empty() && job.parsers[i].calls() > 0) return "tool_calls";
+  return reason;
+}
+
+ChatDelta Concat(ChatDelta a, const ChatDelta& b) {
+  a.reasoning += b.reasoning;
+  a.content += b.content;
+  a.tool_calls.insert(a.tool_calls.end(), b.tool_calls.begin(), b.tool_calls.end());
+  return a;
 }
 
 void NoteUsage(const Job& job, RequestLog* log) {
@@ -125,8 +142,16 @@ asio::awaitable<bool> Collect(HttpStream& stream, const HttpRequest& req,
           stream, ErrorResponse(req, http::status::internal_server_error, f.status.message()), log,
           limits.write_timeout);
     }
+    if (!job.parsers.empty()) {
+      ChatOutputParser& parser = job.parsers[i];
+      ChatDelta all = parser.Push(results[i].text);
+      all = Concat(std::move(all), parser.Finish());  // after Push: what it held back
+      results[i].text = std::move(all.content);
+      results[i].reasoning = std::move(all.reasoning);
+      results[i].tool_calls = std::move(all.tool_calls);
+    }
     // Cancelled by a shutdown: what was generated goes out, finish_reason "cancelled".
-    results[i].finish_reason = job.sinks[i]->finish_reason();
+    results[i].finish_reason = ChoiceFinishReason(job, i);
     if (!job.prep.echo_text.empty()) results[i].text = job.prep.echo_text + results[i].text;
   }
   json body = FullResponse(job.meta, results, job.prep.gen.logprobs, job.prep.gen.top_logprobs,
@@ -184,11 +209,17 @@ asio::awaitable<bool> Stream(HttpStream& stream, const HttpRequest& req,
                                            *job.served->tokenizer, offsets[i])
                             : null_lp;
         offsets[i] += c.text.size();
-        if (!co_await WriteEvent(
-                stream, openai::Dump(ChunkJson(job.meta, static_cast<int>(i), c.text, lp, "")),
-                chunked, limits.write_timeout)) {
-          job.CancelAll();  // the client went away: free its KV blocks
-          co_return false;
+        std::vector<json> events;
+        if (job.parsers.empty()) {
+          events.push_back(ChunkJson(job.meta, static_cast<int>(i), c.text, lp, ""));
+        } else {
+          events = ChatDeltaChunks(job.meta, static_cast<int>(i), job.parsers[i].Push(c.text), lp);
+        }
+        for (const json& e : events) {
+          if (!co_await WriteEvent(stream, openai::Dump(e), chunked, limits.write_timeout)) {
+            job.CancelAll();  // the client went away: free its KV blocks
+            co_return false;
+          }
         }
         progressed = true;
       }
@@ -196,11 +227,21 @@ asio::awaitable<bool> Stream(HttpStream& stream, const HttpRequest& req,
         done[i] = true;
         ++n_done;
         const FinishInfo& f = job.sinks[i]->finish_info();
+        if (!job.parsers.empty() && f.reason != FinishReason::kError) {
+          // Text held back in case it began a tool call or a marker goes out now.
+          for (const json& e :
+               ChatDeltaChunks(job.meta, static_cast<int>(i), job.parsers[i].Finish(), null_lp)) {
+            if (!co_await WriteEvent(stream, openai::Dump(e), chunked, limits.write_timeout)) {
+              job.CancelAll();
+              co_return false;
+            }
+          }
+        }
         std::string payload =
             f.reason == FinishReason::kError
                 ? openai::Dump(openai::ErrorBody(f.status.message(), "server_error"))
                 : openai::Dump(ChunkJson(job.meta, static_cast<int>(i), "", null_lp,
-                                         job.sinks[i]->finish_reason()));
+                                         ChoiceFinishReason(job, i)));
         if (!co_await WriteEvent(stream, payload, chunked, limits.write_timeout)) {
           job.CancelAll();
           co_return false;

@@ -23,6 +23,8 @@ void FillSampling(const openai::GenerationFields& g, GenerationSpec* spec,
   s.presence_penalty = g.presence_penalty;
   s.frequency_penalty = g.frequency_penalty;
   s.seed = g.seed.value_or(SamplingParams::kRandomSeed);
+  spec->logit_bias = g.logit_bias;
+  spec->forced_output = g.forced_output;
   spec->model = g.model;
   spec->max_tokens = g.max_tokens;
   spec->n = g.n;
@@ -32,6 +34,29 @@ void FillSampling(const openai::GenerationFields& g, GenerationSpec* spec,
   out->stream = g.stream;
   out->include_usage = g.include_usage;
   out->user = g.user;
+}
+
+// The chat parts in the server's terms.
+void FillChat(const openai::ChatCompletionRequest& r, GenerationSpec* spec) {
+  for (const auto& m : r.messages) {
+    ChatMessage msg{m.role, m.content};
+    for (const auto& c : m.tool_calls) msg.tool_calls.push_back({c.id, c.name, c.arguments});
+    msg.tool_call_id = m.tool_call_id;
+    msg.name = m.name;
+    msg.reasoning_content = m.reasoning_content;
+    spec->messages.push_back(std::move(msg));
+  }
+  for (const auto& t : r.tools) spec->tools.push_back({t.name, t.description, t.parameters});
+  if (r.tool_choice == "none") spec->tool_choice = ToolChoice::kNone;
+  if (r.tool_choice == "required") spec->tool_choice = ToolChoice::kRequired;
+  if (r.tool_choice == "function") {
+    spec->tool_choice = ToolChoice::kFunction;
+    spec->tool_choice_name = r.tool_choice_name;
+  }
+  spec->parallel_tool_calls = r.parallel_tool_calls;
+  ReasoningFormat format;
+  if (ReasoningFormatFromName(r.reasoning_format, &format)) spec->reasoning_format = format;
+  spec->enable_thinking = r.enable_thinking;
 }
 
 }  // namespace
@@ -49,7 +74,7 @@ bool PrepareGeneration(const ServedModel& model, bool chat, const std::string& b
     if (!r.ok()) return Fail(error, r.status(), param);
     FillSampling(r->gen, &spec, out);
     spec.kind = PromptKind::kChat;
-    for (const auto& m : r->messages) spec.messages.push_back({m.role, m.content});
+    FillChat(*r, &spec);
     // Chat output may fill the context when max_tokens is unset.
   } else {
     auto r = openai::ParseCompletionRequest(j, &param);

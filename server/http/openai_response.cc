@@ -1,7 +1,8 @@
 #include "server/http/openai_response.h"
 
 #include <chrono>
-#include <random>
+
+#include "server/core/random_id.h"
 
 namespace sparrow::server {
 namespace {
@@ -14,12 +15,19 @@ json Bytes(const std::string& s) {
   return b;
 }
 
-std::string RandomId() {
-  static thread_local std::mt19937_64 rng(std::random_device{}());
-  static const char* kDigits = "0123456789abcdefghijklmnopqrstuvwxyz";
-  std::string out;
-  for (int i = 0; i < 24; ++i) out += kDigits[rng() % 36];
-  return out;
+// The common frame of a stream chunk around one choice.
+json Chunk(const ResponseMeta& meta, json choice) {
+  return json{{"id", meta.id},
+              {"object", meta.chat ? "chat.completion.chunk" : "text_completion"},
+              {"created", meta.created},
+              {"model", meta.model},
+              {"choices", json::array({std::move(choice)})}};
+}
+
+json ToolCallJson(const ChatToolCall& c) {
+  return json{{"id", c.id},
+              {"type", "function"},
+              {"function", {{"name", c.name}, {"arguments", c.arguments}}}};
 }
 
 }  // namespace
@@ -27,7 +35,7 @@ std::string RandomId() {
 ResponseMeta MakeResponseMeta(bool chat, const std::string& model) {
   ResponseMeta m;
   m.chat = chat;
-  m.id = (chat ? "chatcmpl-" : "cmpl-") + RandomId();
+  m.id = (chat ? "chatcmpl-" : "cmpl-") + RandomAlnum(24);
   m.created = std::chrono::duration_cast<std::chrono::seconds>(
                   std::chrono::system_clock::now().time_since_epoch())
                   .count();
@@ -86,7 +94,15 @@ json FullResponse(const ResponseMeta& meta, const std::vector<ChoiceResult>& cho
     choice["logprobs"] =
         logprobs ? LogprobsJson(meta.chat, c.tokens, top_n, tokenizer, 0) : json(nullptr);
     if (meta.chat) {
-      choice["message"] = {{"role", "assistant"}, {"content", c.text}};
+      json message = {{"role", "assistant"}};
+      // OpenAI's shape: content null when the answer is only tool calls.
+      message["content"] = c.text.empty() && !c.tool_calls.empty() ? json(nullptr) : json(c.text);
+      if (!c.reasoning.empty()) message["reasoning_content"] = c.reasoning;
+      if (!c.tool_calls.empty()) {
+        message["tool_calls"] = json::array();
+        for (const auto& t : c.tool_calls) message["tool_calls"].push_back(ToolCallJson(t));
+      }
+      choice["message"] = std::move(message);
     } else {
       choice["text"] = c.text;
     }
@@ -115,11 +131,37 @@ json ChunkJson(const ResponseMeta& meta, int index, const std::string& text, con
   } else {
     choice["text"] = text;
   }
-  return json{{"id", meta.id},
-              {"object", meta.chat ? "chat.completion.chunk" : "text_completion"},
-              {"created", meta.created},
-              {"model", meta.model},
-              {"choices", json::array({choice})}};
+  return Chunk(meta, std::move(choice));
+}
+
+std::vector<json> ChatDeltaChunks(const ResponseMeta& meta, int index, const ChatDelta& delta,
+                                  const json& logprobs) {
+  std::vector<json> out;
+  if (!delta.reasoning.empty() || !delta.content.empty() || !logprobs.is_null()) {
+    json d = json::object();
+    if (!delta.reasoning.empty()) d["reasoning_content"] = delta.reasoning;
+    if (!delta.content.empty()) d["content"] = delta.content;
+    out.push_back(Chunk(meta, {{"index", index},
+                               {"delta", std::move(d)},
+                               {"logprobs", logprobs},
+                               {"finish_reason", nullptr}}));
+  }
+  for (size_t i = 0; i < delta.tool_calls.size(); ++i) {
+    const ChatToolCall& c = delta.tool_calls[i];
+    const int call_index = delta.first_call_index + static_cast<int>(i);
+    json head = {{"index", call_index},
+                 {"id", c.id},
+                 {"type", "function"},
+                 {"function", {{"name", c.name}, {"arguments", ""}}}};
+    json args = {{"index", call_index}, {"function", {{"arguments", c.arguments}}}};
+    for (json* call : {&head, &args}) {
+      out.push_back(Chunk(meta, {{"index", index},
+                                 {"delta", {{"tool_calls", json::array({std::move(*call)})}}},
+                                 {"logprobs", nullptr},
+                                 {"finish_reason", nullptr}}));
+    }
+  }
+  return out;
 }
 
 }  // namespace sparrow::server

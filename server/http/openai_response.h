@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "engine/tokenizer/tokenizer.h"
+#include "server/core/chat_output.h"
 #include "server/core/streaming_sink.h"
 
 namespace sparrow::server {
@@ -20,7 +21,9 @@ struct ResponseMeta {
 };
 
 struct ChoiceResult {
-  std::string text;
+  std::string text;  // chat: the content left once reasoning and tool calls are taken out
+  std::string reasoning;
+  std::vector<ChatToolCall> tool_calls;
   std::vector<TokenLogprob> tokens;
   std::string finish_reason;
 };
@@ -42,6 +45,12 @@ nlohmann::json FullResponse(const ResponseMeta& meta, const std::vector<ChoiceRe
 
 // One SSE chunk for choice `index`. `logprobs` may be null; `finish_reason` "" means not done.
 // `role_only` makes the opening chat chunk (delta {"role": "assistant", "content": ""}).
+// The chat chunks for what `delta` made certain: one with its reasoning and content (and
+// `logprobs`; none when both are empty and logprobs is null), then per tool call one naming
+// it (index, id, type, function name) and one with its arguments, as OpenAI streams them.
+std::vector<nlohmann::json> ChatDeltaChunks(const ResponseMeta& meta, int index,
+                                            const ChatDelta& delta, const nlohmann::json& logprobs);
+
 nlohmann::json ChunkJson(const ResponseMeta& meta, int index, const std::string& text,
                          const nlohmann::json& logprobs, const std::string& finish_reason,
                          bool role_only = false);

@@ -5,18 +5,8 @@
 //        [--golden <json>]
 // Exit code 0: all passed; 1: a check failed; 77: skipped (the npm packages are missing).
 import { readFileSync } from 'node:fs';
-import path from 'node:path';
 import assert from 'node:assert/strict';
-import { arg, runChecks, startServer } from './harness.mjs';
-
-let grpc, protoLoader;
-try {
-  grpc = await import('@grpc/grpc-js');
-  protoLoader = await import('@grpc/proto-loader');
-} catch {
-  console.log('SKIP: @grpc/grpc-js is not installed (run "npm ci" in tests/clients)');
-  process.exit(77);
-}
+import { arg, collect, loadSparrowProto, runChecks, startServer } from './harness.mjs';
 
 const sparrowd = arg('sparrowd', process.env.SPARROWD);
 const model = arg('model', '../shared/models/stories260K.gguf');
@@ -25,22 +15,8 @@ const goldenPath = arg('golden');
 assert.ok(sparrowd, 'pass --sparrowd <path of the sparrowd binary>');
 assert.ok(protoPath, 'pass --proto <path of api/proto/sparrow/v1/sparrow.proto>');
 
-const def = protoLoader.loadSync(path.basename(protoPath), {
-  includeDirs: [path.dirname(path.dirname(path.dirname(protoPath)))].concat(
-    [path.dirname(protoPath)]),
-  keepCase: true, longs: Number, enums: String, defaults: true, oneofs: true,
-});
-const pkg = grpc.loadPackageDefinition(def);
+const { grpc, protoLoader, pkg } = await loadSparrowProto(protoPath);
 
-// The whole stream of one server-streaming call, or the error that ended it.
-function collect(call) {
-  return new Promise((resolve) => {
-    const messages = [];
-    call.on('data', (m) => messages.push(m));
-    call.on('error', (error) => resolve({ messages, error }));
-    call.on('end', () => resolve({ messages, error: null }));
-  });
-}
 const unary = (client, method, req) => new Promise((resolve, reject) =>
   client[method](req, (err, res) => (err ? reject(err) : resolve(res))));
 

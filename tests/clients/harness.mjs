@@ -1,6 +1,7 @@
 // What the Node client tests share: command-line arguments, starting a real sparrowd on free
 // loopback ports, and running a list of named checks followed by a graceful-shutdown check.
 import { spawn } from 'node:child_process';
+import path from 'node:path';
 
 export function arg(name, fallback) {
   const i = process.argv.indexOf(`--${name}`);
@@ -60,4 +61,36 @@ export async function runChecks(tests, args, server) {
   }
   console.log(failed ? `${failed} failed` : 'all passed');
   process.exit(failed ? 1 : 0);
+}
+
+// Imports an npm package the tests need, or exits 77 (skipped) when `npm ci` has not run.
+export async function importOrSkip(name) {
+  try {
+    return await import(name);
+  } catch {
+    console.log(`SKIP: ${name} is not installed (run "npm ci" in tests/clients)`);
+    process.exit(77);
+  }
+}
+
+// @grpc/grpc-js with sparrow.proto loaded at run time: { grpc, protoLoader, pkg }.
+export async function loadSparrowProto(protoPath) {
+  const grpc = await importOrSkip('@grpc/grpc-js');
+  const protoLoader = await importOrSkip('@grpc/proto-loader');
+  const def = protoLoader.loadSync(path.basename(protoPath), {
+    includeDirs: [path.dirname(path.dirname(path.dirname(protoPath)))].concat(
+      [path.dirname(protoPath)]),
+    keepCase: true, longs: Number, enums: String, defaults: true, oneofs: true,
+  });
+  return { grpc, protoLoader, pkg: grpc.loadPackageDefinition(def) };
+}
+
+// The whole stream of one server-streaming call, or the error that ended it.
+export function collect(call) {
+  return new Promise((resolve) => {
+    const messages = [];
+    call.on('data', (m) => messages.push(m));
+    call.on('error', (error) => resolve({ messages, error }));
+    call.on('end', () => resolve({ messages, error: null }));
+  });
 }

@@ -4,15 +4,9 @@
 // Exit code 0: all passed; 1: a check failed; 77: skipped (the openai package is missing).
 import { readFileSync } from 'node:fs';
 import assert from 'node:assert/strict';
-import { arg, runChecks, startServer } from './harness.mjs';
+import { arg, importOrSkip, runChecks, startServer } from './harness.mjs';
 
-let OpenAI;
-try {
-  ({ default: OpenAI } = await import('openai'));
-} catch {
-  console.log('SKIP: the openai package is not installed (run "npm ci" in tests/clients)');
-  process.exit(77);
-}
+const { default: OpenAI } = await importOrSkip('openai');
 
 const sparrowd = arg('sparrowd', process.env.SPARROWD);
 const model = arg('model', '../shared/models/stories260K.gguf');

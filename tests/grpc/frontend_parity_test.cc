@@ -171,6 +171,42 @@ TEST_F(FrontendParityTest, SameRequestsSameAnswers) {
        "at most 256",
        400,
        grpc::StatusCode::INVALID_ARGUMENT},
+      {"logit_bias banning the greedy choice",
+       {{"prompt", "Once upon a time"},
+        {"max_tokens", 4},
+        {"temperature", 0},
+        {"logit_bias", {{"403", -100}, {"300", -100}}}},
+       [](v1::GenerateRequest* r) {
+         r->set_prompt("Once upon a time");
+         r->mutable_options()->set_max_tokens(4);
+         r->mutable_options()->mutable_sampling()->set_temperature(0);
+         (*r->mutable_options()->mutable_logit_bias())[403] = -100;
+         (*r->mutable_options()->mutable_logit_bias())[300] = -100;
+       },
+       true,
+       "",
+       200,
+       grpc::StatusCode::OK},
+      {"logit_bias outside the vocabulary",
+       {{"prompt", "Once"}, {"logit_bias", {{"99999", 1}}}},
+       [](v1::GenerateRequest* r) {
+         r->set_prompt("Once");
+         (*r->mutable_options()->mutable_logit_bias())[99999] = 1;
+       },
+       false,
+       "outside the vocabulary",
+       400,
+       grpc::StatusCode::INVALID_ARGUMENT},
+      {"forced_output on a server that does not allow it",
+       {{"prompt", "Once"}, {"forced_output", "x"}},
+       [](v1::GenerateRequest* r) {
+         r->set_prompt("Once");
+         r->mutable_options()->set_forced_output("x");
+       },
+       false,
+       "allow_forced_output",
+       400,
+       grpc::StatusCode::INVALID_ARGUMENT},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);

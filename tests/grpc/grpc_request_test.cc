@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
+
 namespace sparrow::server {
 namespace {
 
@@ -119,6 +121,77 @@ TEST(CheckModelTest, EmptyOrServedIdIsAccepted) {
   Status s = CheckModel("gpt-4", "stories260K");
   EXPECT_EQ(s.code(), StatusCode::kNotFound);
   EXPECT_NE(s.message().find("gpt-4"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace sparrow::server
+
+namespace sparrow::server {
+namespace {
+
+v1::ChatRequest ToolChat() {
+  v1::ChatRequest r;
+  r.add_messages()->set_role("user");
+  r.mutable_messages(0)->set_content("Weather?");
+  v1::ChatMessage* call = r.add_messages();
+  call->set_role("assistant");
+  v1::ToolCall* c = call->add_tool_calls();
+  c->set_id("call_1");
+  c->set_name("get_weather");
+  c->set_arguments(R"({"city": "Oslo"})");
+  v1::ChatMessage* result = r.add_messages();
+  result->set_role("tool");
+  result->set_tool_call_id("call_1");
+  result->set_content("3 C");
+  v1::Tool* t = r.add_tools();
+  t->set_name("get_weather");
+  t->set_parameters_json(R"({"type": "object"})");
+  return r;
+}
+
+TEST(ChatSpecToolsTest, CarriesToolsCallsAndSwitches) {
+  v1::ChatRequest r = ToolChat();
+  r.set_tool_choice_function("get_weather");
+  r.set_parallel_tool_calls(false);
+  r.set_reasoning_format("none");
+  r.set_enable_thinking(false);
+  (*r.mutable_options()->mutable_logit_bias())[7] = -100;
+  auto spec = ChatSpec(r);
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  ASSERT_EQ(spec->messages.size(), 3u);
+  EXPECT_EQ(spec->messages[1].tool_calls[0].arguments, R"({"city": "Oslo"})");
+  EXPECT_EQ(spec->messages[2].tool_call_id, "call_1");
+  ASSERT_EQ(spec->tools.size(), 1u);
+  EXPECT_EQ(spec->tools[0].parameters, (nlohmann::json{{"type", "object"}}));
+  EXPECT_EQ(spec->tool_choice, ToolChoice::kFunction);
+  EXPECT_FALSE(spec->parallel_tool_calls);
+  EXPECT_EQ(spec->reasoning_format, ReasoningFormat::kNone);
+  EXPECT_EQ(spec->enable_thinking, false);
+  ASSERT_EQ(spec->logit_bias.size(), 1u);
+}
+
+TEST(ChatSpecToolsTest, MistakesNameTheirField) {
+  const std::vector<std::pair<std::function<void(v1::ChatRequest*)>, std::string>> cases = {
+      {[](v1::ChatRequest* r) { r->mutable_tools(0)->set_name("no spaces"); }, "tools[0].name"},
+      {[](v1::ChatRequest* r) { r->mutable_tools(0)->set_parameters_json("[]"); },
+       "tools[0].parameters_json"},
+      {[](v1::ChatRequest* r) { r->add_tools()->set_name("get_weather"); }, "tools[1].name"},
+      {[](v1::ChatRequest* r) {
+         r->mutable_messages(1)->mutable_tool_calls(0)->set_arguments("x");
+       },
+       "messages[1].tool_calls[0].arguments"},
+      {[](v1::ChatRequest* r) { r->mutable_messages(2)->clear_tool_call_id(); },
+       "messages[2].tool_call_id"},
+      {[](v1::ChatRequest* r) { r->set_tool_choice("sometimes"); }, "tool_choice"},
+      {[](v1::ChatRequest* r) { r->set_reasoning_format("loud"); }, "reasoning_format"},
+  };
+  for (const auto& [mutate, field] : cases) {
+    v1::ChatRequest r = ToolChat();
+    mutate(&r);
+    auto spec = ChatSpec(r);
+    ASSERT_FALSE(spec.ok()) << field;
+    EXPECT_NE(spec.status().message().find(field), std::string::npos) << spec.status().ToString();
+  }
 }
 
 }  // namespace

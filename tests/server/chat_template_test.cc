@@ -83,7 +83,7 @@ TEST(RenderChatTemplateTest, ContentRangesCoverExactlyTheMessages) {
                                       {"user",
                                        "\x01"
                                        "0\x02"}};
-  auto r = RenderChatTemplate(m, "chatml", true);
+  auto r = RenderChatTemplate(m, "chatml", ChatOptions{});
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->text, *ApplyChatTemplate(m, "chatml", true));
   ASSERT_EQ(r->content.size(), 3u);  // the empty system content has no range
@@ -95,7 +95,7 @@ TEST(RenderChatTemplateTest, ContentRangesCoverExactlyTheMessages) {
             "0\x02");
   // Templates that test for an empty system prompt see the same emptiness.
   for (const char* t : {"llama2", "gemma", "mistral", "llama3", "phi3", "zephyr"}) {
-    auto a = RenderChatTemplate(m, t, true);
+    auto a = RenderChatTemplate(m, t, ChatOptions{});
     ASSERT_TRUE(a.ok());
     EXPECT_EQ(a->text, *ApplyChatTemplate(m, t, true)) << t;
   }

@@ -15,6 +15,7 @@ class CollectingSink : public RequestSink {
   bool OnToken(const TokenEvent& ev) override {
     std::lock_guard<std::mutex> lock(mu_);
     tokens_.push_back(ev.token);
+    events_.push_back(ev);
     return true;
   }
   void OnFinish(const FinishInfo&) override {
@@ -34,11 +35,18 @@ class CollectingSink : public RequestSink {
     cv_.wait(lock, [this] { return done_; });
     return tokens_;
   }
+  // The same, with each token's logprobs.
+  std::vector<TokenEvent> WaitEvents() {
+    Wait();
+    std::lock_guard<std::mutex> lock(mu_);
+    return events_;
+  }
 
  private:
   std::mutex mu_;
   std::condition_variable cv_;
   std::vector<int32_t> tokens_;
+  std::vector<TokenEvent> events_;
   bool done_ = false;
 };
 

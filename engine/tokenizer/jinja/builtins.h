@@ -36,6 +36,10 @@ std::unordered_map<std::string, Value> MakeGlobals();
 Result<std::vector<std::optional<Value>>> BindArgs(CallArgs& args, std::string_view fn,
                                                    std::initializer_list<std::string_view> names);
 
+// Python's `format % args` for %s, %r, %d, %i, %f and %% with flags, width and precision;
+// `args` is a tuple of values, a dict for %(name)s, or a single value.
+Result<std::string> PercentFormat(const std::string& format, const Value& args);
+
 // jinja2's object_type_repr: "None", "dict object"...
 std::string ObjectTypeRepr(const Value& v);
 // An undefined value raising its UndefinedError.

@@ -302,6 +302,21 @@ const std::unordered_map<std::string_view, FilterFn>& Filters() {
          return total;
        }},
       {"indent", Indent},
+      {"format",
+       [](Interpreter& in, const Value& v, CallArgs& args) -> Result<Value> {
+         // jinja2: value % (kwargs or args)
+         Value params;
+         if (!args.keyword.empty()) {
+           Dict d;
+           for (auto& [k, x] : args.keyword) d.Set(k, x);
+           params = Value::MakeDict(std::move(d));
+         } else {
+           params = Value::MakeTuple(args.positional);
+         }
+         SPARROW_ASSIGN_OR_RETURN(std::string s, PercentFormat(v.Str(), params));
+         SPARROW_RETURN_IF_ERROR(in.CheckSize(s.size()));
+         return Value::String(std::move(s));
+       }},
       {"batch", Batch},
       {"wordcount",
        [](Interpreter&, const Value& v, CallArgs&) -> Result<Value> {

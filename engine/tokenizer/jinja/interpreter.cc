@@ -50,6 +50,14 @@ Status Interpreter::Tick(int64_t n) {
   return Status::Ok();
 }
 
+Status Interpreter::CheckItems(size_t count) const {
+  if (count > limits_.max_items) {
+    return ResourceExhausted("the template built a sequence of over " +
+                             std::to_string(limits_.max_items) + " items");
+  }
+  return Status::Ok();
+}
+
 Status Interpreter::CheckSize(size_t size) const {
   if (size > limits_.max_output_bytes) {
     return ResourceExhausted("the template built a value or output over " +
@@ -370,6 +378,9 @@ Result<List> Interpreter::Iterate(const Value& v) {
       for (const auto& [k, e] : v.dict().items) out.push_back(k);
       break;
     case Value::Kind::kString:
+      // Charged before building: a long string would make millions of one-character values.
+      SPARROW_RETURN_IF_ERROR(CheckItems(CodePointLength(v.as_string())));
+      SPARROW_RETURN_IF_ERROR(Tick(static_cast<int64_t>(CodePointLength(v.as_string()))));
       for (uint32_t c : CodePoints(v.as_string())) {
         out.push_back(Value::String(FromCodePoints({c}, 0, 1)));
       }

@@ -1,6 +1,6 @@
 #pragma once
-// The interpreter: renders a parsed template with jinja2's scoping (loops, macros and blocks
-// open scopes, if does not), its default Undefined, and limits on work, output and recursion so
+// The interpreter: renders a parsed template with jinja2's scoping (each loop iteration, macro
+// call and block opens a scope, if does not), its default Undefined, and limits on work, output and recursion so
 // that no template can run away. One Interpreter renders once; not thread-safe.
 #include <cstdint>
 #include <memory>
@@ -15,7 +15,8 @@
 namespace sparrow::jinja {
 
 struct RenderLimits {
-  size_t max_output_bytes = size_t{64} << 20;  // also caps any one string or list built
+  size_t max_output_bytes = size_t{64} << 20;  // also caps any one string built
+  size_t max_items = 1'000'000;                // caps any one list built
   int64_t max_steps = 20'000'000;              // statements, loop iterations, calls, items
   int max_call_depth = 64;                     // nested macro calls
   int max_depth = 1000;  // statements and expressions nested at run time (the C++ stack)
@@ -37,8 +38,10 @@ class Interpreter {
   Result<Value> GetItem(const Value& obj, const Value& key);
   // Charges `n` units of work; fails once the budget is spent.
   Status Tick(int64_t n = 1);
-  // Fails when a string or list of `size` bytes or items would exceed the output limit.
+  // Fails when a string of `size` bytes would exceed the output limit.
   Status CheckSize(size_t size) const;
+  // Fails when a list of `count` items would exceed the item limit.
+  Status CheckItems(size_t count) const;
   // Remembers a namespace, emptied when the render ends: a namespace may hold itself.
   void TrackNamespace(const Value& ns) { namespaces_.push_back(ns); }
   // The render context (for strftime_now's `sparrow_now`).
@@ -76,8 +79,8 @@ class Interpreter {
   RenderLimits limits_;
   Dict context_;
   std::shared_ptr<Scope> scope_;
-  // Every scope made, so that the cycles macros form with the scope holding them can be
-  // broken when the render ends.
+  // The scopes macros close over: a macro kept in the scope it closes over is a cycle of
+  // shared pointers, broken when the render ends.
   std::vector<std::shared_ptr<Scope>> scopes_;
   std::vector<Value> namespaces_;
   std::unordered_map<std::string, Value> globals_;

@@ -42,7 +42,7 @@ Result<Value> Arithmetic(Interpreter& in, const std::string& op, const Value& l,
       return Value::String(l.as_string() + r.as_string());
     }
     if (l.is_list_like() && l.kind() == r.kind()) {
-      SPARROW_RETURN_IF_ERROR(in.CheckSize(l.list().size() + r.list().size()));
+      SPARROW_RETURN_IF_ERROR(in.CheckItems(l.list().size() + r.list().size()));
       List out = l.list();
       out.insert(out.end(), r.list().begin(), r.list().end());
       return l.kind() == Value::Kind::kList ? Value::MakeList(std::move(out))
@@ -59,10 +59,12 @@ Result<Value> Arithmetic(Interpreter& in, const std::string& op, const Value& l,
     if (!count.is_int() && !count.is_bool()) return BadOperands(op, l, r);
     int64_t n = std::max<int64_t>(count.as_int(), 0);
     size_t unit = seq.is_string() ? seq.as_string().size() : seq.list().size();
+    if (unit == 0) n = 0;
     if (unit != 0 && static_cast<uint64_t>(n) > (size_t{1} << 40) / unit) {
       return in.CheckSize(SIZE_MAX);
     }
-    SPARROW_RETURN_IF_ERROR(in.CheckSize(unit * static_cast<size_t>(n)));
+    SPARROW_RETURN_IF_ERROR(seq.is_string() ? in.CheckSize(unit * static_cast<size_t>(n))
+                                            : in.CheckItems(unit * static_cast<size_t>(n)));
     if (seq.is_string()) {
       std::string out;
       for (int64_t i = 0; i < n; ++i) out += seq.as_string();
@@ -73,7 +75,11 @@ Result<Value> Arithmetic(Interpreter& in, const std::string& op, const Value& l,
     return seq.kind() == Value::Kind::kList ? Value::MakeList(std::move(out))
                                             : Value::MakeTuple(std::move(out));
   }
-  if (op == "%" && l.is_string()) return Unsupported("string formatting with '%' is not supported");
+  if (op == "%" && l.is_string()) {
+    SPARROW_ASSIGN_OR_RETURN(std::string s, PercentFormat(l.as_string(), r));
+    SPARROW_RETURN_IF_ERROR(in.CheckSize(s.size()));
+    return Value::String(std::move(s));
+  }
   if (!l.is_number() || !r.is_number()) return BadOperands(op, l, r);
   bool floats = l.kind() == Value::Kind::kFloat || r.kind() == Value::Kind::kFloat;
   if (op == "/" || floats) {
@@ -106,10 +112,11 @@ Result<Value> Arithmetic(Interpreter& in, const std::string& op, const Value& l,
   }
   if (op == "**") {
     if (b < 0) return Value::Float(std::pow(static_cast<double>(a), static_cast<double>(b)));
-    int64_t acc = 1;
+    if (a == 0 || a == 1) return Value::Int(b == 0 ? 1 : a);
+    if (a == -1) return Value::Int(b % 2 == 0 ? 1 : -1);
+    int64_t acc = 1;  // |a| >= 2 overflows within 63 rounds
     for (int64_t i = 0; i < b; ++i) {
       if (__builtin_mul_overflow(acc, a, &acc)) return OutOfRange("integer overflow");
-      if (acc == 0 || acc == 1) break;
     }
     return Value::Int(acc);
   }

@@ -70,20 +70,12 @@ class Lexer {
       }
       char kind = src_[start + 1];
       char control = start + 2 < src_.size() ? src_[start + 2] : '\0';
-      if (control == '-') {
-        while (!text.empty() && IsSpace(text.back())) text.pop_back();
-      } else if (control != '+' && options_.lstrip_blocks && kind != '{') {
-        size_t line_pos = text.rfind('\n');
-        line_pos = line_pos == std::string::npos ? 0 : line_pos + 1;
-        if ((line_pos > 0 || line_starting_) &&
-            text.find_first_not_of(" \t", line_pos) == std::string::npos) {
-          text.resize(line_pos);
-        }
-      }
-      Emit(Token::Type::kText, std::move(text), pos_);
+      Emit(Token::Type::kText, StripBeforeTag(std::move(text), control, kind != '{'), pos_);
       pos_ = start + 2 + ((control == '-' || control == '+') ? 1 : 0);
       if (kind == '#') {
         SPARROW_RETURN_IF_ERROR(SkipComment(start));
+      } else if (kind == '%' && MatchRawBegin()) {
+        SPARROW_RETURN_IF_ERROR(LexRaw(start));
       } else {
         SPARROW_RETURN_IF_ERROR(LexTag(kind, start));
       }
@@ -93,6 +85,73 @@ class Lexer {
   }
 
  private:
+  // Whitespace control on the text before a tag opened with `control` ('-', '+' or other):
+  // '-' strips all trailing whitespace; lstrip_blocks strips the spaces and tabs that start the
+  // line of a block or comment tag.
+  std::string StripBeforeTag(std::string text, char control, bool block_or_comment) const {
+    if (control == '-') {
+      while (!text.empty() && IsSpace(text.back())) text.pop_back();
+    } else if (control != '+' && options_.lstrip_blocks && block_or_comment) {
+      size_t line_pos = text.rfind('\n');
+      line_pos = line_pos == std::string::npos ? 0 : line_pos + 1;
+      if ((line_pos > 0 || line_starting_) &&
+          text.find_first_not_of(" \t", line_pos) == std::string::npos) {
+        text.resize(line_pos);
+      }
+    }
+    return text;
+  }
+
+  // At `at`: optional whitespace, `word`, optional whitespace, then a block end ("-%}", "+%}"
+  // when `plus_end`, or "%}"). Returns the offset after the end and its control character.
+  bool MatchWordTag(size_t at, std::string_view word, bool plus_end, size_t* after,
+                    char* control) const {
+    while (at < src_.size() && IsSpace(src_[at])) ++at;
+    if (src_.compare(at, word.size(), word) != 0) return false;
+    at += word.size();
+    while (at < src_.size() && IsSpace(src_[at])) ++at;
+    for (char c : {'-', '+', '\0'}) {
+      if (c == '+' && !plus_end) continue;
+      size_t end = at + (c ? 1 : 0);
+      if ((c == '\0' || (at < src_.size() && src_[at] == c)) && src_.compare(end, 2, "%}") == 0) {
+        *after = end + 2;
+        *control = c;
+        return true;
+      }
+    }
+    return false;
+  }
+
+  bool MatchRawBegin() const {
+    size_t after = 0;
+    char control = 0;
+    return MatchWordTag(pos_, "raw", false, &after, &control);
+  }
+
+  // {% raw %}...{% endraw %}: the text between is kept as it is.
+  Status LexRaw(size_t start) {
+    size_t after = 0;
+    char control = 0;
+    MatchWordTag(pos_, "raw", false, &after, &control);
+    pos_ = after;
+    if (control == '-') {
+      while (pos_ < src_.size() && IsSpace(src_[pos_])) ++pos_;
+    }
+    line_starting_ = pos_ > 0 && src_[pos_ - 1] == '\n';
+    for (size_t at = src_.find("{%", pos_); at != std::string::npos; at = src_.find("{%", at + 1)) {
+      char end_control = at + 2 < src_.size() ? src_[at + 2] : '\0';
+      size_t word_at = at + 2 + ((end_control == '-' || end_control == '+') ? 1 : 0);
+      char close = 0;
+      if (!MatchWordTag(word_at, "endraw", true, &after, &close)) continue;
+      Emit(Token::Type::kText, StripBeforeTag(src_.substr(pos_, at - pos_), end_control, true),
+           pos_);
+      pos_ = after;
+      AfterTagEnd(close, true);
+      return Status::Ok();
+    }
+    return Error(start, "the raw block is not closed with '{% endraw %}'");
+  }
+
   int Line(size_t offset) const {
     auto it = std::upper_bound(line_starts_.begin(), line_starts_.end(), offset);
     return static_cast<int>(it - line_starts_.begin());

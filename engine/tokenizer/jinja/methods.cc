@@ -1,4 +1,8 @@
 // The methods of str, dict and list that templates call, as bound callables.
+#include <cctype>
+#include <cstdio>
+#include <cstring>
+
 #include "engine/tokenizer/jinja/builtins.h"
 #include "engine/tokenizer/jinja/strings.h"
 
@@ -101,6 +105,96 @@ Result<Value> FormatMethod(const Value& self, CallArgs& args) {
   }
   return Value::String(std::move(out));
 }
+
+}  // namespace
+
+Result<std::string> PercentFormat(const std::string& f, const Value& args) {
+  const bool by_name = args.is_dict();
+  List positional;
+  if (args.kind() == Value::Kind::kTuple) {
+    positional = args.list();
+  } else if (!by_name) {
+    positional.push_back(args);
+  }
+  size_t next = 0;
+  std::string out;
+  for (size_t i = 0; i < f.size(); ++i) {
+    if (f[i] != '%') {
+      out.push_back(f[i]);
+      continue;
+    }
+    if (++i >= f.size()) return InvalidArgument("incomplete format");
+    const Value* v = nullptr;
+    if (f[i] == '(') {
+      size_t close = f.find(')', i);
+      if (!by_name) return InvalidArgument("format requires a mapping");
+      if (close == std::string::npos) return InvalidArgument("incomplete format key");
+      v = args.dict().Find(std::string_view(f).substr(i + 1, close - i - 1));
+      if (!v) return InvalidArgument("KeyError: '" + f.substr(i + 1, close - i - 1) + "'");
+      i = close + 1;
+    }
+    std::string flags;
+    while (i < f.size() && std::strchr("-0 +#", f[i])) flags.push_back(f[i++]);
+    int width = 0;
+    int precision = -1;
+    while (i < f.size() && std::isdigit(static_cast<unsigned char>(f[i])) && width < 1000) {
+      width = width * 10 + (f[i++] - '0');
+    }
+    if (i < f.size() && f[i] == '.') {
+      precision = 0;
+      while (++i < f.size() && std::isdigit(static_cast<unsigned char>(f[i])) && precision < 1000) {
+        precision = precision * 10 + (f[i] - '0');
+      }
+    }
+    if (width > 200 || precision > 100)
+      return Unsupported("format widths over 200 are not supported");
+    if (i >= f.size()) return InvalidArgument("incomplete format");
+    std::string spec = "%" + flags + (width ? std::to_string(width) : "") +
+                       (precision >= 0 ? "." + std::to_string(precision) : "");
+    char conv = f[i];
+    if (conv == '%' && spec == "%" && !v) {
+      out.push_back('%');
+      continue;
+    }
+    if (!v) {
+      if (by_name) return InvalidArgument("format requires a mapping");
+      if (next >= positional.size()) {
+        return InvalidArgument("not enough arguments for format string");
+      }
+      v = &positional[next++];
+    }
+    char buf[512];
+    if (conv == 's' || conv == 'r') {
+      // Counted in code points, as Python pads and cuts.
+      std::vector<uint32_t> cps = CodePoints(conv == 's' ? v->Str() : v->Repr());
+      if (precision >= 0 && cps.size() > static_cast<size_t>(precision)) cps.resize(precision);
+      std::string pad(cps.size() < static_cast<size_t>(width) ? width - cps.size() : 0, ' ');
+      bool left = flags.find('-') != std::string::npos;
+      out += (left ? "" : pad) + FromCodePoints(cps, 0, cps.size()) + (left ? pad : "");
+    } else if (conv == 'd' || conv == 'i' || conv == 'f') {
+      if (!v->is_number()) {
+        return InvalidArgument(std::string("%") + conv +
+                               " format: a real number is required, not " + v->TypeName());
+      }
+      if (conv == 'f') {
+        std::snprintf(buf, sizeof(buf), (spec + "f").c_str(), v->as_double());
+      } else {
+        long long n = v->kind() == Value::Kind::kFloat ? static_cast<long long>(v->as_double())
+                                                       : static_cast<long long>(v->as_int());
+        std::snprintf(buf, sizeof(buf), (spec + "lld").c_str(), n);
+      }
+      out += buf;
+    } else {
+      return Unsupported(std::string("the %") + conv + " conversion is not supported");
+    }
+  }
+  if (!by_name && next < positional.size()) {
+    return InvalidArgument("not all arguments converted during string formatting");
+  }
+  return out;
+}
+
+namespace {
 
 const std::unordered_map<std::string_view, MethodFn>& StringMethods() {
   static const auto* m = new std::unordered_map<std::string_view, MethodFn>{

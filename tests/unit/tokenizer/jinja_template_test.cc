@@ -8,6 +8,8 @@
 
 #include <random>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "engine/tokenizer/jinja/interpreter.h"
 #include "engine/tokenizer/jinja/lexer.h"
@@ -190,6 +192,16 @@ const Case kCases[] = {
     {"FullCaseMapping", R"~({{ 'straße'|upper }} {{ 'İ'|lower|length }})~", R"~(STRASSE 2)~"},
     {"UndefinedInsideRepr", R"~({{ messages|map(attribute='nope')|list }})~",
      R"~([Undefined, Undefined])~"},
+    {"RawBlock",
+     R"~(a {% raw %}{{ not evaluated }} {% if %}{% endraw %} b
+  {% raw -%}
+  x  {%- endraw %}
+)~",
+     R"~(a {{ not evaluated }} {% if %} b
+x)~"},
+    {"PercentFormatting",
+     R"~({{ '%s and %d%%' % ('a', 50) }}|{{ '%5s|%-5s|' % ('ab', 'cd') }}|{{ '%.2f' % 3.14159 }}|{{ '%(x)s-%(y)d' % {'x': 'X', 'y': 2} }}|{{ '%r' % 'q' }}|{{ '%s' % [1, 2] }}|{{ '%s-%s'|format(1, 2) }}|{{ '%(a)s'|format(a=3) }})~",
+     R"~(a and 50%|   ab|cd   ||3.14|X-2|'q'|[1, 2]|1-2|3)~"},
     {"Generation",
      R"~({% for m in messages %}{% if m.role == 'assistant' %}{% generation %}{{ m.content }}{% endgeneration %}{% endif %}{% endfor %})~",
      R"~(Yo)~"},
@@ -207,6 +219,26 @@ TEST(JinjaTemplateTest, RendersEachConstructLikeJinja2) {
     ASSERT_TRUE(got.ok()) << got.status().ToString();
     EXPECT_EQ(*got, c.expected);
   }
+}
+
+TEST(JinjaTemplateTest, OneTemplateRendersOnManyThreads) {
+  Result<Template> t = Template::Parse(
+      "{% set ns = namespace(n=0) %}{% for m in messages %}{% set ns.n = ns.n + 1 %}"
+      "{{ m.role }}:{{ m.content }};{% endfor %}{{ ns.n }}");
+  ASSERT_TRUE(t.ok());
+  const auto context = nlohmann::ordered_json::parse(kContext);
+  std::vector<std::string> outputs(4);
+  std::vector<std::thread> threads;
+  for (auto& out : outputs) {
+    threads.emplace_back([&] {
+      for (int i = 0; i < 200; ++i) {
+        Result<std::string> r = t->Render(context);
+        out = r.ok() ? *r : r.status().ToString();
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  for (const auto& out : outputs) EXPECT_EQ(out, "user:Hi;assistant:Yo;2");
 }
 
 TEST(JinjaTemplateTest, SortedJsonContextRendersToo) {
@@ -248,7 +280,7 @@ TEST(JinjaTemplateTest, UnsupportedConstructsAreNamed) {
   ExpectError("{% for x in y recursive %}{% endfor %}", StatusCode::kUnsupported,
               "recursive for loops are not supported");
   ExpectError("{{ f(*args) }}", StatusCode::kUnsupported, "*args and **kwargs are not supported");
-  ExpectError("{{ '%s' % n }}", StatusCode::kUnsupported, "string formatting with '%'");
+  ExpectError("{{ '%x' % n }}", StatusCode::kUnsupported, "the %x conversion is not supported");
 }
 
 TEST(JinjaTemplateTest, UnknownFilterInAConditionalBranchFailsOnlyWhenItRuns) {
@@ -309,6 +341,12 @@ TEST(JinjaTemplateTest, RunawayTemplatesStop) {
   ExpectError("{% macro f() %}{{ f() }}{% endmacro %}{{ f() }}", StatusCode::kResourceExhausted,
               "macro calls nest deeper than 64");
   ExpectError("{{ 'x' * 100000000 }}", StatusCode::kResourceExhausted, "bytes");
+  ExpectError("{{ ('x' * 5000000)|list|length }}", StatusCode::kResourceExhausted, "items");
+  ExpectError("{% set l = [1] * 1000 %}{{ l * 10000 }}", StatusCode::kResourceExhausted, "items");
+  ExpectError("{{ 3 ** 100 }}", StatusCode::kOutOfRange, "integer overflow");
+  Result<std::string> empty = RenderText("{{ '' * 1000000000000 }}{{ (-1) ** 1001 }}");
+  ASSERT_TRUE(empty.ok()) << empty.status().ToString();
+  EXPECT_EQ(*empty, "-1");
   ExpectError("{{ " + std::string(5000, '(') + "1" + std::string(5000, ')') + " }}",
               StatusCode::kInvalidArgument, "nests too deeply");
   std::string nested;
