@@ -2,12 +2,31 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
+
+#include "engine/kernels/fp16.h"
 
 namespace sparrow::kernels {
 namespace {
 
 inline float SiluOne(float v) {
   return v / (1.0f + std::exp(-v));
+}
+
+// GELU, tanh approximation, of every fp16 value, as fp16: ggml computes GELU through this table
+// (GGML_GELU_FP16), which rounds the input and the result to half precision.
+const std::vector<uint16_t>& GeluTable() {
+  static const std::vector<uint16_t> table = [] {
+    constexpr float kSqrt2OverPi = 0.79788456080286535587989211986876f;
+    constexpr float kCoefA = 0.044715f;
+    std::vector<uint16_t> t(1 << 16);
+    for (uint32_t i = 0; i < t.size(); ++i) {
+      const float x = Fp16ToFp32(static_cast<uint16_t>(i));
+      t[i] = Fp32ToFp16(0.5f * x * (1.0f + std::tanh(kSqrt2OverPi * x * (1.0f + kCoefA * x * x))));
+    }
+    return t;
+  }();
+  return table;
 }
 
 }  // namespace
@@ -38,6 +57,20 @@ void Silu(const float* x, int64_t n, float* out) {
 
 void SwiGlu(const float* gate, const float* up, int64_t n, float* out) {
   for (int64_t i = 0; i < n; ++i) out[i] = SiluOne(gate[i]) * up[i];
+}
+
+void GeGlu(const float* gate, const float* up, int64_t n, float* out) {
+  const std::vector<uint16_t>& table = GeluTable();
+  for (int64_t i = 0; i < n; ++i) {
+    const float g = gate[i];
+    if (g <= -10.0f) {
+      out[i] = 0.0f;
+    } else if (g >= 10.0f) {
+      out[i] = g * up[i];
+    } else {
+      out[i] = Fp16ToFp32(table[Fp32ToFp16(g)]) * up[i];
+    }
+  }
 }
 
 void SoftmaxInPlace(float* x, int64_t n) {

@@ -1,28 +1,29 @@
 #include "engine/model/architecture.h"
 
+#include "engine/model/families/families.h"
+
 namespace sparrow {
 namespace {
 
-constexpr ArchSpec kArchs[] = {
-    {"llama", RopeStyle::kNormal, false, FfnKind::kSwiGlu},
-    // Mistral GGUFs normally say "llama"; accept the explicit name too.
-    {"mistral", RopeStyle::kNormal, false, FfnKind::kSwiGlu},
-    {"qwen2", RopeStyle::kNeox, true, FfnKind::kSwiGlu},
-    // PowerInfer's dReLU models (Bamboo, TurboSparse-Mistral): Mistral's shape, ReLU on both.
-    {"bamboo", RopeStyle::kNormal, false, FfnKind::kDReluGlu},
+constexpr const ArchSpec* kArchs[] = {
+    &families::kLlama, &families::kMistral,  &families::kBamboo,  &families::kQwen2,
+    &families::kQwen3, &families::kQwen3Moe, &families::kGemma2,  &families::kGemma3,
+    &families::kPhi3,  &families::kOlmoe,    &families::kSmollm3, &families::kSmallthinker,
 };
 
 }  // namespace
 
 const ArchSpec* FindArchSpec(std::string_view name) {
-  for (const ArchSpec& a : kArchs) {
-    if (a.name == name) return &a;
+  for (const ArchSpec* a : kArchs) {
+    if (a->name == name) return a;
   }
   return nullptr;
 }
 
-std::string_view SupportedArchNames() {
-  return "llama, mistral, qwen2, bamboo";
+std::string SupportedArchNames() {
+  std::string s;
+  for (const ArchSpec* a : kArchs) s += (s.empty() ? "" : ", ") + std::string(a->name);
+  return s;
 }
 
 }  // namespace sparrow

@@ -1,14 +1,21 @@
 #pragma once
-// ArchSpec: what distinguishes one supported architecture from another, as data. Adding a
-// llama-like family (mistral, phi3, gemma) means a new row here plus, at most, a small flag
-// the forward pass honours, never a copy of the forward pass.
+// ArchSpec: what distinguishes one supported architecture from another, as data. Each family
+// lives in its own file under families/ (the way llama.cpp's src/models/ splits them): its rows
+// here plus, where it adds hyper-parameters, a hook that reads them. The forward pass honours the
+// flags; no family has a copy of it.
+#include <string>
 #include <string_view>
+
+#include "engine/common/status.h"
 
 namespace sparrow {
 
+class GgufFile;
+struct ModelConfig;
+
 enum class RopeStyle {
   kNormal,  // GPT-J style: rotates adjacent pairs (2i, 2i+1) — llama
-  kNeox,    // GPT-NeoX style: rotates (i, i + n_rot/2) — qwen2
+  kNeox,    // GPT-NeoX style: rotates (i, i + n_rot/2) — qwen2, qwen3, gemma
 };
 
 // The gated feed-forward's activation: h = act_gate(gate . x) * act_up(up . x).
@@ -16,18 +23,29 @@ enum class FfnKind {
   kSwiGlu,    // silu(gate) * up — llama, qwen2, mistral
   kReluGlu,   // relu(gate) * up — ReluLLaMA, ProSparse (arch 'llama' in a PowerInfer file)
   kDReluGlu,  // relu(gate) * relu(up) — dReLU: Bamboo, TurboSparse
+  kGeGlu,     // gelu_tanh(gate) * up — gemma
 };
 
 struct ArchSpec {
   std::string_view name;  // general.architecture
-  RopeStyle rope_style;
-  bool attn_qkv_bias;  // attn_q/k/v carry bias vectors (required)
-  FfnKind ffn;         // in an ordinary GGUF; a PowerInfer file turns SwiGLU into ReLU-GLU
+  RopeStyle rope_style = RopeStyle::kNormal;
+  bool attn_qkv_bias = false;      // attn_q/k/v carry bias vectors (required)
+  FfnKind ffn = FfnKind::kSwiGlu;  // in an ordinary GGUF; a PowerInfer file turns SwiGLU into ReLU
+  bool qk_norm = false;            // attn_q_norm / attn_k_norm: RMSNorm of each head before RoPE
+  bool qk_norm_whole = false;      // with qk_norm: one norm over the whole q and k rows (OLMoE)
+  bool post_norms = false;         // post_attention_norm / post_ffw_norm on each block's output
+  bool embed_scale = false;        // token embeddings times sqrt(n_embd)
+  bool experts = false;        // the FFN is always a mixture of experts (llama: if expert_count)
+  bool rope_freqs = false;     // may carry rope_freqs.weight (per-dimension factors, Llama 3.1)
+  bool fused_gate_up = false;  // ffn_up holds the gate rows, then the up rows (Phi-3)
+  bool router_on_layer_input = false;  // the router reads the layer's input (SmallThinker)
+  // Reads the hyper-parameters this family adds (keys under "<name>."), after the common ones.
+  Status (*read_hparams)(const GgufFile& f, const std::string& prefix, ModelConfig& c) = nullptr;
 };
 
 // The spec for `general.architecture`, or nullptr when Sparrow does not support it.
 const ArchSpec* FindArchSpec(std::string_view name);
 // Comma-separated names, for error messages.
-std::string_view SupportedArchNames();
+std::string SupportedArchNames();
 
 }  // namespace sparrow

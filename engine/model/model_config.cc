@@ -3,30 +3,48 @@
 #include <cmath>
 
 #include "engine/model/gguf_file.h"
+#include "engine/model/hparam_reader.h"
 #include "engine/model/neuron_bundles.h"
 
 namespace sparrow {
+
 namespace {
 
-// Reads a positive count no larger than `max`, naming the key in errors.
-Result<int64_t> ReadCount(const GgufFile& f, const std::string& key, int64_t max) {
-  const GgufValue* v = f.Find(key);
-  if (v && v->type == GgufValueType::kArray) {
-    return Unsupported("metadata key '" + key +
-                       "' is a per-layer array; only a single value is supported");
+// rope.scaling.*: none, linear (positions divided by the factor) or YaRN, whose attention factor
+// is derived as llama.cpp's context does it.
+Status ReadRopeScaling(const GgufFile& f, const std::string& p, ModelConfig& c) {
+  std::string type = "linear";  // llama.cpp's default: a bare scaling factor is linear
+  if (auto t = f.GetString(p + "rope.scaling.type"); t.ok()) type = std::string(*t);
+  if (type != "none" && type != "linear" && type != "yarn") {
+    return Unsupported("rope.scaling.type '" + type + "' (supported: none, linear, yarn)");
   }
-  SPARROW_ASSIGN_OR_RETURN(uint64_t x, f.GetUInt(key));
-  if (x == 0 || x > static_cast<uint64_t>(max)) {
-    return Corrupt("metadata key '" + key + "' is " + std::to_string(x) + ", expected 1.." +
-                   std::to_string(max));
+  double factor = 0;
+  if (f.Find(p + "rope.scaling.factor")) {
+    SPARROW_ASSIGN_OR_RETURN(factor, f.GetFloat(p + "rope.scaling.factor"));
+  } else if (f.Find(p + "rope.scale_linear")) {
+    SPARROW_ASSIGN_OR_RETURN(factor, f.GetFloat(p + "rope.scale_linear"));
   }
-  return static_cast<int64_t>(x);
-}
-
-Result<int64_t> ReadCountOr(const GgufFile& f, const std::string& key, int64_t fallback,
-                            int64_t max) {
-  if (!f.Find(key)) return fallback;
-  return ReadCount(f, key, max);
+  if (!(factor >= 0 && std::isfinite(factor)))
+    return Corrupt("rope.scaling.factor is " + std::to_string(factor));
+  c.rope_freq_scale = factor == 0 || type == "none" ? 1.0f : static_cast<float>(1.0 / factor);
+  SPARROW_ASSIGN_OR_RETURN(float attn_factor,
+                           ReadFloatOr(f, p + "rope.scaling.attn_factor", 1.0, 0, 1e3));
+  SPARROW_ASSIGN_OR_RETURN(
+      c.rope_n_ctx_orig,
+      ReadCountOr(f, p + "rope.scaling.original_context_length", c.n_ctx_train, int64_t{1} << 24));
+  c.rope_attn_factor = 1.0f;
+  if (type == "yarn") {
+    c.rope_ext_factor = 1.0f;
+    const float scale = 1.0f / c.rope_freq_scale;
+    SPARROW_ASSIGN_OR_RETURN(float log_mul,
+                             ReadFloatOr(f, p + "rope.scaling.yarn_log_multiplier", 0, -1e3, 1e3));
+    auto mscale = [scale](float m) { return scale <= 1 ? 1.0f : 0.1f * m * std::log(scale) + 1; };
+    c.rope_attn_factor = log_mul != 0 ? mscale(1.0f) / mscale(log_mul) : mscale(1.0f);
+    // ggml's rope_yarn multiplies by 1 + 0.1 ln(scale) again; llama.cpp cancels it here.
+    c.rope_attn_factor *= 1.0f / (1.0f + 0.1f * std::log(scale));
+  }
+  c.rope_attn_factor *= attn_factor;
+  return Status::Ok();
 }
 
 }  // namespace
@@ -37,7 +55,7 @@ Result<ModelConfig> ReadModelConfig(const GgufFile& f) {
   c.arch = FindArchSpec(arch);
   if (!c.arch) {
     return Unsupported("architecture '" + std::string(arch) +
-                       "' is not supported (supported: " + std::string(SupportedArchNames()) + ")");
+                       "' is not supported (supported: " + SupportedArchNames() + ")");
   }
   if (auto name = f.GetString("general.name"); name.ok()) c.name = std::string(*name);
   c.ffn_kind = c.arch->ffn;
@@ -94,18 +112,7 @@ Result<ModelConfig> ReadModelConfig(const GgufFile& f) {
     return Corrupt("rope.freq_base is " + std::to_string(base));
   c.rope_freq_base = static_cast<float>(base);
 
-  if (auto type = f.GetString(p + "rope.scaling.type"); type.ok() && *type != "none") {
-    if (*type != "linear") {
-      return Unsupported("rope.scaling.type '" + std::string(*type) +
-                         "' (supported: none, linear)");
-    }
-    SPARROW_ASSIGN_OR_RETURN(double factor, f.GetFloatOr(p + "rope.scaling.factor", 1.0));
-    if (!(factor > 0 && std::isfinite(factor)))
-      return Corrupt("rope.scaling.factor is " + std::to_string(factor));
-    c.rope_freq_scale = static_cast<float>(1.0 / factor);
-  } else if (auto factor = f.GetFloatOr(p + "rope.scale_linear", 1.0); factor.ok() && *factor > 0) {
-    c.rope_freq_scale = static_cast<float>(1.0 / *factor);
-  }
+  SPARROW_RETURN_IF_ERROR(ReadRopeScaling(f, p, c));
 
   // The vocabulary size comes from the token list; the embedding tensor must agree (checked by the
   // weights).
@@ -117,6 +124,8 @@ Result<ModelConfig> ReadModelConfig(const GgufFile& f) {
   }
   if (c.n_vocab <= 0)
     return Corrupt("no vocabulary: tokenizer.ggml.tokens and token_embd.weight are missing");
+  if (c.arch->embed_scale) c.embed_scale = std::sqrt(static_cast<float>(c.n_embd));
+  if (c.arch->read_hparams) SPARROW_RETURN_IF_ERROR(c.arch->read_hparams(f, p, c));
   return c;
 }
 

@@ -1,5 +1,6 @@
 #include "engine/model/model_weights.h"
 
+#include <set>
 #include <string>
 
 #include "engine/kernels/dequantize.h"
@@ -26,6 +27,7 @@ class Binder {
     const GgufTensorInfo* t = f_.FindTensor(name);
     if (!t && required) return NotFound("tensor '" + name + "' is missing");
     if (t) {
+      used_.insert(t);
       auto traits = GetTensorTypeTraits(t->type);
       if (!traits || !traits->weight_supported) {
         return Unsupported(
@@ -60,6 +62,38 @@ class Binder {
     return m;
   }
 
+  // `n_expert` matrices of `rows` rows of `cols` (ggml dims {cols, rows, n_expert}) as one
+  // matrix of n_expert * rows rows.
+  Result<kernels::WeightMatrix> Experts(const std::string& name, int64_t cols, int64_t rows,
+                                        int64_t n_expert, const char* what) {
+    SPARROW_ASSIGN_OR_RETURN(const GgufTensorInfo* t, Find(name, true));
+    if (t->dims.size() != 3 || t->dims[0] != static_cast<uint64_t>(cols) ||
+        t->dims[1] != static_cast<uint64_t>(rows) ||
+        t->dims[2] != static_cast<uint64_t>(n_expert)) {
+      return Corrupt("tensor '" + name + "' has shape " + Shape(t->dims) + ", expected " +
+                     std::to_string(cols) + " x " + std::to_string(rows) + " x " +
+                     std::to_string(n_expert) + " (" + what + ")");
+    }
+    return kernels::WeightMatrix{t->type, t->data, cols, rows * n_expert, t->row_bytes()};
+  }
+
+  // Marks a tensor read elsewhere (the neuron-bundle layout) as used.
+  void MarkUsed(const std::string& name) {
+    if (const GgufTensorInfo* t = f_.FindTensor(name)) used_.insert(t);
+  }
+
+  // The first tensor of the file nothing bound: computing without it would be wrong silently.
+  Status CheckAllUsed(const ModelConfig& c) const {
+    for (const GgufTensorInfo& t : f_.tensors()) {
+      if (used_.count(&t) == 0) {
+        return Unsupported("tensor '" + t.name + "' is not used by Sparrow's '" +
+                           std::string(c.arch->name) +
+                           "' architecture; computing without it would give wrong outputs");
+      }
+    }
+    return Status::Ok();
+  }
+
   // A vector of `n` values, converted to f32.
   Result<std::vector<float>> Vector(const std::string& name, int64_t n, bool required) {
     SPARROW_ASSIGN_OR_RETURN(const GgufTensorInfo* t, Find(name, required));
@@ -75,6 +109,7 @@ class Binder {
 
  private:
   const GgufFile& f_;
+  std::set<const GgufTensorInfo*> used_;
 };
 
 // A PowerInfer predictor: fc1 (rank rows of n_embd) and fc2 (n_ff rows of rank), of a rank
@@ -145,6 +180,43 @@ Status BindBundledFfn(Binder& b, const std::string& p, const ModelConfig& c,
   return Status::Ok();
 }
 
+// q, k and v: three matrices, or one fused attn_qkv whose rows are q's, then k's, then v's (each
+// bound as a view of its rows).
+Status BindQkv(Binder& b, const std::string& p, const ModelConfig& c, LayerWeights& l) {
+  if (b.Has(p + "attn_qkv.weight")) {
+    const int64_t q = c.q_dim(), kv = c.kv_dim();
+    SPARROW_ASSIGN_OR_RETURN(kernels::WeightMatrix qkv,
+                             b.Matrix(p + "attn_qkv.weight", c.n_embd, q + 2 * kv,
+                                      "n_embd x (n_head + 2*n_head_kv)*head_dim"));
+    l.wq = RowRange(qkv, 0, q);
+    l.wk = RowRange(qkv, q, kv);
+    l.wv = RowRange(qkv, q + kv, kv);
+    return Status::Ok();
+  }
+  SPARROW_ASSIGN_OR_RETURN(
+      l.wq, b.Matrix(p + "attn_q.weight", c.n_embd, c.q_dim(), "n_embd x n_head*head_dim"));
+  SPARROW_ASSIGN_OR_RETURN(
+      l.wk, b.Matrix(p + "attn_k.weight", c.n_embd, c.kv_dim(), "n_embd x n_head_kv*head_dim"));
+  SPARROW_ASSIGN_OR_RETURN(
+      l.wv, b.Matrix(p + "attn_v.weight", c.n_embd, c.kv_dim(), "n_embd x n_head_kv*head_dim"));
+  return Status::Ok();
+}
+
+// A mixture-of-experts FFN: the router and the stacked experts.
+Status BindExperts(Binder& b, const std::string& p, const ModelConfig& c, LayerWeights& l) {
+  SPARROW_ASSIGN_OR_RETURN(l.ffn_gate_inp, b.Matrix(p + "ffn_gate_inp.weight", c.n_embd, c.n_expert,
+                                                    "n_embd x n_expert"));
+  SPARROW_ASSIGN_OR_RETURN(l.ffn_gate_exps,
+                           b.Experts(p + "ffn_gate_exps.weight", c.n_embd, c.n_ff_exp, c.n_expert,
+                                     "n_embd x n_ff_exp x n_expert"));
+  SPARROW_ASSIGN_OR_RETURN(l.ffn_up_exps, b.Experts(p + "ffn_up_exps.weight", c.n_embd, c.n_ff_exp,
+                                                    c.n_expert, "n_embd x n_ff_exp x n_expert"));
+  SPARROW_ASSIGN_OR_RETURN(l.ffn_down_exps,
+                           b.Experts(p + "ffn_down_exps.weight", c.n_ff_exp, c.n_embd, c.n_expert,
+                                     "n_ff_exp x n_embd x n_expert"));
+  return Status::Ok();
+}
+
 }  // namespace
 
 Result<ModelWeights> BindModelWeights(const GgufFile& file, const ModelConfig& c) {
@@ -162,10 +234,27 @@ Result<ModelWeights> BindModelWeights(const GgufFile& file, const ModelConfig& c
     w.tied_output = true;
   }
 
+  if (c.arch->rope_freqs) {
+    SPARROW_ASSIGN_OR_RETURN(w.rope_freqs, b.Vector("rope_freqs.weight", c.n_rot / 2, false));
+  }
+  if (c.arch->fused_gate_up) {  // LongRoPE's two sets (Phi-3): the context decides which is used
+    SPARROW_ASSIGN_OR_RETURN(auto long_f, b.Vector("rope_factors_long.weight", c.n_rot / 2, false));
+    SPARROW_ASSIGN_OR_RETURN(auto short_f,
+                             b.Vector("rope_factors_short.weight", c.n_rot / 2, false));
+    w.rope_freqs = c.rope_long_factors ? std::move(long_f) : std::move(short_f);
+  }
   if (HasNeuronBundles(file)) {
+    if (c.n_expert > 0) {
+      return Unsupported("a file of neuron bundles of the mixture-of-experts architecture '" +
+                         std::string(c.arch->name) + "'");
+    }
     SPARROW_ASSIGN_OR_RETURN(NeuronBundleLayout layout,
                              ReadNeuronBundleLayout(file, c.n_layer, c.n_ff, c.n_embd));
     w.bundles = std::make_shared<const NeuronBundleLayout>(std::move(layout));
+    for (int64_t i = 0; i < c.n_layer; ++i) {
+      b.MarkUsed(BundlesTensorName(i));
+      b.MarkUsed(NeuronIdsTensorName(i));
+    }
   }
 
   w.layers.resize(c.n_layer);
@@ -173,27 +262,48 @@ Result<ModelWeights> BindModelWeights(const GgufFile& file, const ModelConfig& c
     const std::string p = "blk." + std::to_string(i) + ".";
     LayerWeights& l = w.layers[i];
     SPARROW_ASSIGN_OR_RETURN(l.attn_norm, b.Vector(p + "attn_norm.weight", c.n_embd, true));
-    SPARROW_ASSIGN_OR_RETURN(
-        l.wq, b.Matrix(p + "attn_q.weight", c.n_embd, c.q_dim(), "n_embd x n_head*head_dim"));
-    SPARROW_ASSIGN_OR_RETURN(
-        l.wk, b.Matrix(p + "attn_k.weight", c.n_embd, c.kv_dim(), "n_embd x n_head_kv*head_dim"));
-    SPARROW_ASSIGN_OR_RETURN(
-        l.wv, b.Matrix(p + "attn_v.weight", c.n_embd, c.kv_dim(), "n_embd x n_head_kv*head_dim"));
+    SPARROW_RETURN_IF_ERROR(BindQkv(b, p, c, l));
     SPARROW_ASSIGN_OR_RETURN(
         l.wo, b.Matrix(p + "attn_output.weight", c.q_dim(), c.n_embd, "n_head*head_dim x n_embd"));
     const bool bias = c.arch->attn_qkv_bias;
     SPARROW_ASSIGN_OR_RETURN(l.bq, b.Vector(p + "attn_q.bias", c.q_dim(), bias));
     SPARROW_ASSIGN_OR_RETURN(l.bk, b.Vector(p + "attn_k.bias", c.kv_dim(), bias));
     SPARROW_ASSIGN_OR_RETURN(l.bv, b.Vector(p + "attn_v.bias", c.kv_dim(), bias));
+    // A family's own tensors are bound only for it: anywhere else they are unused, an error.
+    if (c.arch->qk_norm) {
+      const bool whole = c.arch->qk_norm_whole;
+      SPARROW_ASSIGN_OR_RETURN(
+          l.attn_q_norm, b.Vector(p + "attn_q_norm.weight", whole ? c.q_dim() : c.head_dim, true));
+      SPARROW_ASSIGN_OR_RETURN(
+          l.attn_k_norm, b.Vector(p + "attn_k_norm.weight", whole ? c.kv_dim() : c.head_dim, true));
+    }
+    if (c.arch->post_norms) {
+      SPARROW_ASSIGN_OR_RETURN(l.attn_post_norm,
+                               b.Vector(p + "post_attention_norm.weight", c.n_embd, true));
+      SPARROW_ASSIGN_OR_RETURN(l.ffn_post_norm,
+                               b.Vector(p + "post_ffw_norm.weight", c.n_embd, true));
+    }
     SPARROW_ASSIGN_OR_RETURN(l.ffn_norm, b.Vector(p + "ffn_norm.weight", c.n_embd, true));
+    if (c.n_expert > 0) {
+      SPARROW_RETURN_IF_ERROR(BindExperts(b, p, c, l));
+      continue;
+    }
     if (w.bundles) {
       SPARROW_RETURN_IF_ERROR(BindBundledFfn(b, p, c, *w.bundles, w.bundles->layers[i], l));
       continue;
     }
-    SPARROW_ASSIGN_OR_RETURN(l.ffn_gate,
-                             b.Matrix(p + "ffn_gate.weight", c.n_embd, c.n_ff, "n_embd x n_ff"));
-    SPARROW_ASSIGN_OR_RETURN(l.ffn_up,
-                             b.Matrix(p + "ffn_up.weight", c.n_embd, c.n_ff, "n_embd x n_ff"));
+    if (c.arch->fused_gate_up) {
+      // Phi-3: n_ff gate rows then n_ff up rows in one matrix; each is a view of its half.
+      SPARROW_ASSIGN_OR_RETURN(l.ffn_up, b.Matrix(p + "ffn_up.weight", c.n_embd, 2 * c.n_ff,
+                                                  "n_embd x 2*n_ff: gate rows, then up rows"));
+      l.ffn_gate = RowRange(l.ffn_up, 0, c.n_ff);
+      l.ffn_up = RowRange(l.ffn_up, c.n_ff, c.n_ff);
+    } else {
+      SPARROW_ASSIGN_OR_RETURN(l.ffn_gate,
+                               b.Matrix(p + "ffn_gate.weight", c.n_embd, c.n_ff, "n_embd x n_ff"));
+      SPARROW_ASSIGN_OR_RETURN(l.ffn_up,
+                               b.Matrix(p + "ffn_up.weight", c.n_embd, c.n_ff, "n_embd x n_ff"));
+    }
     if (c.powerinfer) {
       SPARROW_RETURN_IF_ERROR(BindPowerInferFfn(b, p, c, l));
     } else {
@@ -201,7 +311,20 @@ Result<ModelWeights> BindModelWeights(const GgufFile& file, const ModelConfig& c
                                b.Matrix(p + "ffn_down.weight", c.n_ff, c.n_embd, "n_ff x n_embd"));
     }
   }
+  SPARROW_RETURN_IF_ERROR(b.CheckAllUsed(c));
   return w;
+}
+
+kernels::WeightMatrix RowRange(const kernels::WeightMatrix& m, int64_t first, int64_t n) {
+  kernels::WeightMatrix r = m;
+  r.data = static_cast<const uint8_t*>(m.data) + static_cast<size_t>(first) * m.row_stride_bytes;
+  r.rows = n;
+  return r;
+}
+
+kernels::WeightMatrix ExpertRows(const kernels::WeightMatrix& stacked, int64_t e,
+                                 int64_t rows_per_expert) {
+  return RowRange(stacked, e * rows_per_expert, rows_per_expert);
 }
 
 }  // namespace sparrow

@@ -17,8 +17,15 @@ class GgufFile;
 struct LayerWeights {
   std::vector<float> attn_norm;
   kernels::WeightMatrix wq, wk, wv, wo;
-  std::vector<float> bq, bk, bv;  // empty when the architecture has no bias
+  std::vector<float> bq, bk, bv;                     // empty when the architecture has no bias
+  std::vector<float> attn_q_norm, attn_k_norm;       // head_dim each; empty without QK-norm
+  std::vector<float> attn_post_norm, ffn_post_norm;  // n_embd each; empty without post norms
   std::vector<float> ffn_norm;
+  // Mixture of experts: the router (n_expert rows of n_embd) and every expert's matrices in one
+  // matrix each, expert e's rows after expert e-1's: gate and up n_expert * n_ff_exp rows of
+  // n_embd, down n_expert * n_embd rows of n_ff_exp (ExpertRows takes one expert's). The dense
+  // FFN matrices below are then absent.
+  kernels::WeightMatrix ffn_gate_inp, ffn_gate_exps, ffn_up_exps, ffn_down_exps;
   kernels::WeightMatrix ffn_gate, ffn_up;
   // n_embd rows of n_ff; absent (data null) in PowerInfer files and files of neuron bundles.
   kernels::WeightMatrix ffn_down;
@@ -31,6 +38,7 @@ struct LayerWeights {
 
 struct ModelWeights {
   kernels::WeightMatrix token_embd;  // n_vocab rows of n_embd
+  std::vector<float> rope_freqs;     // n_rot/2 per-dimension RoPE divisors (Llama 3.1); or empty
   std::vector<float> output_norm;
   kernels::WeightMatrix output;  // token_embd when the file has no output.weight (tied)
   bool tied_output = false;
@@ -39,8 +47,15 @@ struct ModelWeights {
   std::shared_ptr<const NeuronBundleLayout> bundles;
 };
 
+// Rows [first, first + n) of a matrix, as a matrix (fused q/k/v and gate/up halves are views).
+kernels::WeightMatrix RowRange(const kernels::WeightMatrix& m, int64_t first, int64_t n);
+// Expert e's `rows_per_expert` rows of a stacked expert matrix.
+kernels::WeightMatrix ExpertRows(const kernels::WeightMatrix& stacked, int64_t e,
+                                 int64_t rows_per_expert);
+
 // Binds the tensors of `file` (which must outlive the result). Errors name the tensor and
-// the expected versus actual shape or type.
+// the expected versus actual shape or type; a tensor the architecture does not use is an error
+// too (a model computed without it would be wrong without a word).
 Result<ModelWeights> BindModelWeights(const GgufFile& file, const ModelConfig& config);
 
 }  // namespace sparrow

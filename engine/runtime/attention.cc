@@ -16,7 +16,7 @@ void CausalAttention(const AttentionShape& s, const float* q, KvCache& cache, in
   const int64_t n_ctx = start_pos + n;
   const int n_threads = pool ? pool->size() : 1;
   if (scratch.size() < static_cast<size_t>(n_threads * n_ctx)) scratch.resize(n_threads * n_ctx);
-  const float scale = 1.0f / std::sqrt(static_cast<float>(s.head_dim));
+  const float scale = s.scale != 0.0f ? s.scale : 1.0f / std::sqrt(static_cast<float>(s.head_dim));
   // The cache rows looked up once per call (the cache may be paged: one virtual call per row),
   // then shared by every head and token.
   thread_local std::vector<const float*> keys, values;
@@ -33,13 +33,20 @@ void CausalAttention(const AttentionShape& s, const float* q, KvCache& cache, in
     const int64_t t = idx / s.n_head;
     const int64_t h = idx % s.n_head;
     const int64_t offset = (h / group) * s.head_dim;  // this head's kv head inside a cache row
-    const int64_t n_keys = start_pos + t + 1;         // causal: this token and everything before it
+    // Causal: this token and everything before it, or only the window's most recent part.
+    const int64_t end = start_pos + t + 1;
+    const int64_t first = s.window > 0 ? std::max<int64_t>(0, end - s.window) : 0;
+    const int64_t n_keys = end - first;
     float* scores = scratch.data() + static_cast<int64_t>(thread) * n_ctx;
-    kernels::AttentionScores(q + t * q_dim + h * s.head_dim, key_rows, offset, n_keys, s.head_dim,
-                             scale, scores);
+    kernels::AttentionScores(q + t * q_dim + h * s.head_dim, key_rows + first, offset, n_keys,
+                             s.head_dim, scale, scores);
+    if (s.softcap > 0.0f) {
+      for (int64_t j = 0; j < n_keys; ++j)
+        scores[j] = s.softcap * std::tanh(scores[j] * (1.0f / s.softcap));
+    }
     const float inv = static_cast<float>(1.0 / kernels::ExpMinusMax(scores, n_keys));
     for (int64_t j = 0; j < n_keys; ++j) scores[j] *= inv;
-    kernels::AttentionMix(scores, value_rows, offset, n_keys, s.head_dim,
+    kernels::AttentionMix(scores, value_rows + first, offset, n_keys, s.head_dim,
                           out + t * q_dim + h * s.head_dim);
   };
 

@@ -15,6 +15,9 @@ struct AttentionShape {
   int64_t n_head;
   int64_t n_head_kv;
   int64_t head_dim;
+  float scale = 0.0f;    // the scores' scale; 0: 1/sqrt(head_dim)
+  int64_t window = 0;    // > 0: a token sees only the `window` most recent positions (its own too)
+  float softcap = 0.0f;  // > 0: scores = softcap * tanh(scores / softcap) before the softmax
 };
 
 // q: n x (n_head*head_dim), token t at position start_pos + t, already rotated. The cache holds

@@ -21,6 +21,9 @@ void GatedActivation(FfnKind kind, float* gate, const float* up, int64_t n) {
       for (int64_t i = 0; i < n; ++i)
         gate[i] = gate[i] > 0.0f && up[i] > 0.0f ? gate[i] * up[i] : 0.0f;
       return;
+    case FfnKind::kGeGlu:
+      kernels::GeGlu(gate, up, n, gate);
+      return;
   }
 }
 

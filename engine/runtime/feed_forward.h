@@ -21,6 +21,9 @@ struct FfnInput {
   // they use); their rows of out are zero, the other tokens' are computed. Null: none is set,
   // and a failure fails the whole call.
   uint8_t* failed = nullptr;
+  // n rows of n_embd: the layer's input, before attention, for a router that reads it early
+  // (SmallThinker); null elsewhere.
+  const float* layer_input = nullptr;
 };
 
 // What the FFN computed for decoded tokens: neurons_computed / neurons_total is the active

@@ -1,6 +1,7 @@
 #include "engine/runtime/forward_pass.h"
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 
 #include "engine/kernels/matmul.h"
@@ -11,12 +12,36 @@
 
 namespace sparrow {
 
+namespace {
+
+RopeParams RopeFor(const ModelConfig& c, const ModelWeights& w, bool swa) {
+  RopeParams p;
+  p.n_rot = c.n_rot;
+  p.freq_base = swa ? c.rope_freq_base_swa : c.rope_freq_base;
+  p.freq_scale = swa ? c.rope_freq_scale_swa : c.rope_freq_scale;
+  p.freq_factors = w.rope_freqs;
+  p.ext_factor = c.rope_ext_factor;
+  p.attn_factor = c.rope_attn_factor;
+  p.beta_fast = c.rope_beta_fast;
+  p.beta_slow = c.rope_beta_slow;
+  p.n_ctx_orig = c.rope_n_ctx_orig;
+  return p;
+}
+
+// Each row of x (n rows of `len`) RMS-normed with weight w, in place.
+void NormRows(float* x, int64_t n, int64_t len, const std::vector<float>& w, float eps) {
+  for (int64_t r = 0; r < n; ++r) kernels::RmsNorm(&x[r * len], w.data(), len, eps, &x[r * len]);
+}
+
+}  // namespace
+
 ForwardPass::ForwardPass(const Model& model, kernels::ThreadPool* pool,
                          std::unique_ptr<FeedForward> ffn)
     : model_(model),
       c_(model.config()),
       pool_(pool),
-      rope_(c_.n_rot, c_.rope_freq_base, c_.rope_freq_scale),
+      rope_(RopeFor(c_, model.weights(), false)),
+      rope_swa_(RopeFor(c_, model.weights(), true)),
       ffn_(ffn ? std::move(ffn) : MakeDefaultFeedForward(model, pool)) {}
 
 ForwardPass::~ForwardPass() = default;
@@ -34,6 +59,10 @@ void ForwardPass::Resize(int64_t n) {
   grow(ffn_out_, n * c_.n_embd);
   grow(cos_, n * (c_.n_rot / 2));
   grow(sin_, n * (c_.n_rot / 2));
+  if (!c_.swa_layers.empty()) {
+    grow(cos_swa_, n * (c_.n_rot / 2));
+    grow(sin_swa_, n * (c_.n_rot / 2));
+  }
 }
 
 Status ForwardPass::Run(std::span<const int32_t> tokens, int64_t start_pos, KvCache& cache,
@@ -75,9 +104,14 @@ Status ForwardPass::RunBatch(std::span<const Segment> segments, std::vector<floa
     kernels::GetRows(w.token_embd, sg.tokens.data(), len, &x_[t0 * c_.n_embd]);
     for (int64_t t = 0; t < len; ++t) {
       rope_.Compute(sg.start_pos + t, &cos_[(t0 + t) * half], &sin_[(t0 + t) * half]);
+      if (!c_.swa_layers.empty()) {
+        rope_swa_.Compute(sg.start_pos + t, &cos_swa_[(t0 + t) * half], &sin_swa_[(t0 + t) * half]);
+      }
     }
     t0 += len;
   }
+
+  if (c_.embed_scale != 0.0f) kernels::ScaleInPlace(x_.data(), n * c_.n_embd, c_.embed_scale);
 
   failed_.assign(static_cast<size_t>(n), 0);
   ffn_error_ = Status::Ok();
@@ -114,28 +148,43 @@ Status ForwardPass::RunBatch(std::span<const Segment> segments, std::vector<floa
   }
   logits->resize(rows * c_.n_vocab);
   kernels::MatMul(w.output, xn_.data(), rows, c_.n_embd, logits->data(), c_.n_vocab, pool_);
+  if (c_.final_softcap > 0.0f) {
+    const float cap = c_.final_softcap, inv = 1.0f / cap;
+    for (float& v : *logits) v = std::tanh(v * inv) * cap;
+  }
   return Status::Ok();
 }
 
-void ForwardPass::Layer(int64_t il, int64_t n, std::span<const Segment> segments) {
+void ForwardPass::Attention(int64_t il, int64_t n, std::span<const Segment> segments) {
   const LayerWeights& l = model_.weights().layers[il];
-  const int64_t d = c_.n_embd, qd = c_.q_dim(), kvd = c_.kv_dim(), half = c_.n_rot / 2;
-
-  // Attention block.
-  for (int64_t t = 0; t < n; ++t)
-    kernels::RmsNorm(&x_[t * d], l.attn_norm.data(), d, c_.rms_eps, &xn_[t * d]);
-  kernels::MatMul(l.wq, xn_.data(), n, d, q_.data(), qd, pool_);
-  kernels::MatMul(l.wk, xn_.data(), n, d, k_.data(), kvd, pool_);
-  kernels::MatMul(l.wv, xn_.data(), n, d, v_.data(), kvd, pool_);
+  const int64_t qd = c_.q_dim(), kvd = c_.kv_dim(), half = c_.n_rot / 2;
+  const bool swa = c_.is_swa(il), rope = c_.uses_rope(il);
+  const float* cos_t = swa ? cos_swa_.data() : cos_.data();
+  const float* sin_t = swa ? sin_swa_.data() : sin_.data();
   for (int64_t t = 0; t < n; ++t) {
-    if (!l.bq.empty()) kernels::AddInPlace(&q_[t * qd], l.bq.data(), qd);
-    if (!l.bk.empty()) kernels::AddInPlace(&k_[t * kvd], l.bk.data(), kvd);
+    float* q = &q_[t * qd];
+    float* k = &k_[t * kvd];
+    if (!l.bq.empty()) kernels::AddInPlace(q, l.bq.data(), qd);
+    if (!l.bk.empty()) kernels::AddInPlace(k, l.bk.data(), kvd);
     if (!l.bv.empty()) kernels::AddInPlace(&v_[t * kvd], l.bv.data(), kvd);
-    ApplyRope(c_.arch->rope_style, &q_[t * qd], c_.n_head, c_.head_dim, c_.n_rot, &cos_[t * half],
-              &sin_[t * half]);
-    ApplyRope(c_.arch->rope_style, &k_[t * kvd], c_.n_head_kv, c_.head_dim, c_.n_rot,
-              &cos_[t * half], &sin_[t * half]);
+    if (c_.arch->qk_norm_whole) {
+      NormRows(q, 1, qd, l.attn_q_norm, c_.rms_eps);
+      NormRows(k, 1, kvd, l.attn_k_norm, c_.rms_eps);
+    } else if (!l.attn_q_norm.empty()) {
+      NormRows(q, c_.n_head, c_.head_dim, l.attn_q_norm, c_.rms_eps);
+      NormRows(k, c_.n_head_kv, c_.head_dim, l.attn_k_norm, c_.rms_eps);
+    }
+    if (rope) {
+      ApplyRope(c_.arch->rope_style, q, c_.n_head, c_.head_dim, c_.n_rot, &cos_t[t * half],
+                &sin_t[t * half]);
+      ApplyRope(c_.arch->rope_style, k, c_.n_head_kv, c_.head_dim, c_.n_rot, &cos_t[t * half],
+                &sin_t[t * half]);
+    }
+    if (c_.q_scale != 0.0f) kernels::ScaleInPlace(q, qd, c_.q_scale);
   }
+  const AttentionShape shape{c_.n_head,          c_.n_head_kv,
+                             c_.head_dim,        c_.q_scale != 0.0f ? 1.0f : 0.0f,
+                             swa ? c_.n_swa : 0, c_.attn_softcap};
   // Keys and values join each sequence's cache; attention stays within the sequence.
   int64_t t0 = 0;
   for (const Segment& sg : segments) {
@@ -144,12 +193,27 @@ void ForwardPass::Layer(int64_t il, int64_t n, std::span<const Segment> segments
       std::copy_n(&k_[(t0 + t) * kvd], kvd, sg.cache->Key(il, sg.start_pos + t));
       std::copy_n(&v_[(t0 + t) * kvd], kvd, sg.cache->Value(il, sg.start_pos + t));
     }
-    CausalAttention({c_.n_head, c_.n_head_kv, c_.head_dim}, &q_[t0 * qd], *sg.cache, il,
-                    sg.start_pos, len, &att_[t0 * qd], pool_, attn_scratch_);
+    CausalAttention(shape, &q_[t0 * qd], *sg.cache, il, sg.start_pos, len, &att_[t0 * qd], pool_,
+                    attn_scratch_);
     t0 += len;
   }
+}
+
+void ForwardPass::Layer(int64_t il, int64_t n, std::span<const Segment> segments) {
+  const LayerWeights& l = model_.weights().layers[il];
+  const int64_t d = c_.n_embd, qd = c_.q_dim(), kvd = c_.kv_dim();
+
+  // Attention block. A router that reads the layer's input (SmallThinker) gets a copy of it.
+  if (c_.arch->router_on_layer_input) layer_in_.assign(x_.begin(), x_.begin() + n * d);
+  for (int64_t t = 0; t < n; ++t)
+    kernels::RmsNorm(&x_[t * d], l.attn_norm.data(), d, c_.rms_eps, &xn_[t * d]);
+  kernels::MatMul(l.wq, xn_.data(), n, d, q_.data(), qd, pool_);
+  kernels::MatMul(l.wk, xn_.data(), n, d, k_.data(), kvd, pool_);
+  kernels::MatMul(l.wv, xn_.data(), n, d, v_.data(), kvd, pool_);
+  Attention(il, n, segments);
   // The attention output projection writes into xn_ (free now), then joins the residual.
   kernels::MatMul(l.wo, att_.data(), n, qd, xn_.data(), d, pool_);
+  if (!l.attn_post_norm.empty()) NormRows(xn_.data(), n, d, l.attn_post_norm, c_.rms_eps);
   kernels::AddInPlace(x_.data(), xn_.data(), n * d);
 
   // Feed-forward block, dense or sparse.
@@ -157,9 +221,11 @@ void ForwardPass::Layer(int64_t il, int64_t n, std::span<const Segment> segments
     kernels::RmsNorm(&x_[t * d], l.ffn_norm.data(), d, c_.rms_eps, &xn_[t * d]);
   // A token whose FFN failed keeps going with a zero FFN (its result is discarded), so that the
   // batch's other tokens are computed as if it had not failed.
-  Status st = ffn_->Compute(il, {x_.data(), xn_.data(), decode_.data(), n, failed_.data()},
-                            ffn_out_.data());
+  FfnInput in{x_.data(), xn_.data(), decode_.data(), n, failed_.data()};
+  if (c_.arch->router_on_layer_input) in.layer_input = layer_in_.data();
+  Status st = ffn_->Compute(il, in, ffn_out_.data());
   if (!st.ok() && ffn_error_.ok()) ffn_error_ = st;
+  if (!l.ffn_post_norm.empty()) NormRows(ffn_out_.data(), n, d, l.ffn_post_norm, c_.rms_eps);
   kernels::AddInPlace(x_.data(), ffn_out_.data(), n * d);
 }
 

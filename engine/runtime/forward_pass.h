@@ -55,15 +55,18 @@ class ForwardPass {
 
  private:
   void Layer(int64_t il, int64_t n, std::span<const Segment> segments);
+  void Attention(int64_t il, int64_t n, std::span<const Segment> segments);
   void Resize(int64_t n);
 
   const Model& model_;
   const ModelConfig& c_;
   kernels::ThreadPool* pool_;
-  RopeTable rope_;
+  // RoPE of the full-attention layers, and of the sliding-window ones (their own base and scale).
+  RopeTable rope_, rope_swa_;
   std::unique_ptr<FeedForward> ffn_;
   // Scratch, sized for the largest batch seen so far.
-  std::vector<float> x_, xn_, q_, k_, v_, att_, ffn_out_, attn_scratch_, cos_, sin_;
+  std::vector<float> x_, xn_, q_, k_, v_, att_, ffn_out_, attn_scratch_, cos_, sin_, cos_swa_,
+      sin_swa_, layer_in_;
   std::vector<uint8_t> decode_;  // per token of the batch: its segment is one token
   std::vector<uint8_t> failed_;  // per token of the batch: the FFN could not compute it
   Status ffn_error_;             // the first FFN failure of the batch

@@ -8,6 +8,7 @@
 #include "engine/kernels/thread_pool.h"
 #include "engine/kernels/vec_dot.h"
 #include "engine/runtime/dense_ffn.h"
+#include "engine/runtime/moe_ffn.h"
 #include "engine/sparse/sparse_ffn.h"
 
 namespace sparrow {
@@ -117,6 +118,12 @@ Result<std::shared_ptr<const SparsePlan>> MakeInMemoryPlan(const Model& model,
 Result<std::shared_ptr<const SparsePlan>> MakeSparsePlan(const Model& model,
                                                          const SparsityOptions& o,
                                                          kernels::ThreadPool* pool) {
+  if (model.config().n_expert > 0 && (o.sparsity > 0 || o.cache_bytes)) {
+    return Unsupported(
+        "--sparsity and --cache-mb are not supported yet for mixture-of-experts "
+        "models such as this '" +
+        std::string(model.config().arch->name) + "' file; run it dense");
+  }
   if (!o.cache_bytes) return MakeInMemoryPlan(model, o, pool);
   const ModelConfig& c = model.config();
   if (!model.weights().bundles) {
@@ -269,6 +276,7 @@ Result<std::shared_ptr<const SparsePlan>> MakeInMemoryPlan(const Model& model,
 std::unique_ptr<FeedForward> MakeFeedForward(const Model& model,
                                              std::shared_ptr<const SparsePlan> plan,
                                              kernels::ThreadPool* pool) {
+  if (!plan && model.config().n_expert > 0) return std::make_unique<MoeFfn>(model, pool);
   if (!plan) return std::make_unique<DenseFfn>(model, pool);
   return std::make_unique<SparseFfn>(model, std::move(plan), pool);
 }

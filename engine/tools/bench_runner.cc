@@ -83,6 +83,16 @@ BenchModelInfo DescribeModel(const Model& model, const std::string& path) {
                                            &l.ffn_down, &l.ffn_down_t, &l.pred_fc1, &l.pred_fc2}) {
       info.weight_bytes_per_token += MatrixBytes(*m);  // absent ones are empty
     }
+    // A mixture of experts reads its router and, on average, its chosen share of the experts.
+    if (c.n_expert > 0) {
+      const double experts = static_cast<double>(MatrixBytes(l.ffn_gate_exps)) +
+                             static_cast<double>(MatrixBytes(l.ffn_up_exps)) +
+                             static_cast<double>(MatrixBytes(l.ffn_down_exps));
+      info.weight_bytes_per_token +=
+          MatrixBytes(l.ffn_gate_inp) +
+          static_cast<uint64_t>(experts * static_cast<double>(c.n_expert_used) /
+                                static_cast<double>(c.n_expert));
+    }
   }
   info.n_vocab = c.n_vocab;
   info.n_layer = c.n_layer;

@@ -110,6 +110,14 @@ Result<ConvertSummary> ConvertToBundles(const ConvertOptions& o) {
   const ModelWeights& w = model->weights();
   const GgufFile& src = model->file();
   if (w.bundles) return InvalidArgument(o.model + " is already in the neuron-bundle layout");
+  if (c.arch->fused_gate_up) {
+    return Unsupported(o.model + ": converting '" + std::string(c.arch->name) +
+                       "' files (gate and up rows fused in one tensor) is not supported yet");
+  }
+  if (c.n_expert > 0) {
+    return Unsupported(o.model + ": converting the mixture-of-experts architecture '" +
+                       std::string(c.arch->name) + "' to neuron bundles is not supported yet");
+  }
 
   ConvertSummary sum;
   sum.n_layer = c.n_layer;

@@ -16,6 +16,7 @@
 #include "engine/sparse/sparse_plan.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "engine/tools/bundle_convert.h"
+#include "tests/util/arch_golden_files.h"
 #include "tests/util/golden.h"
 #include "tests/util/test_paths.h"
 
@@ -74,10 +75,11 @@ class GoldenModelTest : public ::testing::TestWithParam<std::string> {};
 // reverse order, which must not change what it computes beyond summation order. `cache_share`
 // (converted PowerInfer files): the FFN stays on flash behind a neuron cache of that share of
 // the bundles (--cache-mb), which must not change it at all.
+// `model_path`: the file the golden was made from, when it is not in the shared folder.
 void CheckFile(const std::string& json_path, kernels::ThreadPool* pool, bool converted = false,
-               double cache_share = -1) {
+               double cache_share = -1, const std::string& model_path = "") {
   GoldenFile g = testing::LoadGolden(json_path);
-  std::string path = testing::GoldenModelPath(g);
+  std::string path = model_path.empty() ? testing::GoldenModelPath(g) : model_path;
   if (path.empty())
     GTEST_SKIP() << g.model_file
                  << " is not shipped in ../shared/models (vectors kept for reference)";
@@ -185,7 +187,7 @@ TEST_P(GoldenModelTest, MatchesLlamaCppTwoThreads) {
 
 std::vector<std::string> AllGoldenPaths() {
   std::vector<std::string> out;
-  for (const char* dir : {"testdata/golden", "kjv/golden", "pwri/golden"}) {
+  for (const char* dir : {"testdata/golden", "kjv/golden", "pwri/golden", "arch/golden"}) {
     for (std::string& p : testing::ListGoldenPaths(dir)) {
       // PowerInfer computes FFNs of at most 1000 neurons (the KJV ReLU model has 768) by its
       // attention-head path, which skips gate/up rows in blocks of 128 by the logit of neuron
@@ -203,6 +205,30 @@ INSTANTIATE_TEST_SUITE_P(AllFiles, GoldenModelTest, ::testing::ValuesIn(AllGolde
                            const std::string file =
                                std::filesystem::path(info.param).filename().string();
                            std::string n = file.substr(0, file.size() - 5);
+                           std::replace_if(
+                               n.begin(), n.end(), [](char ch) { return !std::isalnum(ch); }, '_');
+                           return n;
+                         });
+
+// The goldens of tests/golden/arch: newer families' synthetic files and quantized variants of
+// ../shared/arch's, remade here as each golden says (they are not kept in the repository).
+class RepoArchGoldenTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(RepoArchGoldenTest, MatchesLlamaCpp) {
+  const nlohmann::json j = nlohmann::json::parse(testing::ReadFileOrDie(GetParam()));
+  const std::string path = testing::TempPath(j.at("model_file").get<std::string>());
+  const std::string error = testing::RegenerateArchModel(j, path);
+  if (error.rfind("skip: ", 0) == 0) GTEST_SKIP() << error;
+  ASSERT_EQ(error, "");
+  kernels::ThreadPool pool(2);
+  CheckFile(GetParam(), &pool, false, -1, path);
+  std::remove(path.c_str());
+}
+
+INSTANTIATE_TEST_SUITE_P(Repo, RepoArchGoldenTest,
+                         ::testing::ValuesIn(testing::RepoArchGoldenPaths()),
+                         [](const ::testing::TestParamInfo<std::string>& info) {
+                           std::string n = std::filesystem::path(info.param).stem().string();
                            std::replace_if(
                                n.begin(), n.end(), [](char ch) { return !std::isalnum(ch); }, '_');
                            return n;

@@ -142,6 +142,11 @@ std::vector<std::vector<double>> ReferenceLogits(const Model& model,
           case FfnKind::kDReluGlu:
             g[i] = std::max(g[i], 0.0) * std::max(u[i], 0.0);
             break;
+          case FfnKind::kGeGlu:  // GELU, tanh form
+            g[i] = 0.5 * g[i] *
+                   (1 + std::tanh(std::sqrt(2 / M_PI) * (g[i] + 0.044715 * g[i] * g[i] * g[i]))) *
+                   u[i];
+            break;
         }
         if (c.powerinfer && logit[i] < c.sparse_threshold) g[i] = 0;
       }

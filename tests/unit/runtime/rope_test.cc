@@ -75,5 +75,58 @@ TEST(RopeTest, LinearScalingDividesPositions) {
   }
 }
 
+TEST(RopeTest, FreqFactorsDivideEachPairsAngle) {
+  // Llama 3.1's rope_freqs: pair i turns pos * base^(-2i/n) / factor[i].
+  RopeParams p;
+  p.n_rot = 8;
+  p.freq_factors = {1.0f, 2.0f, 4.0f, 8.0f};
+  RopeTable table(p);
+  std::vector<float> c(4), s(4);
+  table.Compute(37, c.data(), s.data());
+  for (int i = 0; i < 4; ++i) {
+    const double theta = 37 * std::pow(10000.0, -2.0 * i / 8) / p.freq_factors[i];
+    EXPECT_NEAR(c[i], std::cos(theta), 1e-5) << i;
+    EXPECT_NEAR(s[i], std::sin(theta), 1e-5) << i;
+  }
+}
+
+TEST(RopeTest, YarnExtrapolatesHighFrequenciesAndInterpolatesLowOnes) {
+  // YaRN (arXiv 2309.00071): pairs that turn many times over the original context keep their
+  // angle, pairs that turn less than once are divided by the factor, a ramp between; cos and sin
+  // are scaled by the attention factor times 1 + 0.1 ln(factor).
+  RopeParams p;
+  p.n_rot = 64;
+  p.freq_base = 10000.0f;
+  p.freq_scale = 0.25f;
+  p.ext_factor = 1.0f;
+  p.attn_factor = 0.9f;
+  p.n_ctx_orig = 512;
+  RopeTable table(p);
+  std::vector<float> c(32), s(32);
+  const int64_t pos = 1000;
+  table.Compute(pos, c.data(), s.data());
+  const double mscale = 0.9 * (1 + 0.1 * std::log(4.0));
+  // The pair that turns beta_fast = 32 times over 512 positions, and the one that turns once.
+  auto corr = [&](double turns) {
+    return 64 * std::log(512 / (turns * 2 * M_PI)) / (2 * std::log(10000.0));
+  };
+  const int64_t fast_end = static_cast<int64_t>(std::floor(corr(32))),
+                slow_start = static_cast<int64_t>(std::ceil(corr(1)));
+  ASSERT_LT(fast_end, slow_start);
+  for (int64_t i = 0; i < 32; ++i) {
+    const double theta = pos * std::pow(10000.0, -2.0 * i / 64);
+    double want;
+    if (i <= fast_end) {
+      want = theta;  // extrapolated
+    } else if (i >= slow_start) {
+      want = theta * 0.25;  // interpolated
+    } else {
+      continue;  // on the ramp
+    }
+    EXPECT_NEAR(std::atan2(s[i], c[i]), std::atan2(std::sin(want), std::cos(want)), 2e-3) << i;
+    EXPECT_NEAR(std::hypot(c[i], s[i]), mscale, 1e-5) << i;
+  }
+}
+
 }  // namespace
 }  // namespace sparrow

@@ -2,6 +2,8 @@
 // each one as its "made_with" says (sparrow quantize, or the synthetic_arch.h writer) and checks
 // that it is byte for byte the file llama.cpp ran ("model_sha256"): a change to the quantizers
 // or the writer that alters those files must come with new goldens.
+#include "tests/util/arch_golden_files.h"
+
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -11,53 +13,24 @@
 #include <string>
 #include <vector>
 
-#include "engine/tools/quantize_command.h"
 #include "tests/util/sha256.h"
-#include "tests/util/synthetic_arch.h"
 #include "tests/util/test_paths.h"
 
 namespace sparrow::testing {
 namespace {
 
-std::vector<std::string> Words(const std::string& s) {
-  std::istringstream in(s);
-  std::vector<std::string> words;
-  for (std::string w; in >> w;) words.push_back(w);
-  return words;
-}
-
-// Writes the model a golden describes to `path`; "" on success, else why not.
-std::string Regenerate(const nlohmann::json& g, const std::string& path) {
-  const std::vector<std::string> cmd = Words(g.at("made_with").get<std::string>());
-  if (cmd.size() == 8 && cmd[0] == "sparrow" && cmd[1] == "quantize") {
-    const std::string src = SharedDir() + "/" + g.at("made_from").get<std::string>();
-    if (!FileExists(src)) return "skip: " + src + " is absent";
-    auto sum = tools::QuantizeModel({src, path, cmd[7]});
-    return sum.ok() ? "" : sum.status().ToString();
-  }
-  if (cmd.size() == 4 && cmd[0] == "write_arch_model") {
-    const auto family = ParseArchFamily(cmd[1]);
-    if (!family) return "unknown family " + cmd[1];
-    const Status s = WriteArchModel({*family, std::stoull(cmd[3])}, path);
-    return s.ok() ? "" : s.ToString();
-  }
-  return "cannot read made_with: " + g.at("made_with").get<std::string>();
-}
-
 TEST(ArchGoldenFiles, RegeneratedFilesAreTheOnesLlamaCppRan) {
-  const std::filesystem::path dir = std::filesystem::path(SPARROW_SOURCE_DIR) / "tests/golden/arch";
   int checked = 0;
-  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
-    if (entry.path().extension() != ".json") continue;
-    const nlohmann::json g = nlohmann::json::parse(ReadFileOrDie(entry.path().string()));
+  for (const std::string& json : RepoArchGoldenPaths()) {
+    const nlohmann::json g = nlohmann::json::parse(ReadFileOrDie(json));
     const std::string out = TempPath(g.at("model_file").get<std::string>());
-    const std::string error = Regenerate(g, out);
+    const std::string error = RegenerateArchModel(g, out);
     if (error.rfind("skip: ", 0) == 0) continue;
-    ASSERT_EQ(error, "") << entry.path();
+    ASSERT_EQ(error, "") << json;
     const std::string bytes = ReadFileOrDie(out);
     std::remove(out.c_str());
-    EXPECT_EQ(bytes.size(), g.at("model_size_bytes").get<size_t>()) << entry.path();
-    EXPECT_EQ(Sha256Hex(bytes), g.at("model_sha256").get<std::string>()) << entry.path();
+    EXPECT_EQ(bytes.size(), g.at("model_size_bytes").get<size_t>()) << json;
+    EXPECT_EQ(Sha256Hex(bytes), g.at("model_sha256").get<std::string>()) << json;
     ++checked;
   }
   EXPECT_GT(checked, 0);
