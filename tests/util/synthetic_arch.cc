@@ -38,6 +38,7 @@ class Builder {
   std::string Key(std::string_view k) const { return arch_ + "." + std::string(k); }
   void U32(std::string_view k, uint32_t v) { w_.AddU32(Key(k), v); }
   void F32(std::string_view k, float v) { w_.AddF32(Key(k), v); }
+  void Str(std::string_view k, std::string_view v) { w_.AddString(Key(k), v); }
 
   void Tensor(const std::string& name, std::vector<uint64_t> dims, Fill fill) {
     uint64_t n = 1;
@@ -237,6 +238,16 @@ void Smallthinker(Builder& b) {
   b.U32("expert_gating_func", 2);
 }
 
+// Llama with YaRN rope scaling (factor 4 over an original context of 64): the ramp between
+// extrapolated and interpolated pairs and the attention factor, on every position.
+void LlamaYarn(Builder& b) {
+  LlamaLikeModel(b, {});
+  b.U32("rope.dimension_count", kHeadDim);
+  b.Str("rope.scaling.type", "yarn");
+  b.F32("rope.scaling.factor", 4.0f);
+  b.U32("rope.scaling.original_context_length", 64);
+}
+
 // Each family: its file name part, general.architecture, general.name and writer. Mixtral files
 // say "llama". llama.cpp gives Phi-3 vocabularies special-token attributes when the name says
 // "phi3", which needs tokens stories260K lacks; so that file is "synthetic-random-phi".
@@ -255,6 +266,7 @@ constexpr Family kFamilies[] = {
     {ArchFamily::kSmollm3, "smollm3", "smollm3", "synthetic-random-smollm3", Smollm3},
     {ArchFamily::kSmallthinker, "smallthinker", "smallthinker", "synthetic-random-smallthinker",
      Smallthinker},
+    {ArchFamily::kLlamaYarn, "llamayarn", "llama", "synthetic-random-llama-yarn", LlamaYarn},
 };
 
 const Family& FamilyOf(ArchFamily f) {

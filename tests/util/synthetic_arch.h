@@ -15,7 +15,7 @@
 
 namespace sparrow::testing {
 
-enum class ArchFamily { kPhi3, kGemma2, kMixtral, kOlmoe, kSmollm3, kSmallthinker };
+enum class ArchFamily { kPhi3, kGemma2, kMixtral, kOlmoe, kSmollm3, kSmallthinker, kLlamaYarn };
 
 std::string_view ArchFamilyName(ArchFamily f);  // "phi3", ..., as in the file names
 std::optional<ArchFamily> ParseArchFamily(std::string_view name);

@@ -14,8 +14,9 @@
 namespace sparrow::testing {
 namespace {
 
-constexpr ArchFamily kAll[] = {ArchFamily::kPhi3,  ArchFamily::kGemma2,  ArchFamily::kMixtral,
-                               ArchFamily::kOlmoe, ArchFamily::kSmollm3, ArchFamily::kSmallthinker};
+constexpr ArchFamily kAll[] = {
+    ArchFamily::kPhi3,    ArchFamily::kGemma2,       ArchFamily::kMixtral,  ArchFamily::kOlmoe,
+    ArchFamily::kSmollm3, ArchFamily::kSmallthinker, ArchFamily::kLlamaYarn};
 
 std::vector<uint8_t> Bytes(ArchFamily f, uint64_t seed) {
   auto w = MakeArchModel({f, seed});
@@ -37,7 +38,8 @@ TEST(SyntheticArch, SameSeedSameBytesAndNamesRoundTrip) {
     EXPECT_NE(a, Bytes(fam, 2)) << name;
     auto f = GgufFile::FromMemory(a);
     ASSERT_TRUE(f.ok()) << name << ": " << f.status().ToString();
-    const std::string arch = fam == ArchFamily::kMixtral ? "llama" : name;
+    const bool llama = fam == ArchFamily::kMixtral || fam == ArchFamily::kLlamaYarn;
+    const std::string arch = llama ? "llama" : name;
     EXPECT_EQ(*(*f)->GetString("general.architecture"), arch);
     EXPECT_EQ((*(*f)->GetArray("tokenizer.ggml.tokens"))->size, 512u) << name;
     EXPECT_EQ(*(*f)->GetUInt(arch + ".embedding_length"), 256u) << name;
