@@ -59,6 +59,14 @@ void SwiGlu(const float* gate, const float* up, int64_t n, float* out) {
   for (int64_t i = 0; i < n; ++i) out[i] = SiluOne(gate[i]) * up[i];
 }
 
+void Gelu(const float* x, int64_t n, float* out) {
+  const std::vector<uint16_t>& table = GeluTable();
+  for (int64_t i = 0; i < n; ++i) {
+    const float g = x[i];
+    out[i] = g <= -10.0f ? 0.0f : g >= 10.0f ? g : Fp16ToFp32(table[Fp32ToFp16(g)]);
+  }
+}
+
 void GeGlu(const float* gate, const float* up, int64_t n, float* out) {
   const std::vector<uint16_t>& table = GeluTable();
   for (int64_t i = 0; i < n; ++i) {

@@ -22,6 +22,8 @@ void Silu(const float* x, int64_t n, float* out);
 // out = silu(gate) * up (the SwiGLU feed-forward gate).
 void SwiGlu(const float* gate, const float* up, int64_t n, float* out);
 
+// out = gelu(x), GELU's tanh form through ggml's fp16 table (GeGlu's gate activation).
+void Gelu(const float* x, int64_t n, float* out);
 // out = gelu(gate) * up (GeGLU), GELU's tanh form looked up for the fp16-rounded gate as ggml
 // does; |gate| >= 10 is exact (0 or gate).
 void GeGlu(const float* gate, const float* up, int64_t n, float* out);

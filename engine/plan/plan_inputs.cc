@@ -99,8 +99,9 @@ Result<PlanInputs> MakePlanInputs(const Model& model, const ActivationProfile* p
         "pass the share active per token (--active-share, in (0, 1]; `sparrow bench --json` "
         "reports it as active_fraction), or convert it with --calibrate, which records it");
   }
-  if (!in.powerinfer && (c.ffn_kind != FfnKind::kSwiGlu || c.n_expert > 0)) {
-    return Unsupported("the planner handles SwiGLU models and PowerInfer files, not '" +
+  const bool gated = c.ffn_kind == FfnKind::kSwiGlu || c.ffn_kind == FfnKind::kGeGlu;
+  if (!in.powerinfer && (!gated || c.n_expert > 0)) {
+    return Unsupported("the planner handles SwiGLU and GeGLU models and PowerInfer files, not '" +
                        std::string(c.arch->name) + "' ones yet");
   }
 

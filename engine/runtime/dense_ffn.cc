@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <numeric>
 
+#include "engine/common/check.h"
 #include "engine/kernels/matmul.h"
 #include "engine/kernels/sparse_ops.h"
 #include "engine/kernels/vec_ops.h"
@@ -24,6 +25,15 @@ void GatedActivation(FfnKind kind, float* gate, const float* up, int64_t n) {
     case FfnKind::kGeGlu:
       kernels::GeGlu(gate, up, n, gate);
       return;
+  }
+}
+
+void GateActivation(FfnKind kind, float* gate, int64_t n) {
+  SPARROW_CHECK(kind == FfnKind::kSwiGlu || kind == FfnKind::kGeGlu);
+  if (kind == FfnKind::kGeGlu) {
+    kernels::Gelu(gate, n, gate);
+  } else {
+    kernels::Silu(gate, n, gate);
   }
 }
 

@@ -35,6 +35,10 @@ class DenseFfn : public FeedForward {
   std::vector<int32_t> all_rows_;
 };
 
+// The gate's activation alone, in place: silu for SwiGLU, gelu for GeGLU (the magnitude CATS
+// thresholds; times up it is GatedActivation bit for bit). Only these two kinds.
+void GateActivation(FfnKind kind, float* gate, int64_t n);
+
 // h = act_gate(gate) * act_up(up) for the model's kind, in place into gate.
 void GatedActivation(FfnKind kind, float* gate, const float* up, int64_t n);
 

@@ -7,6 +7,7 @@
 
 #include "engine/common/check.h"
 #include "engine/kernels/vec_ops.h"
+#include "engine/runtime/dense_ffn.h"
 
 namespace sparrow {
 namespace {
@@ -88,7 +89,8 @@ void ActivationCalibrator::OnPreActivations(int64_t il, const FfnInput& in, cons
   if (act_.size() < static_cast<size_t>(n_ff)) act_.resize(n_ff);
   const auto n_levels = static_cast<int64_t>(levels_.size());
   for (int64_t t = 0; t < n; ++t) {
-    kernels::Silu(gate + t * n_ff, n_ff, act_.data());
+    std::copy_n(gate + t * n_ff, n_ff, act_.data());
+    GateActivation(c_.ffn_kind, act_.data(), n_ff);
     if (!counting_) {
       if (il == 0) ++tokens_;
       for (int64_t i = 0; i < n_ff; ++i) {

@@ -84,10 +84,10 @@ void SparseFfn::SelectTokens(int64_t il, const FfnInput& in, const float* logits
   tok_ids_.clear();
   tok_start_.assign(1, 0);
   if (!logits) {
-    // Threshold policies: the gate is resident; silu(gate) for every neuron of every token.
+    // Threshold policies: the gate is resident; act(gate) for every neuron of every token.
     float* h = Grow(gate_, static_cast<size_t>(n * c.n_ff));
     kernels::MatMul(model_.weights().layers[il].ffn_gate, in.normed, n, c.n_embd, h, c.n_ff, pool_);
-    kernels::Silu(h, n * c.n_ff, h);
+    GateActivation(c.ffn_kind, h, n * c.n_ff);
   }
   for (int64_t t = 0; t < n; ++t) {
     if (logits) {
@@ -243,7 +243,7 @@ void SparseFfn::TokenFromDots(int64_t il, int64_t t, float* out) {
     GatedActivation(c.ffn_kind, g, u, k);
     for (int64_t j = 0; j < k; ++j) h[ids[j]] = g[j];
   } else {
-    // CATS: silu(gate) from SelectTokens, times up, for the neurons that passed.
+    // CATS: act(gate) from SelectTokens, times up, for the neurons that passed.
     const float* a = gate_.data() + t * c.n_ff;
     for (int64_t j = 0; j < k; ++j) h[ids[j]] = a[ids[j]] * u[j];
   }
@@ -328,7 +328,7 @@ void SparseFfn::ThresholdOne(int64_t il, const float* normed, float* out) {
   float* h = Grow(h_, static_cast<size_t>(c.n_ff));
   float* u = Grow(up_, static_cast<size_t>(c.n_ff));
   kernels::MatMul(l.ffn_gate, normed, 1, c.n_embd, h, c.n_ff, pool_);
-  kernels::Silu(h, c.n_ff, h);
+  GateActivation(c.ffn_kind, h, c.n_ff);
   if (plan_->policy == SparsePolicy::kCats) {
     // Only the neurons whose gate passes read their up rows; the rest of u is never used.
     active_.clear();
@@ -383,7 +383,7 @@ void SparseFfn::MixedBatch(int64_t il, const LayerWeights& l, const kernels::Wei
         }
       }
     } else {
-      kernels::Silu(gt, c.n_ff, gt);
+      GateActivation(c.ffn_kind, gt, c.n_ff);
       SelectByThreshold(il, gt, ut);
     }
     if (dense_down) {

@@ -193,9 +193,9 @@ Result<std::shared_ptr<const SparsePlan>> MakeInMemoryPlan(const Model& model,
     return std::shared_ptr<const SparsePlan>(std::move(plan));
   }
   if (o.sparsity == 0) return std::shared_ptr<const SparsePlan>();
-  if (c.ffn_kind != FfnKind::kSwiGlu) {
+  if (c.ffn_kind != FfnKind::kSwiGlu && c.ffn_kind != FfnKind::kGeGlu) {
     return Unsupported(
-        "--sparsity needs a SwiGLU model; this one's FFN is ReLU-gated without "
+        "--sparsity needs a SwiGLU or GeGLU model; this one's FFN is ReLU-gated without "
         "predictors");
   }
   if (o.down_type) {

@@ -93,8 +93,9 @@ Result<ActivationProfile> CalibrateProfile(const ProfileOptions& o) {
                            ": a PowerInfer file chooses its neurons by its predictors; "
                            "it needs no profile");
   }
-  if (c.ffn_kind != FfnKind::kSwiGlu || c.n_expert > 0) {
-    return Unsupported(o.model + ": profiles are made for dense SwiGLU models, not yet for '" +
+  if ((c.ffn_kind != FfnKind::kSwiGlu && c.ffn_kind != FfnKind::kGeGlu) || c.n_expert > 0) {
+    return Unsupported(o.model +
+                       ": profiles are made for dense SwiGLU and GeGLU models, not yet for '" +
                        std::string(c.arch->name) + "'");
   }
   auto tokenizer = LoadTokenizer(model->file());

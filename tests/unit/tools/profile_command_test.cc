@@ -205,6 +205,42 @@ TEST_F(ProfileTest, DecodedTokensComputeTheAskedShare) {
   }
 }
 
+// GeGLU (Gemma): profiles measure |gelu(gate)|, and CATS and TEAL skip the asked share of the
+// neurons of decoded tokens. Random weights (../shared/arch): the shares, not the quality.
+TEST(GeGluProfileTest, CalibratesAndSkipsTheAskedShare) {
+  const std::string model_path = testing::SharedDir() + "/arch/models/synth-gemma3-f32.gguf";
+  if (!testing::FileExists(model_path)) GTEST_SKIP() << model_path << " absent";
+  ProfileOptions po;
+  po.model = model_path;
+  po.text_file = KjvPath("text/kjv-train.txt");
+  po.max_tokens = 256;
+  po.threads = 2;
+  auto p = CalibrateProfile(po);
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  const std::string path = testing::TempPath("gemma3.profile");
+  ASSERT_TRUE(WriteActivationProfile(*p, path).ok());
+  auto model = Model::Load(model_path);
+  ASSERT_TRUE(model.ok());
+  kernels::ThreadPool pool(2);
+  for (ThresholdMethod method : {ThresholdMethod::kCats, ThresholdMethod::kTealDown}) {
+    auto plan = MakeSparsePlan(**model, Opts(0.5, path, method), &pool);
+    ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+    ForwardPass fp(**model, &pool, MakeFeedForward(**model, *plan, &pool));
+    ContiguousKvCache cache((*model)->config().n_layer, 64, (*model)->config().kv_dim());
+    std::vector<float> logits;
+    for (int32_t t = 0; t < 48; ++t) {
+      const int32_t id = (t * 37 + 5) % 512;
+      ASSERT_TRUE(fp.Run({&id, 1}, t, cache, false, &logits).ok());
+    }
+    const FfnCounters c = fp.ffn().counters();
+    const double active = static_cast<double>(c.neurons_computed) / c.neurons_total;
+    std::printf("[profile] gemma3 %s at 0.5: %.3f of the neurons computed per token\n",
+                std::string(fp.ffn().mode()).c_str(), active);
+    EXPECT_NEAR(active, 0.5, 0.1);
+  }
+  std::remove(path.c_str());
+}
+
 // In a batch mixing decoded and prompt tokens (continuous batching), each decoded token computes
 // the neurons it computes decoded alone (bit for bit when the batch's down rows are accumulated
 // per token) and each prompt token the dense FFN.
