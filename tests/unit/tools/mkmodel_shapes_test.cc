@@ -22,6 +22,35 @@ TEST(ModelShapes, RealShapesMatchTheirConfigs) {
   EXPECT_NE(KnownShapeNames().find("tinyllama-1.1b"), std::string::npos);
 }
 
+TEST(ModelShapes, NewerFamiliesMatchTheirConfigs) {
+  auto q3 = FindModelShape("qwen3-4b");
+  ASSERT_TRUE(q3.has_value());
+  EXPECT_EQ(q3->arch, "qwen3");
+  EXPECT_EQ(q3->head_dim, 128);  // not 2560 / 32
+  EXPECT_EQ(q3->n_vocab, 151936);
+  EXPECT_TRUE(q3->qk_norm);
+  auto g = FindModelShape("gemma-3-1b");
+  ASSERT_TRUE(g.has_value());
+  EXPECT_EQ(g->n_head_kv, 1);
+  EXPECT_EQ(g->n_swa, 512);
+  EXPECT_EQ(g->n_vocab, 262144);
+  auto moe = FindModelShape("qwen3-30b-a3b");
+  ASSERT_TRUE(moe.has_value());
+  EXPECT_EQ(moe->n_layer, 48);
+  EXPECT_EQ(moe->n_expert, 128);
+  EXPECT_EQ(moe->n_expert_used, 8);
+  EXPECT_EQ(moe->n_ff_exp, 768);
+  EXPECT_FALSE(moe->tied_output);
+  auto phi = FindModelShape("phi-4-mini");
+  ASSERT_TRUE(phi.has_value());
+  EXPECT_TRUE(phi->fused);
+  EXPECT_EQ(phi->n_rot, 96);
+  auto st = FindModelShape("smallthinker-4b-a0.6b");
+  ASSERT_TRUE(st.has_value());
+  EXPECT_EQ(st->expert_gating, 2);
+  EXPECT_NE(KnownShapeNames().find("olmoe-1b-7b"), std::string::npos);
+}
+
 TEST(ModelShapes, FileTypesParse) {
   EXPECT_EQ(ParseModelFileType("q4_k_m"), ModelFileType::kQ4_K_M);
   EXPECT_EQ(ParseModelFileType("f16"), ModelFileType::kF16);
