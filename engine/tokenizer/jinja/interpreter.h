@@ -1,7 +1,7 @@
 #pragma once
 // The interpreter: renders a parsed template with jinja2's scoping (each loop iteration, macro
-// call and block opens a scope, if does not), its default Undefined, and limits on work, output and recursion so
-// that no template can run away. One Interpreter renders once; not thread-safe.
+// call and block opens a scope, if does not), its default Undefined, and limits on work, output and
+// recursion so that no template can run away. One Interpreter renders once; not thread-safe.
 #include <cstdint>
 #include <memory>
 #include <string>
