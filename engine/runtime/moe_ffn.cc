@@ -58,18 +58,23 @@ Status MoeFfn::Compute(int64_t il, const FfnInput& in, float* out) {
 
   // Each chosen (token, slot) pair's expert output, computed expert by expert.
   expert_out_.resize(n * k * d);
+  // The (token, slot) pairs grouped by expert in one pass (a counting sort), not one scan per
+  // expert: a 128-expert model would otherwise scan the batch 128 times per layer.
+  starts_.assign(c.n_expert + 1, 0);
+  for (int64_t i = 0; i < n * k; ++i) ++starts_[chosen_[i] + 1];
+  for (int64_t e = 0; e < c.n_expert; ++e) starts_[e + 1] += starts_[e];
+  members_.resize(n * k);
+  order_.assign(starts_.begin(), starts_.end() - 1);  // each expert's next free place
+  for (int64_t i = 0; i < n * k; ++i) members_[order_[chosen_[i]]++] = static_cast<int32_t>(i);
   for (int64_t e = 0; e < c.n_expert; ++e) {
-    members_.clear();
-    for (int64_t i = 0; i < n * k; ++i) {
-      if (chosen_[i] == e) members_.push_back(static_cast<int32_t>(i));
-    }
-    const auto m = static_cast<int64_t>(members_.size());
+    const int32_t* group = &members_[starts_[e]];
+    const int64_t m = starts_[e + 1] - starts_[e];
     if (m == 0) continue;
     rows_in_.resize(m * d);
     gate_.resize(m * f);
     up_.resize(m * f);
     for (int64_t r = 0; r < m; ++r)
-      std::copy_n(in.normed + (members_[r] / k) * d, d, &rows_in_[r * d]);
+      std::copy_n(in.normed + (group[r] / k) * d, d, &rows_in_[r * d]);
     kernels::MatMul(ExpertRows(l.ffn_gate_exps, e, f), rows_in_.data(), m, d, gate_.data(), f,
                     pool_);
     kernels::MatMul(ExpertRows(l.ffn_up_exps, e, f), rows_in_.data(), m, d, up_.data(), f, pool_);
@@ -77,7 +82,7 @@ Status MoeFfn::Compute(int64_t il, const FfnInput& in, float* out) {
     // The down products land in rows_in_ (free now), then move to their (token, slot) rows.
     kernels::MatMul(ExpertRows(l.ffn_down_exps, e, d), gate_.data(), m, f, rows_in_.data(), d,
                     pool_);
-    for (int64_t r = 0; r < m; ++r) std::copy_n(&rows_in_[r * d], d, &expert_out_[members_[r] * d]);
+    for (int64_t r = 0; r < m; ++r) std::copy_n(&rows_in_[r * d], d, &expert_out_[group[r] * d]);
   }
   // Weighted sum in slot order, as llama.cpp adds its expert views one after the other.
   for (int64_t t = 0; t < n; ++t) {

@@ -32,7 +32,7 @@ class MoeFfn : public FeedForward {
   kernels::ThreadPool* pool_;
   FfnCounters counters_;
   std::vector<float> probs_, weights_, rows_in_, gate_, up_, expert_out_;
-  std::vector<int32_t> chosen_, order_, members_;
+  std::vector<int32_t> chosen_, order_, members_, starts_;
 };
 
 // The indices of the k largest of `probs` (n values), largest first; ties keep the lower index
