@@ -5,6 +5,7 @@
 
 #include "engine/kernels/dequantize.h"
 #include "engine/kernels/vec_dot.h"
+#include "engine/model/expert_bundles.h"
 #include "engine/model/gguf_file.h"
 #include "engine/model/neuron_bundles.h"
 
@@ -217,6 +218,21 @@ Status BindExperts(Binder& b, const std::string& p, const ModelConfig& c, LayerW
   return Status::Ok();
 }
 
+// A converted mixture-of-experts file (expert_bundles.h): the router stays, the experts are in
+// the records.
+Status BindBundledExperts(Binder& b, const std::string& p, const ModelConfig& c, LayerWeights& l) {
+  for (const char* name : {"ffn_gate_exps.weight", "ffn_up_exps.weight", "ffn_down_exps.weight"}) {
+    if (b.Has(p + name)) {
+      return Corrupt("tensor '" + p + name +
+                     "' in a file of expert bundles, whose experts are in '" + p +
+                     "ffn_expert_bundles'");
+    }
+  }
+  SPARROW_ASSIGN_OR_RETURN(l.ffn_gate_inp, b.Matrix(p + "ffn_gate_inp.weight", c.n_embd, c.n_expert,
+                                                    "n_embd x n_expert"));
+  return Status::Ok();
+}
+
 }  // namespace
 
 Result<ModelWeights> BindModelWeights(const GgufFile& file, const ModelConfig& c) {
@@ -243,7 +259,20 @@ Result<ModelWeights> BindModelWeights(const GgufFile& file, const ModelConfig& c
                              b.Vector("rope_factors_short.weight", c.n_rot / 2, false));
     w.rope_freqs = c.rope_long_factors ? std::move(long_f) : std::move(short_f);
   }
-  if (HasNeuronBundles(file)) {
+  if (HasExpertBundles(file)) {
+    if (c.n_expert == 0) {
+      return Corrupt("a file of expert bundles of the architecture '" + std::string(c.arch->name) +
+                     "', which has no experts");
+    }
+    SPARROW_ASSIGN_OR_RETURN(
+        NeuronBundleLayout layout,
+        ReadExpertBundleLayout(file, c.n_layer, c.n_expert, c.n_embd, c.n_ff_exp));
+    w.bundles = std::make_shared<const NeuronBundleLayout>(std::move(layout));
+    for (int64_t i = 0; i < c.n_layer; ++i) {
+      b.MarkUsed(ExpertBundlesTensorName(i));
+      b.MarkUsed(ExpertIdsTensorName(i));
+    }
+  } else if (HasNeuronBundles(file)) {
     if (c.n_expert > 0) {
       return Unsupported("a file of neuron bundles of the mixture-of-experts architecture '" +
                          std::string(c.arch->name) + "'");
@@ -285,7 +314,7 @@ Result<ModelWeights> BindModelWeights(const GgufFile& file, const ModelConfig& c
     }
     SPARROW_ASSIGN_OR_RETURN(l.ffn_norm, b.Vector(p + "ffn_norm.weight", c.n_embd, true));
     if (c.n_expert > 0) {
-      SPARROW_RETURN_IF_ERROR(BindExperts(b, p, c, l));
+      SPARROW_RETURN_IF_ERROR(w.bundles ? BindBundledExperts(b, p, c, l) : BindExperts(b, p, c, l));
       continue;
     }
     if (w.bundles) {
@@ -325,6 +354,22 @@ kernels::WeightMatrix RowRange(const kernels::WeightMatrix& m, int64_t first, in
 kernels::WeightMatrix ExpertRows(const kernels::WeightMatrix& stacked, int64_t e,
                                  int64_t rows_per_expert) {
   return RowRange(stacked, e * rows_per_expert, rows_per_expert);
+}
+
+}  // namespace sparrow
+
+namespace sparrow {
+
+ExpertMatrices StackedExpert(const ModelConfig& c, const LayerWeights& l, int64_t e) {
+  return {ExpertRows(l.ffn_gate_exps, e, c.n_ff_exp), ExpertRows(l.ffn_up_exps, e, c.n_ff_exp),
+          ExpertRows(l.ffn_down_exps, e, c.n_embd)};
+}
+
+ExpertMatrices RecordExpert(const ModelConfig& c, const LayerBundles& lb, const uint8_t* record) {
+  const int64_t d = c.n_embd, f = c.n_ff_exp;
+  return {{lb.gate_type, record + lb.gate_offset, d, f, kernels::RowBytes(lb.gate_type, d)},
+          {lb.up_type, record + lb.up_offset, d, f, kernels::RowBytes(lb.up_type, d)},
+          {lb.down_type, record + lb.down_offset, f, d, kernels::RowBytes(lb.down_type, f)}};
 }
 
 }  // namespace sparrow

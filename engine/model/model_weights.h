@@ -43,7 +43,9 @@ struct ModelWeights {
   kernels::WeightMatrix output;  // token_embd when the file has no output.weight (tied)
   bool tied_output = false;
   std::vector<LayerWeights> layers;
-  // Files converted to neuron bundles (neuron_bundles.h): where each layer's records are.
+  // Files converted to neuron bundles (neuron_bundles.h) or, for mixture-of-experts models, to
+  // expert bundles (expert_bundles.h; layout->experts): where each layer's records are. The
+  // stacked expert matrices are then absent (data null).
   std::shared_ptr<const NeuronBundleLayout> bundles;
 };
 
@@ -52,6 +54,15 @@ kernels::WeightMatrix RowRange(const kernels::WeightMatrix& m, int64_t first, in
 // Expert e's `rows_per_expert` rows of a stacked expert matrix.
 kernels::WeightMatrix ExpertRows(const kernels::WeightMatrix& stacked, int64_t e,
                                  int64_t rows_per_expert);
+
+// One expert's three matrices: gate and up n_ff_exp rows of n_embd, down n_embd rows of n_ff_exp.
+struct ExpertMatrices {
+  kernels::WeightMatrix gate, up, down;
+};
+// Expert e of a layer's stacked tensors.
+ExpertMatrices StackedExpert(const ModelConfig& c, const LayerWeights& l, int64_t e);
+// The expert whose record (expert_bundles.h) starts at `record`.
+ExpertMatrices RecordExpert(const ModelConfig& c, const LayerBundles& lb, const uint8_t* record);
 
 // Binds the tensors of `file` (which must outlive the result). Errors name the tensor and
 // the expected versus actual shape or type; a tensor the architecture does not use is an error

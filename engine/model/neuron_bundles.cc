@@ -10,10 +10,15 @@ namespace {
 
 namespace k = bundle_keys;
 
-// A per-layer array of tensor type ids under `key`, each a type Sparrow computes with whose
-// blocks tile a row of `n_embd`.
-Result<std::vector<TensorType>> ReadTypes(const GgufFile& f, std::string_view key, int64_t n_layer,
-                                          int64_t n_embd) {
+uint64_t RowBytesOf(TensorType type, int64_t n) {
+  const uint64_t dims[1] = {static_cast<uint64_t>(n)};
+  return GgufTensorBytes(type, dims);
+}
+
+}  // namespace
+
+Result<std::vector<TensorType>> ReadBundleTypes(const GgufFile& f, std::string_view key,
+                                                int64_t n_layer, int64_t n_embd) {
   SPARROW_ASSIGN_OR_RETURN(const GgufArray* a, f.GetArray(key));
   SPARROW_ASSIGN_OR_RETURN(std::vector<int64_t> ids, GgufFile::ArrayAsInts(*a, key));
   if (static_cast<int64_t>(ids.size()) != n_layer) {
@@ -39,9 +44,7 @@ Result<std::vector<TensorType>> ReadTypes(const GgufFile& f, std::string_view ke
   return types;
 }
 
-// The optional miss curve: both keys or neither, as many rates as fractions, fractions
-// ascending in (0, 1], rates in [0, 1].
-Status ReadMissCurve(const GgufFile& f, NeuronBundleLayout* layout) {
+Status ReadBundleMissCurve(const GgufFile& f, NeuronBundleLayout* layout) {
   const bool has_fraction = f.Find(k::kMissFraction) != nullptr;
   if (has_fraction != (f.Find(k::kMissRate) != nullptr)) {
     return Corrupt(std::string(has_fraction ? k::kMissRate : k::kMissFraction) +
@@ -74,13 +77,6 @@ Status ReadMissCurve(const GgufFile& f, NeuronBundleLayout* layout) {
   return Status::Ok();
 }
 
-uint64_t RowBytesOf(TensorType type, int64_t n) {
-  const uint64_t dims[1] = {static_cast<uint64_t>(n)};
-  return GgufTensorBytes(type, dims);
-}
-
-}  // namespace
-
 std::string BundlesTensorName(int64_t layer) {
   return "blk." + std::to_string(layer) + ".ffn_bundles";
 }
@@ -103,12 +99,12 @@ bool HasNeuronBundles(const GgufFile& f) {
   return f.Find(k::kLayout) != nullptr;
 }
 
-Result<NeuronBundleLayout> ReadNeuronBundleLayout(const GgufFile& f, int64_t n_layer, int64_t n_ff,
-                                                  int64_t n_embd) {
+Status ReadBundleHeader(const GgufFile& f, std::string_view layout_name,
+                        NeuronBundleLayout* layout) {
   SPARROW_ASSIGN_OR_RETURN(std::string_view name, f.GetString(k::kLayout));
-  if (name != k::kLayoutName) {
+  if (name != layout_name) {
     return Unsupported(std::string(k::kLayout) + " is '" + std::string(name) + "', expected '" +
-                       std::string(k::kLayoutName) + "'");
+                       std::string(layout_name) + "'");
   }
   SPARROW_ASSIGN_OR_RETURN(uint64_t version, f.GetUInt(k::kVersion));
   if (version != k::kCurrentVersion) {
@@ -116,19 +112,24 @@ Result<NeuronBundleLayout> ReadNeuronBundleLayout(const GgufFile& f, int64_t n_l
                        "; this Sparrow reads version " + std::to_string(k::kCurrentVersion) +
                        " (convert the model again)");
   }
-  NeuronBundleLayout layout;
   SPARROW_ASSIGN_OR_RETURN(uint64_t io_block, f.GetUInt(k::kIoBlock));
   if (io_block == 0 || io_block > (1u << 24) || !std::has_single_bit(io_block)) {
     return Corrupt(std::string(k::kIoBlock) + " is " + std::to_string(io_block) +
                    ", expected a power of two up to 16 MiB");
   }
-  layout.io_block = static_cast<uint32_t>(io_block);
+  layout->io_block = static_cast<uint32_t>(io_block);
+  return ReadBundleMissCurve(f, layout);
+}
+
+Result<NeuronBundleLayout> ReadNeuronBundleLayout(const GgufFile& f, int64_t n_layer, int64_t n_ff,
+                                                  int64_t n_embd) {
+  NeuronBundleLayout layout;
+  SPARROW_RETURN_IF_ERROR(ReadBundleHeader(f, k::kLayoutName, &layout));
   SPARROW_ASSIGN_OR_RETURN(layout.gate_in_bundle, f.GetBool(k::kGateInBundle));
   SPARROW_ASSIGN_OR_RETURN(layout.powerinfer, f.GetBoolOr(k::kPowerInfer, false));
-  SPARROW_ASSIGN_OR_RETURN(auto gate_types, ReadTypes(f, k::kGateTypes, n_layer, n_embd));
-  SPARROW_ASSIGN_OR_RETURN(auto up_types, ReadTypes(f, k::kUpTypes, n_layer, n_embd));
-  SPARROW_ASSIGN_OR_RETURN(auto down_types, ReadTypes(f, k::kDownTypes, n_layer, n_embd));
-  SPARROW_RETURN_IF_ERROR(ReadMissCurve(f, &layout));
+  SPARROW_ASSIGN_OR_RETURN(auto gate_types, ReadBundleTypes(f, k::kGateTypes, n_layer, n_embd));
+  SPARROW_ASSIGN_OR_RETURN(auto up_types, ReadBundleTypes(f, k::kUpTypes, n_layer, n_embd));
+  SPARROW_ASSIGN_OR_RETURN(auto down_types, ReadBundleTypes(f, k::kDownTypes, n_layer, n_embd));
   if (f.Find(k::kActiveShare)) {
     SPARROW_ASSIGN_OR_RETURN(double share, f.GetFloat(k::kActiveShare));
     if (!(share > 0 && share <= 1)) {

@@ -69,6 +69,9 @@ struct LayerBundles {
   TensorType gate_type = TensorType::kF32, up_type = TensorType::kF32, down_type = TensorType::kF32;
   uint64_t gate_offset = 0, up_offset = 0, down_offset = 0;  // within a record
   std::vector<int32_t> neuron_ids;  // record k holds the source file's neuron neuron_ids[k]
+  // Expert layout (expert_bundles.h) only: the record holding each source expert (neuron_ids'
+  // inverse; the router keeps the source numbering).
+  std::vector<int32_t> record_of;
 };
 
 struct NeuronBundleLayout {
@@ -79,6 +82,8 @@ struct NeuronBundleLayout {
   // The measured miss curve (keys kMissFraction, kMissRate); empty when the file has none.
   std::vector<float> miss_fraction, miss_rate;
   float active_share = 0;  // key kActiveShare; 0 when the file has none
+  // A record is one expert (expert_bundles.h), not one neuron.
+  bool experts = false;
 
   // All layers' records: what a cache holding every bundle needs.
   uint64_t bundle_bytes() const {
@@ -88,7 +93,16 @@ struct NeuronBundleLayout {
   }
 };
 
-// True when `f` declares the layout (key sparrow.layout).
+// Shared with the expert layout: the name, version and I/O block keys and the optional miss curve
+// (both keys or neither, fractions ascending in (0, 1], rates in [0, 1]) into `layout`.
+Status ReadBundleHeader(const GgufFile& f, std::string_view layout_name,
+                        NeuronBundleLayout* layout);
+// A per-layer array of tensor type ids under `key`, each a type Sparrow computes with whose
+// blocks tile a row of `row_elems`.
+Result<std::vector<TensorType>> ReadBundleTypes(const GgufFile& f, std::string_view key,
+                                                int64_t n_layer, int64_t row_elems);
+
+// True when `f` declares a bundle layout, of neurons or of experts (key sparrow.layout).
 bool HasNeuronBundles(const GgufFile& f);
 
 // The layout of a converted file with `n_layer` layers of `n_ff` neurons on `n_embd`. Checks

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <span>
 
 #include "engine/kernels/matmul.h"
 #include "engine/kernels/vec_ops.h"
@@ -19,7 +20,8 @@ void TopK(const float* probs, int64_t n, int64_t k, int32_t* out, std::vector<in
   std::copy_n(order.begin(), k, out);
 }
 
-MoeFfn::MoeFfn(const Model& model, kernels::ThreadPool* pool) : model_(model), pool_(pool) {}
+MoeFfn::MoeFfn(const Model& model, kernels::ThreadPool* pool, std::unique_ptr<ExpertSource> source)
+    : model_(model), pool_(pool), source_(std::move(source)) {}
 
 void MoeFfn::Route(const LayerWeights& l, const float* input, int64_t n) {
   const ModelConfig& c = model_.config();
@@ -50,11 +52,103 @@ void MoeFfn::Route(const LayerWeights& l, const float* input, int64_t n) {
   }
 }
 
+void MoeFfn::ComputeExpert(const ExpertMatrices& m, int64_t e, const FfnInput& in) {
+  const ModelConfig& c = model_.config();
+  const int64_t d = c.n_embd, f = c.n_ff_exp, k = c.n_expert_used;
+  const int32_t* group = &members_[starts_[e]];
+  const int64_t rows = starts_[e + 1] - starts_[e];
+  rows_in_.resize(rows * d);
+  gate_.resize(rows * f);
+  up_.resize(rows * f);
+  for (int64_t r = 0; r < rows; ++r)
+    std::copy_n(in.normed + (group[r] / k) * d, d, &rows_in_[r * d]);
+  kernels::MatMul(m.gate, rows_in_.data(), rows, d, gate_.data(), f, pool_);
+  kernels::MatMul(m.up, rows_in_.data(), rows, d, up_.data(), f, pool_);
+  GatedActivation(c.ffn_kind, gate_.data(), up_.data(), rows * f);
+  // The down products land in rows_in_ (free now), then move to their (token, slot) rows.
+  kernels::MatMul(m.down, gate_.data(), rows, f, rows_in_.data(), d, pool_);
+  for (int64_t r = 0; r < rows; ++r) std::copy_n(&rows_in_[r * d], d, &expert_out_[group[r] * d]);
+}
+
+void MoeFfn::PrefetchNext(int64_t il, const FfnInput& in) {
+  const ModelConfig& c = model_.config();
+  if (il + 1 >= c.n_layer) return;
+  const LayerWeights& next = model_.weights().layers[il + 1];
+  const LayerBundles& lb = model_.weights().bundles->layers[il + 1];
+  const int64_t d = c.n_embd, n = in.n, k = c.n_expert_used;
+  // Pre-gating: the residual stream moves little across one layer, so the next router applied
+  // to it now (normed as the next layer will norm it) names most of the next layer's experts.
+  guess_in_.resize(n * d);
+  for (int64_t t = 0; t < n; ++t) {
+    const float* h = in.residual + t * d;
+    if (c.arch->router_on_layer_input) {
+      std::copy_n(h, d, &guess_in_[t * d]);
+    } else {
+      kernels::RmsNorm(h, next.ffn_norm.data(), d, c.rms_eps, &guess_in_[t * d]);
+    }
+  }
+  guess_.resize(n * c.n_expert);
+  kernels::MatMul(next.ffn_gate_inp, guess_in_.data(), n, d, guess_.data(), c.n_expert, pool_);
+  picks_.resize(n * k);
+  // Softmax and sigmoid keep the order of the logits: the top k of the logits are the guess.
+  for (int64_t t = 0; t < n; ++t)
+    TopK(&guess_[t * c.n_expert], c.n_expert, k, &picks_[t * k], order_);
+  for (int32_t& e : picks_) e = lb.record_of[e];
+  std::sort(picks_.begin(), picks_.end());
+  picks_.erase(std::unique(picks_.begin(), picks_.end()), picks_.end());
+  source_->Prefetch(static_cast<int32_t>(il + 1), picks_);
+}
+
+Status MoeFfn::ComputeFromSource(int64_t il, const FfnInput& in) {
+  const ModelConfig& c = model_.config();
+  const LayerBundles& lb = model_.weights().bundles->layers[il];
+  const int64_t k = c.n_expert_used;
+  // The chosen experts' records in file order: adjacent hot records are read together.
+  records_.clear();
+  for (int64_t e = 0; e < c.n_expert; ++e) {
+    if (starts_[e + 1] > starts_[e]) records_.push_back(lb.record_of[e]);
+  }
+  std::sort(records_.begin(), records_.end());
+  expert_of_.resize(records_.size());
+  for (size_t r = 0; r < records_.size(); ++r) expert_of_[r] = lb.neuron_ids[records_[r]];
+  bool decode_only = in.decode != nullptr;
+  for (int64_t t = 0; t < in.n && decode_only; ++t) decode_only = in.decode[t] != 0;
+
+  Status first;
+  const size_t step = std::max<size_t>(1, source_->max_records());
+  for (size_t r0 = 0; r0 < records_.size(); r0 += step) {
+    const size_t len = std::min(step, records_.size() - r0);
+    source_->Start(static_cast<int32_t>(il), std::span<const int32_t>(&records_[r0], len));
+    // Decode steps read the next layer's likely experts behind this layer's reads.
+    if (r0 == 0 && decode_only) PrefetchNext(il, in);
+    for (auto ready = source_->Ready(); !ready.empty(); ready = source_->Ready()) {
+      for (int32_t j : ready) {
+        ComputeExpert(RecordExpert(c, lb, source_->Record(j)), expert_of_[r0 + j], in);
+      }
+    }
+    failed_.clear();
+    Status st = source_->Finish(&failed_);
+    source_->Release();
+    if (!st.ok() && first.ok()) first = std::move(st);
+    for (int32_t j : failed_) {
+      const int64_t e = expert_of_[r0 + j];
+      for (int64_t i = starts_[e]; i < starts_[e + 1]; ++i) {
+        const int64_t t = members_[i] / k;
+        if (in.failed) in.failed[t] = 1;
+        failed_tokens_[t] = 1;
+      }
+    }
+  }
+  return first;
+}
+
 Status MoeFfn::Compute(int64_t il, const FfnInput& in, float* out) {
   const ModelConfig& c = model_.config();
-  const LayerWeights& l = model_.weights().layers[il];
+  const ModelWeights& w = model_.weights();
+  const LayerWeights& l = w.layers[il];
   const int64_t n = in.n, d = c.n_embd, f = c.n_ff_exp, k = c.n_expert_used;
   Route(l, in.layer_input ? in.layer_input : in.normed, n);
+  if (observer_) observer_->OnRouted(il, in, chosen_.data());
 
   // Each chosen (token, slot) pair's expert output, computed expert by expert.
   expert_out_.resize(n * k * d);
@@ -66,34 +160,36 @@ Status MoeFfn::Compute(int64_t il, const FfnInput& in, float* out) {
   members_.resize(n * k);
   order_.assign(starts_.begin(), starts_.end() - 1);  // each expert's next free place
   for (int64_t i = 0; i < n * k; ++i) members_[order_[chosen_[i]]++] = static_cast<int32_t>(i);
-  for (int64_t e = 0; e < c.n_expert; ++e) {
-    const int32_t* group = &members_[starts_[e]];
-    const int64_t m = starts_[e + 1] - starts_[e];
-    if (m == 0) continue;
-    rows_in_.resize(m * d);
-    gate_.resize(m * f);
-    up_.resize(m * f);
-    for (int64_t r = 0; r < m; ++r)
-      std::copy_n(in.normed + (group[r] / k) * d, d, &rows_in_[r * d]);
-    kernels::MatMul(ExpertRows(l.ffn_gate_exps, e, f), rows_in_.data(), m, d, gate_.data(), f,
-                    pool_);
-    kernels::MatMul(ExpertRows(l.ffn_up_exps, e, f), rows_in_.data(), m, d, up_.data(), f, pool_);
-    GatedActivation(c.ffn_kind, gate_.data(), up_.data(), m * f);
-    // The down products land in rows_in_ (free now), then move to their (token, slot) rows.
-    kernels::MatMul(ExpertRows(l.ffn_down_exps, e, d), gate_.data(), m, f, rows_in_.data(), d,
-                    pool_);
-    for (int64_t r = 0; r < m; ++r) std::copy_n(&rows_in_[r * d], d, &expert_out_[group[r] * d]);
+  failed_tokens_.assign(n, 0);
+  Status st;
+  if (source_) {
+    st = ComputeFromSource(il, in);
+  } else {
+    for (int64_t e = 0; e < c.n_expert; ++e) {
+      if (starts_[e + 1] == starts_[e]) continue;
+      if (w.bundles) {
+        const LayerBundles& lb = w.bundles->layers[il];
+        const uint8_t* rec = lb.records + static_cast<size_t>(lb.record_of[e]) * lb.record_bytes;
+        ComputeExpert(RecordExpert(c, lb, rec), e, in);
+      } else {
+        ComputeExpert(StackedExpert(c, l, e), e, in);
+      }
+    }
   }
   // Weighted sum in slot order, as llama.cpp adds its expert views one after the other.
   for (int64_t t = 0; t < n; ++t) {
     float* o = out + t * d;
+    if (failed_tokens_[t]) {  // an expert it needed could not be read
+      std::fill_n(o, d, 0.0f);
+      continue;
+    }
     for (int64_t j = 0; j < k; ++j) {
-      const float w = weights_[t * k + j];
+      const float wgt = weights_[t * k + j];
       const float* x = &expert_out_[(t * k + j) * d];
       if (j == 0) {
-        for (int64_t i = 0; i < d; ++i) o[i] = x[i] * w;
+        for (int64_t i = 0; i < d; ++i) o[i] = x[i] * wgt;
       } else {
-        for (int64_t i = 0; i < d; ++i) o[i] += x[i] * w;
+        for (int64_t i = 0; i < d; ++i) o[i] += x[i] * wgt;
       }
     }
     if (in.decode != nullptr && in.decode[t] != 0) {
@@ -102,7 +198,7 @@ Status MoeFfn::Compute(int64_t il, const FfnInput& in, float* out) {
       counters_.neurons_computed += k * f;
     }
   }
-  return Status::Ok();
+  return st;
 }
 
 }  // namespace sparrow

@@ -34,7 +34,9 @@ Status BundleReader::Read(int32_t layer, std::span<const int32_t> ids, uint8_t* 
   order_.resize(ids.size());
   std::iota(order_.begin(), order_.end(), 0);
   std::sort(order_.begin(), order_.end(), [&](int32_t a, int32_t b) { return ids[a] < ids[b]; });
-  const size_t per_read = std::max<size_t>(1, max_read_bytes_ / rec);
+  // An expert's record is hundreds of KiB at least: merging adjacent ones gains nothing, and
+  // one read per expert fails only the expert (and the tokens routed to it) on an error.
+  const size_t per_read = layout_.experts ? 1 : std::max<size_t>(1, max_read_bytes_ / rec);
   // Runs of adjacent records, at most per_read each, one read per run, issued a batch at a time
   // (the file keeps as many in flight as its queue depth allows; a batch's bounce buffer stays
   // under kBatchBytes).

@@ -88,6 +88,19 @@ int32_t NeuronCache::TakeSlot() {
   return s;
 }
 
+int32_t NeuronCache::Admit(int64_t key) {
+  const int32_t s = TakeSlot();
+  if (s < 0) return -1;
+  Slot& x = slots_[s];
+  x.key = static_cast<int32_t>(key);
+  x.pins = 1;
+  ++pinned_;
+  ++used_;
+  slot_of_[key] = s;
+  PushHead(kInactive, s);
+  return s;
+}
+
 void NeuronCache::Compact() {
   bool pending = false;
   int64_t highest = -1;
@@ -167,19 +180,27 @@ void NeuronCache::Acquire(int32_t layer, std::span<const int32_t> ids, uint8_t**
       continue;
     }
     ++misses_;
-    s = TakeSlot();
+    s = Admit(key);
+    records[k] = s < 0 ? nullptr : arena_.slot(s);
     if (s < 0) {
       ++bypassed_;
-      records[k] = nullptr;
-      continue;
+    } else {
+      misses->push_back(static_cast<int32_t>(k));
     }
-    Slot& x = slots_[s];
-    x.key = static_cast<int32_t>(key);
-    x.pins = 1;
-    ++pinned_;
-    ++used_;
-    slot_of_[key] = s;
-    PushHead(kInactive, s);
+  }
+  Balance();
+}
+
+void NeuronCache::Reserve(int32_t layer, std::span<const int32_t> ids, uint8_t** records,
+                          std::vector<int32_t>* misses) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const int64_t base = static_cast<int64_t>(layer) * n_ff_;
+  for (size_t k = 0; k < ids.size(); ++k) {
+    records[k] = nullptr;
+    const int64_t key = base + ids[k];
+    if (slot_of_[key] >= 0) continue;
+    const int32_t s = Admit(key);
+    if (s < 0) break;  // every slot pinned: the rest of the guess is not read
     records[k] = arena_.slot(s);
     misses->push_back(static_cast<int32_t>(k));
   }

@@ -48,8 +48,14 @@ class NeuronCache {
   // caller then reads that bundle into its own buffer. Records stay valid until Release.
   void Acquire(int32_t layer, std::span<const int32_t> ids, uint8_t** records,
                std::vector<int32_t>* misses);
-  // Unpins what Acquire gave for the same ids and records. A miss whose slot could not be filled
-  // (a failed read) is passed in `failed` (indices into ids) and dropped.
+  // Read-ahead: takes and pins an empty slot for each bundle of `ids` not cached (records[k], k
+  // appended to `misses`; the caller fills it) without counting a lookup; records[k] is null for
+  // the others. Release with the same ids and records once filled; a filled slot then waits in
+  // the inactive queue as any new bundle does, so a wrong guess is evicted first.
+  void Reserve(int32_t layer, std::span<const int32_t> ids, uint8_t** records,
+               std::vector<int32_t>* misses);
+  // Unpins what Acquire (or Reserve) gave for the same ids and records. A miss whose slot could not
+  // be filled (a failed read) is passed in `failed` (indices into ids) and dropped.
   void Release(int32_t layer, std::span<const int32_t> ids, std::span<uint8_t* const> records,
                std::span<const int32_t> failed = {});
 
@@ -84,6 +90,9 @@ class NeuronCache {
   void Drop(int32_t s);
   // A free slot below the capacity, evicting if needed; -1 when none can be had.
   int32_t TakeSlot();
+  // A slot for a new bundle `key`, pinned, at the inactive head (the caller fills it); -1 when
+  // none can be had.
+  int32_t Admit(int64_t key);
   // Moves live bundles to slots below capacity_ and releases the chunks past them; sets
   // shrink_pending_ when pinned bundles are in the way.
   void Compact();

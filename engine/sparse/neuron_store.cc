@@ -88,10 +88,12 @@ NeuronStore::NeuronStore(const NeuronBundleLayout& layout, std::unique_ptr<Bundl
       hot_base_(static_cast<size_t>(n_layer_), nullptr),
       hot_(static_cast<size_t>(n_layer_), 0),
       env_(options.env ? options.env : Env::Default()),
+      read_ahead_(options.read_ahead),
       io_(std::make_unique<IoThread>()) {}
 
 NeuronStore::~NeuronStore() {
   if (reading_) (void)Finish(&read_failed_);
+  SettlePrefetch();
   io_.reset();
   for (uint8_t* p : hot_base_) {
     if (p) munmap(p, PageRoundUp(static_cast<size_t>(n_ff_) * record_bytes_));
@@ -198,7 +200,76 @@ Status NeuronStore::Acquire(int32_t layer, std::span<const int32_t> ids, const u
   return Finish(failed);
 }
 
+void NeuronStore::Prefetch(int32_t layer, std::span<const int32_t> ids) {
+  SettlePrefetch();
+  if (!read_ahead_ || layer < 0 || layer >= n_layer_) return;
+  const int64_t hot = hot_[layer];
+  pf_ids_.clear();
+  for (int32_t id : ids) {
+    if (id >= hot) pf_ids_.push_back(id);
+  }
+  if (pf_ids_.empty()) return;
+  pf_slots_.assign(pf_ids_.size(), nullptr);
+  pf_misses_.clear();
+  cache_->Reserve(layer, pf_ids_, pf_slots_.data(), &pf_misses_);
+  pf_read_ids_.clear();
+  pf_dst_.clear();
+  for (int32_t j : pf_misses_) {
+    pf_read_ids_.push_back(pf_ids_[j]);
+    pf_dst_.push_back(pf_slots_[j]);
+  }
+  pf_layer_ = layer;
+  pf_active_ = true;
+  pf_failed_.clear();
+  pf_status_ = Status::Ok();
+  {
+    std::lock_guard<std::mutex> lock(pf_mu_);
+    pf_done_ = pf_read_ids_.empty();
+  }
+  if (pf_read_ids_.empty()) return;
+  prefetch_reads_ += static_cast<int64_t>(pf_read_ids_.size());
+  io_->Post([this, layer] {
+    pf_status_ = reader_->Read(layer, pf_read_ids_, pf_dst_.data(), &pf_failed_);
+    {
+      std::lock_guard<std::mutex> lock(pf_mu_);
+      pf_done_ = true;
+    }
+    pf_cv_.notify_all();
+  });
+}
+
+void NeuronStore::SettlePrefetch() {
+  if (!pf_active_) return;
+  const uint64_t t0 = env_->NowMicros();
+  {
+    std::unique_lock<std::mutex> lock(pf_mu_);
+    pf_cv_.wait(lock, [&] { return pf_done_; });
+  }
+  Waited(t0);
+  pf_active_ = false;
+  // Failed reads (indices into pf_read_ids_) drop their slots; the record is read on demand.
+  pf_failed_ids_.clear();
+  for (int32_t r : pf_failed_) pf_failed_ids_.push_back(pf_misses_[r]);
+  cache_->Release(pf_layer_, pf_ids_, pf_slots_, pf_failed_ids_);
+  prefetched_layer_ = pf_layer_;
+  prefetched_.clear();
+  for (size_t r = 0; r < pf_read_ids_.size(); ++r) {
+    if (std::find(pf_failed_.begin(), pf_failed_.end(), static_cast<int32_t>(r)) ==
+        pf_failed_.end()) {
+      prefetched_.push_back(pf_read_ids_[r]);
+    }
+  }
+  std::sort(prefetched_.begin(), prefetched_.end());
+}
+
 void NeuronStore::Start(int32_t layer, std::span<const int32_t> ids, const uint8_t** records) {
+  SettlePrefetch();
+  if (prefetched_layer_ == layer) {
+    int64_t used = 0;
+    for (int32_t id : ids) used += std::binary_search(prefetched_.begin(), prefetched_.end(), id);
+    prefetch_used_ += used;
+    prefetched_layer_ = -1;
+  }
   // Growing the hot segment back, a little per step, outside the pinned section.
   Status grow = AdjustHot(layer, size_t{4} << 20);
   (void)grow;  // a failed read leaves the segment shorter; the records are read on demand
@@ -378,6 +449,8 @@ NeuronStoreStats NeuronStore::stats() const {
   st.hot_share = hot_share_;
   st.direct = reader_->file().direct();
   st.read_backend = reader_->file().read_backend();
+  st.prefetch_reads = prefetch_reads_;
+  st.prefetch_used = prefetch_used_;
   return st;
 }
 

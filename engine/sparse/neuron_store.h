@@ -48,7 +48,10 @@ struct NeuronStoreOptions {
   // together: flash serves many small reads at once far faster than one after another.
   int queue_depth = 128;
   size_t max_read_bytes = size_t{1} << 20;  // a run of adjacent records is read this much at most
-  Env* env = nullptr;                       // null: Env::Default()
+  // Prefetch() reads guesses ahead (expert files: the next layer's router on this layer's
+  // hidden state); false: Prefetch does nothing (to measure what the guesses hide).
+  bool read_ahead = true;
+  Env* env = nullptr;  // null: Env::Default()
 };
 
 struct NeuronStoreStats {
@@ -65,6 +68,9 @@ struct NeuronStoreStats {
   double hot_share = 0;                     // now (the adaptive rule may have raised it)
   bool direct = false;                      // reads bypass the page cache
   std::string_view read_backend = "pread";  // "io_uring" when reads are issued together
+  // Read-ahead (Prefetch): records read on a guess, and of those, the ones the next Start of
+  // their layer asked for (the guess was right).
+  int64_t prefetch_reads = 0, prefetch_used = 0;
 };
 
 class NeuronStore {
@@ -102,6 +108,12 @@ class NeuronStore {
   // returns the first error, naming the file and offset.
   Status Finish(std::vector<int32_t>* failed);
 
+  // Reads the records `ids` of `layer` (a guess at a coming Start of that layer, made while this
+  // step's records are pinned) into free cache slots, after this step's reads; records cached,
+  // hot or without a slot are skipped. The next Start waits for them. A wrong guess costs only
+  // the bandwidth and the slots it took (they are evicted first). No-op without read_ahead.
+  void Prefetch(int32_t layer, std::span<const int32_t> ids);
+
   // Every record of `layer`, in sequential reads, into the store's staging buffer; *records
   // receives it (record k at k * record_bytes; valid until the next ReadLayer). For batches that
   // use most neurons, where reading all of a layer in large reads beats gathering.
@@ -130,6 +142,8 @@ class NeuronStore {
   // for it); lowers *first_failed to the first record whose read failed.
   Status ReadRecords(int32_t layer, int64_t first, int64_t last, uint8_t* base,
                      int64_t* first_failed);
+  // Waits for the last Prefetch's reads and releases its slots into the cache.
+  void SettlePrefetch();
   // Marks the hot segment in use by the step (a shrink waits for Unpin).
   void Pin();
   void Unpin();
@@ -178,6 +192,21 @@ class NeuronStore {
   Status read_status_;
   bool reading_ = false;             // a Start's reads are not finished yet
   std::vector<int32_t> io_indices_;  // the I/O thread's: read indices mapped to ids indices
+
+  // The Prefetch in flight (pf_active_): its ids, slots and reads; pf_done_ under pf_mu_.
+  const bool read_ahead_;
+  bool pf_active_ = false;
+  int32_t pf_layer_ = -1;
+  std::vector<int32_t> pf_ids_, pf_misses_, pf_read_ids_, pf_failed_, pf_failed_ids_;
+  std::vector<uint8_t*> pf_slots_, pf_dst_;
+  Status pf_status_;
+  std::mutex pf_mu_;
+  std::condition_variable pf_cv_;
+  bool pf_done_ = false;
+  // The records the last settled Prefetch read, sorted, for the next Start of their layer.
+  int32_t prefetched_layer_ = -1;
+  std::vector<int32_t> prefetched_;
+  std::atomic<int64_t> prefetch_reads_{0}, prefetch_used_{0};
 
   std::unique_ptr<IoThread> io_;  // stopped first, in the destructor
 };

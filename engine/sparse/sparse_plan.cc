@@ -9,6 +9,7 @@
 #include "engine/kernels/vec_dot.h"
 #include "engine/runtime/dense_ffn.h"
 #include "engine/runtime/moe_ffn.h"
+#include "engine/sparse/expert_store_source.h"
 #include "engine/sparse/sparse_ffn.h"
 
 namespace sparrow {
@@ -62,6 +63,8 @@ std::string_view SparsePolicyName(SparsePolicy p) {
       return "cats";
     case SparsePolicy::kTealDown:
       return "teal-down";
+    case SparsePolicy::kExperts:
+      return "experts";
   }
   return "?";
 }
@@ -113,17 +116,43 @@ Result<std::shared_ptr<const SparsePlan>> MakeInMemoryPlan(const Model& model,
                                                            const SparsityOptions& o,
                                                            kernels::ThreadPool* pool);
 
+// A mixture-of-experts model: dense experts from memory (null plan), or under --cache-mb from a
+// file of expert bundles through the store.
+Result<std::shared_ptr<const SparsePlan>> MakeExpertPlan(const Model& model,
+                                                         const SparsityOptions& o) {
+  const ModelConfig& c = model.config();
+  if (o.sparsity > 0) {
+    return Unsupported(
+        "--sparsity inside the experts of a mixture-of-experts model such as this '" +
+        std::string(c.arch->name) +
+        "' file is not supported yet; the router already runs n_expert_used of " +
+        std::to_string(c.n_expert) + " experts per token");
+  }
+  if (!o.cache_bytes) return std::shared_ptr<const SparsePlan>();
+  const auto& bundles = model.weights().bundles;
+  if (!bundles || !bundles->experts) {
+    return InvalidArgument(
+        "--cache-mb keeps a mixture-of-experts model's experts on flash, which "
+        "needs a file converted to expert bundles; " +
+        model.file().path() +
+        " is not: sparrow convert -m MODEL -o MODEL.sparrow.gguf "
+        "[--calibrate TEXT]");
+  }
+  auto plan = std::make_shared<SparsePlan>();
+  plan->policy = SparsePolicy::kExperts;
+  NeuronStoreOptions so = o.store;
+  so.cache_bytes = *o.cache_bytes;
+  SPARROW_ASSIGN_OR_RETURN(auto store, NeuronStore::Open(model, so));
+  plan->store = std::move(store);
+  return std::shared_ptr<const SparsePlan>(std::move(plan));
+}
+
 }  // namespace
 
 Result<std::shared_ptr<const SparsePlan>> MakeSparsePlan(const Model& model,
                                                          const SparsityOptions& o,
                                                          kernels::ThreadPool* pool) {
-  if (model.config().n_expert > 0 && (o.sparsity > 0 || o.cache_bytes)) {
-    return Unsupported(
-        "--sparsity and --cache-mb are not supported yet for mixture-of-experts "
-        "models such as this '" +
-        std::string(model.config().arch->name) + "' file; run it dense");
-  }
+  if (model.config().n_expert > 0) return MakeExpertPlan(model, o);
   if (!o.cache_bytes) return MakeInMemoryPlan(model, o, pool);
   const ModelConfig& c = model.config();
   if (!model.weights().bundles) {
@@ -276,7 +305,11 @@ Result<std::shared_ptr<const SparsePlan>> MakeInMemoryPlan(const Model& model,
 std::unique_ptr<FeedForward> MakeFeedForward(const Model& model,
                                              std::shared_ptr<const SparsePlan> plan,
                                              kernels::ThreadPool* pool) {
-  if (!plan && model.config().n_expert > 0) return std::make_unique<MoeFfn>(model, pool);
+  if (model.config().n_expert > 0) {
+    std::unique_ptr<ExpertSource> source;
+    if (plan && plan->store) source = std::make_unique<StoreExpertSource>(plan->store);
+    return std::make_unique<MoeFfn>(model, pool, std::move(source));
+  }
   if (!plan) return std::make_unique<DenseFfn>(model, pool);
   return std::make_unique<SparseFfn>(model, std::move(plan), pool);
 }

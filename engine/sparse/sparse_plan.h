@@ -49,8 +49,10 @@ struct SparsityOptions {
   NeuronStoreOptions store;
 };
 
-enum class SparsePolicy { kPredictor, kCats, kTealDown };
-std::string_view SparsePolicyName(SparsePolicy p);  // "predictor", "cats", "teal-down"
+// kExperts: a mixture-of-experts model whose experts the router chooses and the store serves.
+enum class SparsePolicy { kPredictor, kCats, kTealDown, kExperts };
+// "predictor", "cats", "teal-down", "experts"
+std::string_view SparsePolicyName(SparsePolicy p);
 
 struct SparsePlan {
   SparsePolicy policy = SparsePolicy::kPredictor;

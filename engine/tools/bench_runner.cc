@@ -78,16 +78,20 @@ BenchModelInfo DescribeModel(const Model& model, const std::string& path) {
   }
   const ModelWeights& w = model.weights();
   info.weight_bytes_per_token = MatrixBytes(w.output);
-  for (const LayerWeights& l : w.layers) {
+  for (size_t il = 0; il < w.layers.size(); ++il) {
+    const LayerWeights& l = w.layers[il];
     for (const kernels::WeightMatrix* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.ffn_gate, &l.ffn_up,
                                            &l.ffn_down, &l.ffn_down_t, &l.pred_fc1, &l.pred_fc2}) {
       info.weight_bytes_per_token += MatrixBytes(*m);  // absent ones are empty
     }
     // A mixture of experts reads its router and, on average, its chosen share of the experts.
     if (c.n_expert > 0) {
-      const double experts = static_cast<double>(MatrixBytes(l.ffn_gate_exps)) +
-                             static_cast<double>(MatrixBytes(l.ffn_up_exps)) +
-                             static_cast<double>(MatrixBytes(l.ffn_down_exps));
+      // A file of expert bundles holds them in records (their padding is read too).
+      const double experts =
+          w.bundles ? static_cast<double>(w.bundles->layers[il].record_bytes * c.n_expert)
+                    : static_cast<double>(MatrixBytes(l.ffn_gate_exps)) +
+                          static_cast<double>(MatrixBytes(l.ffn_up_exps)) +
+                          static_cast<double>(MatrixBytes(l.ffn_down_exps));
       info.weight_bytes_per_token +=
           MatrixBytes(l.ffn_gate_inp) +
           static_cast<uint64_t>(experts * static_cast<double>(c.n_expert_used) /
@@ -105,7 +109,7 @@ BenchModelInfo DescribeModel(const Model& model, const std::string& path) {
 // TEAL's down-only threshold).
 uint64_t SparseBytesPerToken(const Model& model, const SparsePlan* plan, double active,
                              uint64_t dense_bytes) {
-  if (!plan) return dense_bytes;
+  if (!plan || plan->policy == SparsePolicy::kExperts) return dense_bytes;
   double skipped = 0;
   for (size_t il = 0; il < model.weights().layers.size(); ++il) {
     const LayerWeights& l = model.weights().layers[il];
@@ -121,6 +125,8 @@ uint64_t SparseBytesPerToken(const Model& model, const SparsePlan* plan, double 
         break;
       case SparsePolicy::kTealDown:
         sparse_part = down;
+        break;
+      case SparsePolicy::kExperts:
         break;
     }
     // The transposed copy replaces ffn_down on the sparse path.

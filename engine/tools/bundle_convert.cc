@@ -14,6 +14,8 @@
 #include "engine/model/neuron_bundles.h"
 #include "engine/sparse/activation_profile.h"
 #include "engine/sparse/sparse_plan.h"
+#include "engine/tools/bundle_header.h"
+#include "engine/tools/expert_convert.h"
 #include "engine/tools/predictor_frequency.h"
 
 namespace sparrow::tools {
@@ -66,16 +68,6 @@ Result<std::vector<std::vector<int32_t>>> NeuronOrders(const ConvertOptions& o,
   return orders;
 }
 
-bool IsPermutation(const std::vector<int32_t>& order, int64_t n) {
-  if (static_cast<int64_t>(order.size()) != n) return false;
-  std::vector<uint8_t> seen(n, 0);
-  for (int32_t id : order) {
-    if (id < 0 || id >= n || seen[id]) return false;
-    seen[id] = 1;
-  }
-  return true;
-}
-
 // What happens to a source tensor: copied, dropped (its rows go into the bundles), or copied
 // with its rows in record order (tensors with one row per neuron that stay resident).
 enum class Fate { kCopy, kDrop, kPermuteRows };
@@ -109,15 +101,15 @@ Result<ConvertSummary> ConvertToBundles(const ConvertOptions& o) {
   const ModelConfig& c = model->config();
   const ModelWeights& w = model->weights();
   const GgufFile& src = model->file();
-  if (w.bundles) return InvalidArgument(o.model + " is already in the neuron-bundle layout");
+  if (w.bundles) {
+    return InvalidArgument(o.model + " is already converted (to " +
+                           (w.bundles->experts ? "expert" : "neuron") + " bundles)");
+  }
   if (c.arch->fused_gate_up) {
     return Unsupported(o.model + ": converting '" + std::string(c.arch->name) +
                        "' files (gate and up rows fused in one tensor) is not supported yet");
   }
-  if (c.n_expert > 0) {
-    return Unsupported(o.model + ": converting the mixture-of-experts architecture '" +
-                       std::string(c.arch->name) + "' to neuron bundles is not supported yet");
-  }
+  if (c.n_expert > 0) return ConvertExpertsToBundles(o, *model);
 
   ConvertSummary sum;
   sum.n_layer = c.n_layer;
@@ -129,26 +121,11 @@ Result<ConvertSummary> ConvertToBundles(const ConvertOptions& o) {
   double active_share = 0;
   SPARROW_ASSIGN_OR_RETURN(auto orders,
                            NeuronOrders(o, c, &sum.ordered_by_profile, &miss_curve, &active_share));
-  for (int64_t il = 0; il < c.n_layer; ++il) {
-    if (!IsPermutation(orders[il], c.n_ff)) {
-      return InvalidArgument("the neuron order of layer " + std::to_string(il) +
-                             " is not a permutation of 0.." + std::to_string(c.n_ff - 1));
-    }
-  }
+  SPARROW_RETURN_IF_ERROR(CheckRecordOrders(orders, c.n_ff, "neuron"));
 
   GgufFileWriter out;
   GgufHeader& h = out.header();
-  for (const auto& [key, value] : src.metadata()) {
-    if (key == "general.alignment" || key.rfind("sparrow.layout", 0) == 0 ||
-        key.rfind("sparrow.bundle.", 0) == 0 || key == bk::kPowerInfer) {
-      continue;
-    }
-    SPARROW_RETURN_IF_ERROR(h.AddCopy(key, value).WithContext(o.model));
-  }
-  h.SetAlignment(o.io_block);
-  h.AddString(std::string(bk::kLayout), bk::kLayoutName);
-  h.AddU32(std::string(bk::kVersion), bk::kCurrentVersion);
-  h.AddU32(std::string(bk::kIoBlock), o.io_block);
+  SPARROW_RETURN_IF_ERROR(WriteBundleHeader(src, o.model, bk::kLayoutName, o.io_block, h));
   h.AddBool(std::string(bk::kGateInBundle), sum.gate_in_bundle);
   if (c.powerinfer) h.AddBool(std::string(bk::kPowerInfer), true);
   std::vector<uint32_t> gate_types, up_types, down_types;
@@ -170,16 +147,8 @@ Result<ConvertSummary> ConvertToBundles(const ConvertOptions& o) {
   h.AddArray(std::string(bk::kGateTypes), gate_types);
   h.AddArray(std::string(bk::kUpTypes), up_types);
   h.AddArray(std::string(bk::kDownTypes), down_types);
-  if (!miss_curve.empty()) {
-    std::vector<float> fraction, rate;
-    for (const MissCurvePoint& pt : miss_curve) {
-      fraction.push_back(static_cast<float>(pt.cache_fraction));
-      rate.push_back(static_cast<float>(pt.miss_rate));
-    }
-    h.AddArray(std::string(bk::kMissFraction), fraction);
-    h.AddArray(std::string(bk::kMissRate), rate);
-    sum.miss_curve = std::move(miss_curve);
-  }
+  AddMissCurve(miss_curve, h);
+  sum.miss_curve = std::move(miss_curve);
   if (active_share > 0) {
     h.AddF32(std::string(bk::kActiveShare), static_cast<float>(active_share));
     sum.active_share = active_share;

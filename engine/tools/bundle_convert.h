@@ -26,7 +26,7 @@ struct ConvertOptions {
   uint32_t io_block = 4096;
   bool progress = false;  // \r progress on stderr
   // Tests: the neuron order of a layer (record k holds neuron order[k]) instead of the
-  // profile's; must return a permutation of 0..n_ff-1.
+  // profile's; must return a permutation of 0..n_ff-1 (of 0..n_expert-1 for an MoE model).
   std::function<std::vector<int32_t>(int64_t layer, int64_t n_ff)> order;
 };
 
@@ -36,7 +36,8 @@ struct ConvertSummary {
   uint64_t record_bytes = 0;    // of layer 0's records
   uint64_t row_bytes = 0;       // of layer 0's rows in a record, before padding
   int64_t n_layer = 0;
-  int64_t n_ff = 0;
+  int64_t n_ff = 0;      // neurons per layer, or per expert
+  int64_t n_expert = 0;  // records are experts (expert_bundles.h) when > 0
   bool gate_in_bundle = false;
   bool ordered_by_profile = false;
   // --calibrate: the miss curve written into the file (the planner's P_miss); else empty.

@@ -21,7 +21,8 @@ void RegisterConvertCommand(CLI::App& app, ConvertOptions& o, int& exit_code) {
   CLI::App* cmd = app.add_subcommand(
       "convert",
       "Rewrite a model (GGUF or PowerInfer's PWRI) in Sparrow's sparse layout: one record per FFN "
-      "neuron (its gate, up and down rows), hot neurons first, for reading from flash");
+      "neuron (its gate, up and down rows), hot neurons first, for reading from flash; for a "
+      "mixture-of-experts model one record per expert, hot experts first");
   cmd->add_option("-m,--model", o.model, "Model to convert")->required();
   cmd->add_option("-o,--output", o.output, "Path of the converted GGUF file")->required();
   cmd->add_option("--profile", o.profile,
@@ -33,7 +34,8 @@ void RegisterConvertCommand(CLI::App& app, ConvertOptions& o, int& exit_code) {
       ->check(CLI::Range(0.0, 1.0));
   cmd->add_option("--calibrate", o.calibrate,
                   "PowerInfer files: a text whose tokens the file's own predictor runs over; "
-                  "neurons it picks most often go first");
+                  "neurons it picks most often go first. Mixture-of-experts files: a text the "
+                  "router runs over; experts it picks most often go first");
   cmd->add_option("--calibrate-tokens", o.calibrate_tokens, "Tokens of --calibrate to run")
       ->capture_default_str()
       ->check(CLI::Range(int64_t{2}, int64_t{1} << 24));
@@ -53,21 +55,34 @@ int RunConvert(const ConvertOptions& opts) {
     std::fprintf(stderr, "sparrow convert: %s\n", sum.status().ToString().c_str());
     return 1;
   }
-  std::printf(
-      "wrote %s: %lld layers x %lld neurons, records of %llu bytes (%llu of rows%s), %s\n"
-      "resident %s, bundles %s\n",
-      o.output.c_str(), static_cast<long long>(sum->n_layer), static_cast<long long>(sum->n_ff),
-      static_cast<unsigned long long>(sum->record_bytes),
-      static_cast<unsigned long long>(sum->row_bytes),
-      sum->gate_in_bundle ? ": gate, up, down" : ": up, down; gate resident",
-      sum->ordered_by_profile ? "hot neurons first" : "neurons in the file's order",
-      Mib(sum->resident_bytes).c_str(), Mib(sum->bundle_bytes).c_str());
+  if (sum->n_expert > 0) {
+    std::printf(
+        "wrote %s: %lld layers x %lld experts of %lld neurons, records of %llu bytes (%llu of "
+        "gate, up, down), %s\nresident %s, experts %s\n",
+        o.output.c_str(), static_cast<long long>(sum->n_layer),
+        static_cast<long long>(sum->n_expert), static_cast<long long>(sum->n_ff),
+        static_cast<unsigned long long>(sum->record_bytes),
+        static_cast<unsigned long long>(sum->row_bytes),
+        sum->ordered_by_profile ? "hot experts first" : "experts in the file's order",
+        Mib(sum->resident_bytes).c_str(), Mib(sum->bundle_bytes).c_str());
+  } else {
+    std::printf(
+        "wrote %s: %lld layers x %lld neurons, records of %llu bytes (%llu of rows%s), %s\n"
+        "resident %s, bundles %s\n",
+        o.output.c_str(), static_cast<long long>(sum->n_layer), static_cast<long long>(sum->n_ff),
+        static_cast<unsigned long long>(sum->record_bytes),
+        static_cast<unsigned long long>(sum->row_bytes),
+        sum->gate_in_bundle ? ": gate, up, down" : ": up, down; gate resident",
+        sum->ordered_by_profile ? "hot neurons first" : "neurons in the file's order",
+        Mib(sum->resident_bytes).c_str(), Mib(sum->bundle_bytes).c_str());
+  }
   if (sum->active_share > 0) {
     std::printf("the predictor chose %.1f%% of the neurons per token on the calibration text\n",
                 100 * sum->active_share);
   }
   if (!sum->miss_curve.empty()) {
-    std::printf("miss curve on the calibration text (cache share of bundles: misses per neuron):");
+    std::printf("miss curve on the calibration text (cache share of bundles: misses per %s):",
+                sum->n_expert > 0 ? "expert" : "neuron");
     for (const MissCurvePoint& pt : sum->miss_curve) {
       std::printf(" %.2f:%.3f", pt.cache_fraction, pt.miss_rate);
     }

@@ -10,7 +10,7 @@
 #include "engine/runtime/forward_pass.h"
 #include "engine/sparse/sparse_ffn.h"
 #include "engine/sparse/sparse_plan.h"
-#include "engine/tokenizer/tokenizer.h"
+#include "engine/tools/calibration_run.h"
 
 namespace sparrow::tools {
 namespace {
@@ -46,19 +46,8 @@ Result<PredictorCalibration> CalibrateByPredictor(const std::string& model_path,
                            ": --calibrate measures a PowerInfer file's predictor; order a SwiGLU "
                            "model's neurons with --profile (sparrow profile)");
   }
-  if (max_tokens < 2) {
-    return InvalidArgument("--calibrate-tokens must be at least 2, got " +
-                           std::to_string(max_tokens));
-  }
-  SPARROW_ASSIGN_OR_RETURN(auto tokenizer, LoadTokenizer(model->file()));
-  std::ifstream in(text_file, std::ios::binary);
-  if (!in) return NotFound(text_file + ": cannot read the calibration text");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  std::vector<int32_t> tokens = tokenizer->Tokenize(ss.str(), /*add_special=*/true);
-  if (tokens.size() < 2) return InvalidArgument(text_file + ": the calibration text is empty");
-  const int64_t n_ctx = std::min<int64_t>(c.n_ctx_train > 0 ? c.n_ctx_train : 512, 512);
-  tokens.resize(std::min<size_t>(tokens.size(), static_cast<size_t>(max_tokens)));
+  SPARROW_ASSIGN_OR_RETURN(std::vector<int32_t> tokens,
+                           CalibrationTokens(*model, text_file, max_tokens));
 
   kernels::ThreadPool pool(std::max(1, threads));
   SPARROW_ASSIGN_OR_RETURN(auto plan, MakeSparsePlan(*model, SparsityOptions{}, &pool));
@@ -66,18 +55,8 @@ Result<PredictorCalibration> CalibrateByPredictor(const std::string& model_path,
   ChoiceRecorder counter(c.n_layer, c.n_ff);
   ffn->set_choice_observer(&counter);
   ForwardPass fp(*model, &pool, std::move(ffn));
-  // Windows of the context's length, each a fresh sequence, run in chunks of 64 tokens; the
-  // predictor masks prompt tokens as it masks decoded ones.
-  std::vector<float> logits;
-  for (size_t w = 0; w < tokens.size(); w += static_cast<size_t>(n_ctx)) {
-    ContiguousKvCache cache(c.n_layer, n_ctx, c.kv_dim());
-    const size_t end = std::min(tokens.size(), w + static_cast<size_t>(n_ctx));
-    for (size_t t = w; t < end; t += 64) {
-      const size_t len = std::min<size_t>(64, end - t);
-      SPARROW_RETURN_IF_ERROR(
-          fp.Run({&tokens[t], len}, static_cast<int64_t>(t - w), cache, false, &logits));
-    }
-  }
+  // The predictor masks prompt tokens as it masks decoded ones.
+  SPARROW_RETURN_IF_ERROR(RunCalibrationWindows(*model, fp, tokens));
   PredictorCalibration out;
   out.orders.assign(c.n_layer, std::vector<int32_t>(c.n_ff));
   for (int64_t il = 0; il < c.n_layer; ++il) {

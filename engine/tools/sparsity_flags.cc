@@ -81,7 +81,8 @@ nlohmann::json SparseReport(const FeedForward& ffn, const SparsePlan* plan) {
   j["active_fraction"] = c.neurons_total > 0 ? static_cast<double>(c.neurons_computed) /
                                                    static_cast<double>(c.neurons_total)
                                              : 1.0;
-  if (plan && plan->policy != SparsePolicy::kPredictor) j["target"] = plan->target_sparsity;
+  if (plan && plan->policy != SparsePolicy::kPredictor && plan->policy != SparsePolicy::kExperts)
+    j["target"] = plan->target_sparsity;
   if (plan && plan->store) j["cache"] = NeuronCacheReport(plan->store->stats());
   return j;
 }
@@ -105,6 +106,8 @@ nlohmann::json NeuronCacheReport(const NeuronStoreStats& s) {
   j["flash_reads"] = s.reads.reads;
   j["flash_bytes"] = s.reads.bytes;
   j["failed_reads"] = s.reads.failed_reads;
+  j["prefetch_reads"] = s.prefetch_reads;
+  j["prefetch_used"] = s.prefetch_used;
   j["direct_io"] = s.direct;
   j["read_backend"] = std::string(s.read_backend);
   nlohmann::json hist = nlohmann::json::array();

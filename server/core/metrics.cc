@@ -118,6 +118,12 @@ void RenderNeuronCache(const NeuronStoreStats& c, std::string* out) {
   one("sparrow_neuron_cache_layer_reads_total", "counter",
       "Whole layers read for steps that needed most neurons (prompts).",
       static_cast<double>(c.layer_reads));
+  one("sparrow_prefetch_reads_total", "counter",
+      "Bundles (experts) read ahead on a guess at the next layer's choice.",
+      static_cast<double>(c.prefetch_reads));
+  one("sparrow_prefetch_used_total", "counter",
+      "Bundles read ahead that the next layer then asked for (the guess was right).",
+      static_cast<double>(c.prefetch_used));
   one("sparrow_flash_read_bytes_total", "counter", "Bytes read from the model file.",
       static_cast<double>(c.reads.bytes));
   one("sparrow_flash_reads_failed_total", "counter", "Reads of the model file that failed.",
