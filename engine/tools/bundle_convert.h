@@ -43,6 +43,9 @@ struct ConvertSummary {
   // --calibrate: the miss curve written into the file (the planner's P_miss); else empty.
   std::vector<MissCurvePoint> miss_curve;
   double active_share = 0;  // --calibrate: the share of neurons the predictor chose per token
+  // --calibrate on an MoE model: (share of the experts, share of the routings the most popular
+  // of them took), averaged over layers.
+  std::vector<std::pair<double, double>> expert_coverage;
 };
 
 Result<ConvertSummary> ConvertToBundles(const ConvertOptions& options);

@@ -76,6 +76,14 @@ int RunConvert(const ConvertOptions& opts) {
         sum->ordered_by_profile ? "hot neurons first" : "neurons in the file's order",
         Mib(sum->resident_bytes).c_str(), Mib(sum->bundle_bytes).c_str());
   }
+  if (!sum->expert_coverage.empty()) {
+    std::printf("routing on the calibration text (mean over layers):");
+    for (const auto& [experts, routings] : sum->expert_coverage) {
+      std::printf(" the hottest %.0f%% of experts took %.0f%% of routings;", 100 * experts,
+                  100 * routings);
+    }
+    std::printf("\n");
+  }
   if (sum->active_share > 0) {
     std::printf("the predictor chose %.1f%% of the neurons per token on the calibration text\n",
                 100 * sum->active_share);

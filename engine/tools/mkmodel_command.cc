@@ -37,6 +37,11 @@ void RegisterMkModelCommand(CLI::App& app, MkModelOptions& o, int& exit_code) {
   cmd->add_option("--hot-profile", o.hot_profile,
                   "pwri: neuron activation frequencies, uniform or powerlaw:A (f ~ rank^-A)")
       ->capture_default_str();
+  cmd->add_option("--expert-skew", o.expert_skew,
+                  "Mixture-of-experts shapes: skew of expert popularity (the expert of rank r "
+                  "gets a router logit bias of -S*ln(1+r)); 0: as random as the weights")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 16.0));
   cmd->callback([&o, &exit_code] { exit_code = RunMkModel(o); });
 }
 
@@ -74,6 +79,11 @@ int RunMkModel(const MkModelOptions& o) {
                  "sparrow mkmodel: --ffn, --predictor-rank and --hot-profile need --format pwri\n");
     return 1;
   }
+  if (o.expert_skew > 0 && shape->n_expert == 0) {
+    std::fprintf(stderr, "sparrow mkmodel: --expert-skew needs a mixture-of-experts shape\n");
+    return 1;
+  }
+  spec.expert_skew = o.expert_skew;
   spec.pwri = o.format == "pwri";
   spec.drelu = o.ffn == "drelu";
   spec.predictor_rank = o.predictor_rank;

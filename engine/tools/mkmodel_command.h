@@ -22,6 +22,7 @@ struct MkModelOptions {
   int64_t predictor_rank = 0;
   double active = 0.5;
   std::string hot_profile = "uniform";
+  double expert_skew = 0.0;  // --expert-skew
 };
 
 void RegisterMkModelCommand(CLI::App& app, MkModelOptions& opts, int& exit_code);

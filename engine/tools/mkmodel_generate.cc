@@ -46,6 +46,15 @@ void FillRows(const PlannedTensor& t, const PwriLayer* layer, uint64_t tensor_se
     uint64_t state = RowStream(tensor_seed, row0 + i);
     for (int64_t c = 0; c < t.cols; ++c)
       row[c] = UniformFloat(state, t.fill.center, t.fill.half_width);
+    float offset = t.shared_offset;
+    if (t.popularity != 0.0f) {
+      const int64_t experts = t.rows;
+      offset -=
+          t.popularity * std::log1p(static_cast<float>(PopularityRank(row0 + i, t.layer, experts)));
+    }
+    if (offset != 0.0f) {
+      for (int64_t c = 0; c < t.cols; ++c) row[c] += offset * SharedSign(c);
+    }
     kernels::QuantizeRow(t.type, row.data(), dst + i * row_bytes, t.cols);
   });
 }

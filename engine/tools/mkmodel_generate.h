@@ -29,6 +29,10 @@ struct SyntheticModelSpec {
   int64_t predictor_rank = 0;  // 0: n_embd / 8, at least 128, a multiple of 32
   double active = 0.5;         // mean share of neurons the predictor chooses
   HotProfile hot;
+  // Mixture-of-experts shapes: > 0 makes some experts popular in every layer (a Zipf-like
+  // skew: expert of rank r gets a logit bias of -expert_skew * ln(1 + r), through an offset
+  // the embeddings share); 0: routing as random as the weights.
+  double expert_skew = 0.0;
 };
 
 struct SyntheticModelSummary {

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <numbers>
 
+#include "engine/tools/mkmodel_random.h"
 #include "engine/tools/quantize_plan.h"
 
 namespace sparrow::tools {
@@ -131,6 +132,14 @@ Status PlanFfn(const SyntheticModelSpec& spec, int64_t il, const std::string& p,
   pl.Vector(p + "ffn_norm.weight", s.n_embd, kNorm);
   if (s.n_expert > 0) {
     SPARROW_RETURN_IF_ERROR(pl.Matrix(p + "ffn_gate_inp.weight", s.n_embd, s.n_expert));
+    if (spec.expert_skew > 0) {
+      // The normed hidden state x has about 0.8 of its length along the shared direction u
+      // (the embedding's offset), so x . u ~ 0.8 n_embd: this offset gives expert e a logit
+      // bias of -skew * ln(1 + rank) in units of the random logit's standard deviation (1).
+      PlannedTensor& r = pl.tensors().back();
+      r.popularity = static_cast<float>(spec.expert_skew / (0.8 * static_cast<double>(s.n_embd)));
+      r.layer = il;
+    }
     SPARROW_RETURN_IF_ERROR(
         pl.Matrix(p + "ffn_gate_exps.weight", s.n_embd, s.n_ff_exp, s.n_expert));
     SPARROW_RETURN_IF_ERROR(pl.Matrix(p + "ffn_up_exps.weight", s.n_embd, s.n_ff_exp, s.n_expert));
@@ -154,6 +163,16 @@ Status PlanFfn(const SyntheticModelSpec& spec, int64_t il, const std::string& p,
 
 }  // namespace
 
+float SharedSign(int64_t c) {
+  uint64_t state = static_cast<uint64_t>(c) * 0xd1b54a32d192ed03ull;
+  return (SplitMix(state) & 1) ? 1.0f : -1.0f;
+}
+
+int64_t PopularityRank(int64_t e, int64_t il, int64_t n) {
+  // 37 is prime to every expert count a shape has (8 to 128): a permutation per layer.
+  return (e * 37 + il * 11) % n;
+}
+
 int64_t PredictorRank(const SyntheticModelSpec& spec) {
   if (spec.predictor_rank > 0) return spec.predictor_rank;
   return std::max<int64_t>(128, spec.shape.n_embd / 8 / 32 * 32);
@@ -168,6 +187,10 @@ Result<std::vector<PlannedTensor>> PlanTensors(const SyntheticModelSpec& spec, i
   const ModelShape& s = spec.shape;
   Planner pl(spec, n_layer);
   SPARROW_RETURN_IF_ERROR(pl.Matrix("token_embd.weight", s.n_embd, n_vocab));
+  if (spec.expert_skew > 0) {
+    PlannedTensor& e = pl.tensors().back();
+    e.shared_offset = e.fill.half_width;
+  }
   pl.Vector("output_norm.weight", s.n_embd, kNorm);
   if (!s.tied_output) SPARROW_RETURN_IF_ERROR(pl.Matrix("output.weight", s.n_embd, n_vocab));
   if (s.rope_freqs) pl.Values("rope_freqs.weight", Llama3RopeFreqs(RopeDims(s), s.rope_freq_base));

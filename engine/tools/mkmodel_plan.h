@@ -32,7 +32,18 @@ struct PlannedTensor {
   int64_t layer = -1;
   int64_t experts = 0;        // > 0: a 3-D tensor {cols, rows / experts, experts}
   std::vector<float> values;  // fixed values (rope tables) instead of draws; rows == 1
+  // Skewed expert popularity (SyntheticModelSpec::expert_skew): added to each row along the
+  // model's shared direction (+-1 per column, SharedSign): the embedding's offset (a mean
+  // hidden state every layer sees), and a router row's -popularity * ln(1 + rank), rank its
+  // expert's place in a per-layer order of popularity (PopularityRank).
+  float shared_offset = 0.0f;
+  float popularity = 0.0f;
 };
+
+// The shared direction's sign at column c.
+float SharedSign(int64_t c);
+// Expert e's place (0: most popular) in layer il's order of n experts.
+int64_t PopularityRank(int64_t e, int64_t il, int64_t n);
 
 int64_t PredictorRank(const SyntheticModelSpec& spec);
 PwriLayout LayoutOf(const SyntheticModelSpec& spec);
