@@ -100,9 +100,25 @@ Result<PlanInputs> MakePlanInputs(const Model& model, const ActivationProfile* p
         "reports it as active_fraction), or convert it with --calibrate, which records it");
   }
   const bool gated = c.ffn_kind == FfnKind::kSwiGlu || c.ffn_kind == FfnKind::kGeGlu;
-  if (!in.powerinfer && (!gated || c.n_expert > 0)) {
+  // A converted MoE file: its records are experts, n_expert_used of n_expert per token, as a
+  // PowerInfer file's are neurons its predictor chooses.
+  const bool experts = layout && layout->experts;
+  if (c.n_expert > 0 && !experts) {
+    return Unsupported(
+        "the planner plans a mixture-of-experts model whose experts are on flash: "
+        "convert it (sparrow convert) and run it with --cache-mb");
+  }
+  if (!in.powerinfer && !experts && !gated) {
     return Unsupported("the planner handles SwiGLU and GeGLU models and PowerInfer files, not '" +
                        std::string(c.arch->name) + "' ones yet");
+  }
+  if (experts) {
+    if (profile) {
+      return InvalidArgument(
+          "a mixture-of-experts file takes no activation profile: its router "
+          "chooses the experts, and convert --calibrate measured how");
+    }
+    in.n_ff = c.n_expert;
   }
 
   // Bytes a decoded token reads whole, and the rows of one active neuron.
@@ -111,7 +127,15 @@ Result<PlanInputs> MakePlanInputs(const Model& model, const ActivationProfile* p
     for (const auto* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.pred_fc1, &l.pred_fc2}) {
       Add(in.dense, m->type, MatrixBytes(*m));
     }
-    if (layout) {
+    if (experts) {
+      const LayerBundles& lb = layout->layers[&l - w.layers.data()];
+      Add(in.dense, l.ffn_gate_inp.type, MatrixBytes(l.ffn_gate_inp));
+      Add(in.neuron_rows, lb.gate_type, RowBytes(lb.gate_type, c.n_embd) * c.n_ff_exp);
+      Add(in.neuron_rows, lb.up_type, RowBytes(lb.up_type, c.n_embd) * c.n_ff_exp);
+      Add(in.neuron_rows, lb.down_type, RowBytes(lb.down_type, c.n_ff_exp) * c.n_embd);
+      in.record_bytes = std::max<uint64_t>(in.record_bytes, lb.record_bytes);
+      in.bundle_bytes += lb.record_bytes * lb.neuron_ids.size();
+    } else if (layout) {
       const LayerBundles& lb = layout->layers[&l - w.layers.data()];
       if (layout->gate_in_bundle) {
         Add(in.neuron_rows, lb.gate_type, RowBytes(lb.gate_type, c.n_embd));
@@ -157,10 +181,17 @@ Result<PlanInputs> MakePlanInputs(const Model& model, const ActivationProfile* p
   // store's staging buffer of one layer's records: an estimate, not an account.
   in.scratch_bytes = static_cast<uint64_t>(options.prompt_chunk) *
                      static_cast<uint64_t>(6 * c.n_embd + 3 * c.n_ff + c.n_vocab) * sizeof(float);
-  if (layout) in.scratch_bytes += in.record_bytes * static_cast<uint64_t>(c.n_ff);
+  // The store's staging of one layer; an MoE step reads its experts 64 MiB at a time.
+  if (layout) {
+    in.scratch_bytes += experts ? std::min<uint64_t>(in.record_bytes * in.n_ff, uint64_t{64} << 20)
+                                : in.record_bytes * static_cast<uint64_t>(c.n_ff);
+  }
 
   // The levels the plan may choose.
-  if (in.powerinfer) {
+  if (experts) {
+    const double share = static_cast<double>(c.n_expert_used) / static_cast<double>(c.n_expert);
+    in.levels.push_back({1 - share, share, true, 0});
+  } else if (in.powerinfer) {
     in.levels.push_back({1 - active_share, active_share, true, 0});
   } else {
     if (!layout) in.levels.push_back({0, 1, false, 0});  // dense: whole matrices

@@ -5,12 +5,14 @@
 
 #include <gtest/gtest.h>
 
+#include "engine/model/expert_bundles.h"
 #include "engine/model/model.h"
 #include "engine/plan/cost_model.h"
 #include "engine/plan/planner.h"
 #include "engine/sparse/activation_profile.h"
 #include "tests/unit/plan/plan_fixture.h"
 #include "tests/util/converted_model.h"
+#include "tests/util/synthetic_arch.h"
 #include "tests/util/test_paths.h"
 
 namespace sparrow::plan {
@@ -65,6 +67,45 @@ TEST(PlanInputsTest, DenseLlamaFileIsOneLevelWithTheFfnMappedWhole) {
   EXPECT_EQ(plan->neuron_cache_bytes, in->bundle_bytes);
   EXPECT_EQ(plan->flash_ms, 0);
   EXPECT_GT(plan->predicted_tokens_per_s, 0);
+}
+
+// A mixture-of-experts model is planned once converted: its records are experts, the router's
+// n_expert_used of n_expert per token; the unconverted file is refused with the way out.
+TEST(PlanInputsTest, ConvertedMoeFileCountsExpertsAsRecords) {
+  const std::string src = sparrow::testing::TempPath("plan-olmoe-src.gguf");
+  ASSERT_TRUE(
+      sparrow::testing::WriteArchModel({sparrow::testing::ArchFamily::kOlmoe, 3}, src).ok());
+  auto source = Model::Load(src);
+  ASSERT_TRUE(source.ok());
+  auto refused = MakePlanInputs(**source, nullptr, testing::TwoThreadHardware());
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().ToString().find("sparrow convert"), std::string::npos);
+
+  auto model = Model::Load(sparrow::testing::ConvertedCopy(src, "plan-olmoe"));
+  ASSERT_TRUE(model.ok()) << model.status().ToString();
+  const ModelConfig& c = (*model)->config();
+  const LayerBundles& lb = (*model)->weights().bundles->layers[0];
+  auto in = MakePlanInputs(**model, nullptr, testing::TwoThreadHardware());
+  ASSERT_TRUE(in.ok()) << in.status().ToString();
+  EXPECT_TRUE(in->converted);
+  EXPECT_EQ(in->n_ff, c.n_expert);
+  ASSERT_EQ(in->levels.size(), 1u);
+  EXPECT_DOUBLE_EQ(in->levels[0].active_share,
+                   static_cast<double>(c.n_expert_used) / static_cast<double>(c.n_expert));
+  EXPECT_EQ(in->record_bytes, lb.record_bytes);
+  EXPECT_EQ(Sum(in->neuron_rows),
+            ExpertRawBytes(lb.gate_type, lb.up_type, lb.down_type, c.n_embd, c.n_ff_exp));
+  EXPECT_EQ(in->resident_bytes + in->bundle_bytes, FileTensorBytes(**model));
+
+  // Room for the resident weights and a few experts: the plan caches some, reads the rest.
+  PlanRequest r;
+  r.max_threads = 2;
+  r.min_kv_bytes = in->kv_bytes_per_token * 512;
+  r.budget_bytes = in->resident_bytes + in->scratch_bytes + r.min_kv_bytes + in->bundle_bytes / 3;
+  auto plan = SolvePlan(*in, r);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_LT(plan->neuron_cache_bytes, in->bundle_bytes);
+  EXPECT_GT(plan->flash_ms, 0);
 }
 
 // The probe's overhead per token was measured on one file: it applies to that file (named by a
