@@ -98,6 +98,8 @@ std::string BenchReportJson(const BenchReport& r) {
                                 {"flash_bytes_per_token", t.cache->flash_bytes_per_token},
                                 {"flash_reads_per_token", t.cache->flash_reads_per_token},
                                 {"flash_wait_ms_per_token", t.cache->wait_ms_per_token},
+                                {"prefetch_reads_per_token", t.cache->prefetch_reads_per_token},
+                                {"prefetch_accuracy", t.cache->prefetch_accuracy},
                                 {"resident_bytes", t.cache->resident_bytes}};
       }
       x["weight_bytes_per_token"] = t.weight_bytes_per_token;

@@ -199,6 +199,10 @@ BenchResult::CacheUse CacheUseBetween(const NeuronStoreStats& a, const NeuronSto
   u.flash_bytes_per_token = static_cast<double>(b.reads.bytes - a.reads.bytes) / n;
   u.flash_reads_per_token = static_cast<double>(b.reads.reads - a.reads.reads) / n;
   u.wait_ms_per_token = static_cast<double>(b.wait_micros - a.wait_micros) / 1000.0 / n;
+  const auto guessed = static_cast<double>(b.prefetch_reads - a.prefetch_reads);
+  u.prefetch_reads_per_token = guessed / n;
+  u.prefetch_accuracy =
+      guessed > 0 ? static_cast<double>(b.prefetch_used - a.prefetch_used) / guessed : 0;
   u.resident_bytes = b.hot_bytes + b.cache.mapped_bytes;
   return u;
 }

@@ -73,6 +73,10 @@ struct BenchResult {
     double flash_bytes_per_token = 0;
     double flash_reads_per_token = 0;
     double wait_ms_per_token = 0;  // the step waited for flash (reads compute did not hide)
+    // Read-ahead (MoE files): records read on a guess per token, and the share of them the
+    // next layer then used.
+    double prefetch_reads_per_token = 0;
+    double prefetch_accuracy = 0;
     uint64_t resident_bytes = 0;
   };
   std::optional<CacheUse> cache;

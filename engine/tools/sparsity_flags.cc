@@ -45,6 +45,9 @@ void AddSparsityFlags(CLI::App* cmd, SparsityFlags& f) {
                   "time)")
       ->check(CLI::Range(1, 4096))
       ->capture_default_str();
+  cmd->add_flag("--no-read-ahead", f.no_read_ahead,
+                "Mixture-of-experts files under --cache-mb: do not read the next layer's likely "
+                "experts (its router on this layer's hidden state) while this layer computes");
 }
 
 Result<std::shared_ptr<const SparsePlan>> MakePlanFromFlags(const Model& model,
@@ -71,6 +74,7 @@ Result<std::shared_ptr<const SparsePlan>> MakePlanFromFlags(const Model& model,
   if (f.cache_mb >= 0) o.cache_bytes = static_cast<size_t>(f.cache_mb * 1024 * 1024);
   o.store.hot_share = f.hot_share;
   o.store.queue_depth = f.io_depth;
+  o.store.read_ahead = !f.no_read_ahead;
   return MakeSparsePlan(model, o, pool);
 }
 

@@ -27,6 +27,7 @@ struct SparsityFlags {
   double cache_mb = -1;  // --cache-mb; negative: unset (the whole file mapped)
   double hot_share = 0.5;
   int io_depth = 128;
+  bool no_read_ahead = false;  // --no-read-ahead: MoE files read no expert on a guess
 };
 
 void AddSparsityFlags(CLI::App* cmd, SparsityFlags& flags);
