@@ -6,7 +6,10 @@ cgroup's usage, sparrowd's memory budget and the tokens completed are recorded. 
 OUT-sparrowd.csv, OUT-llama.csv, a summary (stdout) and, with gnuplot, OUT.png.
 
   bench/squeeze_compare.py --sparrowd BIN --sparrow-model F.sparrow.gguf --cache-mb N \
-      --llama-server BIN --llama-model F.gguf --limit-mib L --hog-mib H [--out PREFIX]
+      [--llama-server BIN --llama-model F.gguf] --limit-mib L --hog-mib H [--out PREFIX]
+
+Without --llama-server only sparrowd runs (a squeeze of one server, e.g. a MoE file whose
+experts are on flash).
 
 Needs root and the v1 memory controller at /sys/fs/cgroup/memory (exits 3 with a message
 otherwise). The page cache is dropped before each run. Both servers get the same thread count
@@ -65,7 +68,7 @@ class Load:
     """STREAMS clients each asking for completions back to back; records (end time, tokens)."""
 
     def __init__(self, port, streams, tokens):
-        self.port, self.done, self.failed = port, [], 0
+        self.port, self.done, self.failed, self.incomplete = port, [], 0, 0
         self.stop = threading.Event()
         self.lock = threading.Lock()
         self.threads = [threading.Thread(target=self.run, args=(i, tokens), daemon=True)
@@ -80,8 +83,11 @@ class Load:
             try:
                 out = post(self.port, body, 300)
                 got = out.get("usage", {}).get("completion_tokens", tokens)
+                finish = (out.get("choices") or [{}])[0].get("finish_reason")
                 with self.lock:
                     self.done.append((time.time(), got))
+                    # Answered, but not to the end (an error mid-way): counted apart.
+                    self.incomplete += finish not in ("length", "stop")
             except Exception:  # refused (503), killed or timed out: counted, and a pause
                 with self.lock:
                     self.failed += 1
@@ -158,7 +164,7 @@ def run_one(name, cmd, port, args, cg):
 
         summary = {
             "server": name, "oom_kills": oom, "alive_at_end": alive, "failed_requests":
-            load.failed, "tok_s_before": round(rate(5, args.hog_at), 2),
+            load.failed, "incomplete_requests": load.incomplete, "completed_requests": len(load.done), "tok_s_before": round(rate(5, args.hog_at), 2),
             "tok_s_squeezed": round(rate(args.hog_at + args.hog_mib / 100 + 5,
                                          args.hog_at + args.hog_mib / 100 + args.hog_hold), 2),
             "tok_s_after": round(rate(args.hog_at + args.hog_mib / 100 + args.hog_hold + 5,
@@ -185,8 +191,8 @@ def main():
     p.add_argument("--sparrowd", required=True)
     p.add_argument("--sparrow-model", required=True)
     p.add_argument("--cache-mb", type=int, required=True)
-    p.add_argument("--llama-server", required=True)
-    p.add_argument("--llama-model", required=True)
+    p.add_argument("--llama-server", default="", help="omit to squeeze sparrowd alone")
+    p.add_argument("--llama-model", default="")
     p.add_argument("--limit-mib", type=int, required=True)
     p.add_argument("--hog-mib", type=int, required=True)
     p.add_argument("--hog-at", type=float, default=20, help="seconds into the run")
@@ -214,6 +220,10 @@ def main():
                   str(args.threads), "-c", str(args.ctx * args.streams), "-np",
                   str(args.streams)],
     }
+    if not args.llama_server:
+        del runs["llama"]
+    elif not args.llama_model:
+        raise SystemExit("squeeze_compare: --llama-server needs --llama-model")
     summaries = []
     # Each server on its own port: a killed one may hold its socket for a moment.
     for i, (name, cmd) in enumerate(runs.items()):
@@ -224,6 +234,10 @@ def main():
                 f.write(",".join(str(v) for v in r.values()) + "\n")
         summaries.append(summary)
         print(json.dumps(summary))
+    llama_rss = llama_tok = ""
+    if "llama" in runs:
+        llama_rss = f", '{args.out}-llama.csv' using 1:2 with lines lw 2 title 'llama-server RSS'"
+        llama_tok = f", '{args.out}-llama.csv' using 1:6 with lines lw 2 title 'llama-server'"
     if shutil.which("gnuplot"):
         script = f"""
 set terminal pngcairo size 1000,700
@@ -233,12 +247,10 @@ set key autotitle columnhead
 set multiplot layout 2,1 title 'limit {args.limit_mib} MiB, hog {args.hog_mib} MiB from t={args.hog_at:g} s for {args.hog_hold:g} s'
 set ylabel 'MiB'
 plot '{args.out}-sparrowd.csv' using 1:2 with lines lw 2 title 'sparrowd RSS', \
-     '' using 1:4 with lines dt 2 title 'sparrowd budget', \
-     '{args.out}-llama.csv' using 1:2 with lines lw 2 title 'llama-server RSS'
+     '' using 1:4 with lines dt 2 title 'sparrowd budget'{llama_rss}
 set ylabel 'tokens/s ({args.window:g} s window)'
 set xlabel 'seconds'
-plot '{args.out}-sparrowd.csv' using 1:6 with lines lw 2 title 'sparrowd', \
-     '{args.out}-llama.csv' using 1:6 with lines lw 2 title 'llama-server'
+plot '{args.out}-sparrowd.csv' using 1:6 with lines lw 2 title 'sparrowd'{llama_tok}
 unset multiplot
 """
         subprocess.run(["gnuplot"], input=script.encode(), check=False)

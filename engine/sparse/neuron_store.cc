@@ -208,7 +208,15 @@ void NeuronStore::Prefetch(int32_t layer, std::span<const int32_t> ids) {
   for (int32_t id : ids) {
     if (id >= hot) pf_ids_.push_back(id);
   }
-  if (pf_ids_.empty()) return;
+  // Scored whether read or not: the guessed records not in memory.
+  guessed_layer_ = layer;
+  guessed_.clear();
+  prefetched_.clear();
+  for (int32_t id : pf_ids_) {
+    if (!cache_->Contains(layer, id)) guessed_.push_back(id);
+  }
+  std::sort(guessed_.begin(), guessed_.end());
+  if (!read_ahead_on_ || pf_ids_.empty()) return;
   pf_slots_.assign(pf_ids_.size(), nullptr);
   pf_misses_.clear();
   cache_->Reserve(layer, pf_ids_, pf_slots_.data(), &pf_misses_);
@@ -238,6 +246,32 @@ void NeuronStore::Prefetch(int32_t layer, std::span<const int32_t> ids) {
   });
 }
 
+void NeuronStore::ScoreGuess(int32_t layer, std::span<const int32_t> ids) {
+  if (guessed_layer_ != layer) return;
+  guessed_layer_ = -1;
+  int64_t right = 0, used = 0;
+  for (int32_t id : ids) {
+    right += std::binary_search(guessed_.begin(), guessed_.end(), id);
+    used += std::binary_search(prefetched_.begin(), prefetched_.end(), id);
+  }
+  guesses_ += static_cast<int64_t>(guessed_.size());
+  guesses_right_ += right;
+  prefetch_used_ += used;
+  window_guesses_ += static_cast<int64_t>(guessed_.size());
+  window_right_ += right;
+  if (window_guesses_ < kGuessWindow) return;
+  // Reads on guesses pay while most are right; below that they take the bandwidth and slots
+  // the step's own reads need (measured: bench/RESULTS.md, "Experts on flash").
+  const bool on = static_cast<double>(window_right_) >=
+                  kReadAheadMinAccuracy * static_cast<double>(window_guesses_);
+  if (on != read_ahead_on_) {
+    spdlog::info("read-ahead: {} of the last {} guessed records were used; reads on guesses {}",
+                 window_right_, window_guesses_, on ? "resume" : "pause (guesses still scored)");
+  }
+  read_ahead_on_ = on;
+  window_guesses_ = window_right_ = 0;
+}
+
 void NeuronStore::SettlePrefetch() {
   if (!pf_active_) return;
   const uint64_t t0 = env_->NowMicros();
@@ -251,7 +285,6 @@ void NeuronStore::SettlePrefetch() {
   pf_failed_ids_.clear();
   for (int32_t r : pf_failed_) pf_failed_ids_.push_back(pf_misses_[r]);
   cache_->Release(pf_layer_, pf_ids_, pf_slots_, pf_failed_ids_);
-  prefetched_layer_ = pf_layer_;
   prefetched_.clear();
   for (size_t r = 0; r < pf_read_ids_.size(); ++r) {
     if (std::find(pf_failed_.begin(), pf_failed_.end(), static_cast<int32_t>(r)) ==
@@ -264,12 +297,7 @@ void NeuronStore::SettlePrefetch() {
 
 void NeuronStore::Start(int32_t layer, std::span<const int32_t> ids, const uint8_t** records) {
   SettlePrefetch();
-  if (prefetched_layer_ == layer) {
-    int64_t used = 0;
-    for (int32_t id : ids) used += std::binary_search(prefetched_.begin(), prefetched_.end(), id);
-    prefetch_used_ += used;
-    prefetched_layer_ = -1;
-  }
+  ScoreGuess(layer, ids);
   // Growing the hot segment back, a little per step, outside the pinned section.
   Status grow = AdjustHot(layer, size_t{4} << 20);
   (void)grow;  // a failed read leaves the segment shorter; the records are read on demand
@@ -451,6 +479,9 @@ NeuronStoreStats NeuronStore::stats() const {
   st.read_backend = reader_->file().read_backend();
   st.prefetch_reads = prefetch_reads_;
   st.prefetch_used = prefetch_used_;
+  st.guesses = guesses_;
+  st.guesses_right = guesses_right_;
+  st.read_ahead_on = read_ahead_on_;
   return st;
 }
 

@@ -71,6 +71,10 @@ struct NeuronStoreStats {
   // Read-ahead (Prefetch): records read on a guess, and of those, the ones the next Start of
   // their layer asked for (the guess was right).
   int64_t prefetch_reads = 0, prefetch_used = 0;
+  // Every guess's records that were not in memory, read or only scored, and of those the ones
+  // the next Start asked for; whether guesses are read now (the accuracy gate).
+  int64_t guesses = 0, guesses_right = 0;
+  bool read_ahead_on = false;
 };
 
 class NeuronStore {
@@ -110,8 +114,10 @@ class NeuronStore {
 
   // Reads the records `ids` of `layer` (a guess at a coming Start of that layer, made while this
   // step's records are pinned) into free cache slots, after this step's reads; records cached,
-  // hot or without a slot are skipped. The next Start waits for them. A wrong guess costs only
-  // the bandwidth and the slots it took (they are evicted first). No-op without read_ahead.
+  // hot or without a slot are skipped. The next Start waits for them and scores the guess. A
+  // wrong guess costs only the bandwidth and the slots it took (they are evicted first); while
+  // fewer than half of the last window's guessed records were used, guesses are only scored,
+  // not read. No-op without read_ahead.
   void Prefetch(int32_t layer, std::span<const int32_t> ids);
 
   // Every record of `layer`, in sequential reads, into the store's staging buffer; *records
@@ -144,6 +150,9 @@ class NeuronStore {
                      int64_t* first_failed);
   // Waits for the last Prefetch's reads and releases its slots into the cache.
   void SettlePrefetch();
+  // Counts how many records of the last guess for `layer` the Start of `ids` uses, and turns
+  // reads on guesses on or off by the window's accuracy.
+  void ScoreGuess(int32_t layer, std::span<const int32_t> ids);
   // Marks the hot segment in use by the step (a shrink waits for Unpin).
   void Pin();
   void Unpin();
@@ -203,10 +212,15 @@ class NeuronStore {
   std::mutex pf_mu_;
   std::condition_variable pf_cv_;
   bool pf_done_ = false;
-  // The records the last settled Prefetch read, sorted, for the next Start of their layer.
-  int32_t prefetched_layer_ = -1;
-  std::vector<int32_t> prefetched_;
-  std::atomic<int64_t> prefetch_reads_{0}, prefetch_used_{0};
+  // The last guess's records that were not in memory (read, or only scored while reads are
+  // paused) and those of them read, sorted, for the next Start of their layer.
+  int32_t guessed_layer_ = -1;
+  std::vector<int32_t> guessed_, prefetched_;   // prefetched_: the ones read well
+  static constexpr int64_t kGuessWindow = 256;  // guessed records per accuracy window
+  static constexpr double kReadAheadMinAccuracy = 0.5;
+  int64_t window_guesses_ = 0, window_right_ = 0;
+  std::atomic<bool> read_ahead_on_{true};
+  std::atomic<int64_t> prefetch_reads_{0}, prefetch_used_{0}, guesses_{0}, guesses_right_{0};
 
   std::unique_ptr<IoThread> io_;  // stopped first, in the destructor
 };

@@ -88,11 +88,12 @@ std::vector<std::vector<float>> GreedyLogits(const Model& model, std::unique_ptr
 }
 
 std::shared_ptr<NeuronStore> OpenStore(const Model& model, size_t cache_bytes, Env* env = nullptr,
-                                       bool read_ahead = true) {
+                                       bool read_ahead = true, bool adaptive = true) {
   NeuronStoreOptions o;
   o.cache_bytes = cache_bytes;
   o.env = env;
   o.read_ahead = read_ahead;
+  o.adaptive = adaptive;
   auto s = NeuronStore::Open(model, o);
   EXPECT_TRUE(s.ok()) << s.status().ToString();
   return s.ok() ? std::shared_ptr<NeuronStore>(std::move(s).value()) : nullptr;
@@ -229,6 +230,45 @@ TEST_F(ExpertStoreTest, WrongGuessCostsOnlyItsReadsAndRightOneIsCounted) {
   auto quiet = OpenStore(*model_, 4 * layer(0).record_bytes, nullptr, /*read_ahead=*/false);
   quiet->Prefetch(1, guess);
   EXPECT_EQ(quiet->stats().prefetch_reads, 0);
+}
+
+// Guesses are scored at the next Start of their layer, read or not: while most miss, reads on
+// them pause (the bandwidth goes to the step's own reads); once most hit again, they resume.
+TEST_F(ExpertStoreTest, ReadAheadPausesWhileGuessesMissAndResumesWhenTheyHit) {
+  // Each layer's hottest expert and two slots, which keep them (the thrash rule would give them
+  // to the hot segment).
+  auto store = OpenStore(*model_, 4 * layer(0).record_bytes, nullptr, true, /*adaptive=*/false);
+  ASSERT_NE(store, nullptr);
+  std::vector<const uint8_t*> recs(3);
+  std::vector<int32_t> failed;
+  auto step = [&](const std::vector<int32_t>& guess, const std::vector<int32_t>& actual) {
+    store->Start(0, std::vector<int32_t>{0}, recs.data());
+    store->Prefetch(1, guess);
+    ASSERT_TRUE(store->Finish(&failed).ok());
+    store->Release();
+    ASSERT_TRUE(store->Acquire(1, actual, recs.data(), &failed).ok());
+    for (size_t k = 0; k < actual.size(); ++k) ASSERT_TRUE(RecordIntact(1, actual[k], recs[k]));
+    store->Release();
+  };
+  for (int i = 0; i < 200; ++i) step({5, 6, 7}, {1, 2});
+  NeuronStoreStats st = store->stats();
+  EXPECT_FALSE(st.read_ahead_on);
+  EXPECT_EQ(st.guesses_right, 0);
+  const int64_t paused_reads = st.prefetch_reads, paused_guesses = st.guesses;
+  for (int i = 0; i < 20; ++i) step({5, 6, 7}, {1, 2});
+  st = store->stats();
+  EXPECT_EQ(st.prefetch_reads, paused_reads);  // scored, not read
+  EXPECT_GT(st.guesses, paused_guesses);
+  // Guesses that come true (each set evicted by the other, so every guess would be read).
+  for (int i = 0; i < 300; ++i) {
+    const std::vector<int32_t> set =
+        i % 2 ? std::vector<int32_t>{3, 4} : std::vector<int32_t>{5, 6};
+    step(set, set);
+  }
+  st = store->stats();
+  EXPECT_TRUE(st.read_ahead_on);
+  EXPECT_GT(st.prefetch_reads, paused_reads);
+  EXPECT_GT(st.prefetch_used, 0);
 }
 
 TEST_F(ExpertStoreTest, ResizeWhileExpertsArePinnedLeavesThemIntact) {
