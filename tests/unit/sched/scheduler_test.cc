@@ -19,6 +19,7 @@
 #include "tests/util/converted_model.h"
 #include "tests/util/fault_env.h"
 #include "tests/util/golden.h"
+#include "tests/util/synthetic_arch.h"
 #include "tests/util/test_paths.h"
 
 namespace sparrow {
@@ -105,9 +106,12 @@ class SchedulerTest : public ::testing::Test {
   // PowerInfer's bamboo model converted to neuron bundles (model_ from now on), and options whose
   // FFN reads them through a NeuronStore of `cache_bytes` (SIZE_MAX: all) opened on `env`;
   // nullopt (the test skips) where the shared file is missing.
+  // `src` converted (default: PowerInfer's bamboo), its FFN (or experts) on flash behind a
+  // cache of `cache_bytes` (SIZE_MAX: all of it).
   std::optional<SchedulerOptions> FlashOptions(const std::string& name, size_t cache_bytes,
-                                               Env* env, kernels::ThreadPool* pool) {
-    const std::string src = testing::SharedDir() + "/pwri/models/pwri-bamboo-q4_0.gguf";
+                                               Env* env, kernels::ThreadPool* pool,
+                                               std::string src = "") {
+    if (src.empty()) src = testing::SharedDir() + "/pwri/models/pwri-bamboo-q4_0.gguf";
     if (!testing::FileExists(src)) return std::nullopt;
     const std::string converted = testing::ConvertedCopy(src, name);
     EXPECT_FALSE(converted.empty());
@@ -300,6 +304,60 @@ TEST_F(SchedulerTest, FlashReadFailuresFailOnlyTheRequestsThatNeededThem) {
     EXPECT_EQ(sinks[i]->tokens(), Alone(prompts[i % prompts.size()], 12)) << "request " << i;
   }
   EXPECT_EQ(s.Stats().kv.used_blocks, 0);
+}
+
+// A mixture-of-experts model converted to expert bundles, every expert read from flash when
+// used (no cache): requests equal each alone; then one expert's record fails to read: the
+// requests whose tokens were routed to it fail, naming the file, the others finish exactly.
+TEST_F(SchedulerTest, ExpertReadFailuresFailOnlyTheRequestsRoutedToThem) {
+  kernels::ThreadPool pool(2);
+  testing::FaultyEnv env;
+  const std::string src = testing::TempPath("sched-olmoe-src.gguf");
+  ASSERT_TRUE(testing::WriteArchModel({testing::ArchFamily::kOlmoe, 5}, src).ok());
+  const std::optional<SchedulerOptions> o = FlashOptions("sched-olmoe", 0, &env, &pool, src);
+  ASSERT_TRUE(o.has_value());
+  ASSERT_TRUE(model_->weights().bundles->experts);
+  Scheduler s(*model_, &pool, *o);
+  const std::vector<std::string> prompts = {"Once upon a time", "The little dog",
+                                            "Lily and Ben went to the park.", "One day, a cat"};
+  auto run = [&](int n, int64_t max_tokens) {
+    std::vector<std::shared_ptr<CollectingSink>> sinks;
+    for (int i = 0; i < n; ++i) {
+      sinks.push_back(std::make_shared<CollectingSink>());
+      EXPECT_TRUE(s.Submit(Greedy(prompts[i % prompts.size()], max_tokens, sinks.back())).ok());
+    }
+    for (auto& sink : sinks) sink->Wait();
+    return sinks;
+  };
+  for (auto& sink : run(4, 12)) EXPECT_EQ(sink->Wait().reason, FinishReason::kLength);
+  EXPECT_EQ(s.Stats().ffn_mode, "experts-on-flash");
+
+  const LayerBundles& lb = model_->weights().bundles->layers[1];
+  const uint64_t bad = lb.file_offset + 5 * lb.record_bytes;
+  env.faults().Set(bad, bad + 1);
+  int failed = 0;
+  auto sinks = run(8, 16);
+  for (size_t i = 0; i < sinks.size(); ++i) {
+    const FinishInfo info = sinks[i]->Wait();
+    EXPECT_EQ(sinks[i]->finish_calls(), 1);
+    if (info.reason == FinishReason::kError) {
+      ++failed;
+      EXPECT_EQ(info.status.code(), StatusCode::kIoError);
+      EXPECT_NE(info.status.message().find(model_->file().path()), std::string::npos);
+    } else {
+      EXPECT_EQ(sinks[i]->tokens(), Alone(prompts[i % prompts.size()], 16)) << "request " << i;
+    }
+  }
+  EXPECT_GT(failed, 0);
+  EXPECT_EQ(s.Stats().kv.used_blocks, 0);
+  EXPECT_EQ(s.Stats().requests_failed, failed);
+
+  env.faults().Clear();
+  sinks = run(4, 12);
+  for (size_t i = 0; i < sinks.size(); ++i) {
+    EXPECT_EQ(sinks[i]->Wait().reason, FinishReason::kLength);
+    EXPECT_EQ(sinks[i]->tokens(), Alone(prompts[i % prompts.size()], 12)) << "request " << i;
+  }
 }
 
 // Memory plans applied while streams run: the neuron cache shrinks to nothing and grows back
