@@ -145,6 +145,23 @@ class SchedulerTest : public ::testing::Test {
     return r;
   }
 
+  // n greedy requests over four prompts in turn, submitted together; returns once all ended.
+  std::vector<std::shared_ptr<CollectingSink>> RunFaultPrompts(Scheduler& s, int n,
+                                                               int64_t max_tokens) {
+    std::vector<std::shared_ptr<CollectingSink>> sinks;
+    for (int i = 0; i < n; ++i) {
+      sinks.push_back(std::make_shared<CollectingSink>());
+      EXPECT_TRUE(s.Submit(Greedy(FaultPrompt(i), max_tokens, sinks.back())).ok());
+    }
+    for (auto& sink : sinks) sink->Wait();
+    return sinks;
+  }
+  static std::string FaultPrompt(size_t i) {
+    static const char* kPrompts[] = {"Once upon a time", "The little dog",
+                                     "Lily and Ben went to the park.", "One day, a cat"};
+    return kPrompts[i % 4];
+  }
+
   // The same request through the single-sequence loop, as the reference.
   std::vector<int32_t> Alone(const std::string& text, int64_t max_tokens) {
     ForwardPass fp(*model_, nullptr);
@@ -257,17 +274,7 @@ TEST_F(SchedulerTest, FlashReadFailuresFailOnlyTheRequestsThatNeededThem) {
   if (!o) GTEST_SKIP() << "pwri-bamboo-q4_0.gguf is missing";
   const std::string converted = model_->file().path();
   Scheduler s(*model_, &pool, *o);
-  const std::vector<std::string> prompts = {"Once upon a time", "The little dog",
-                                            "Lily and Ben went to the park.", "One day, a cat"};
-  auto run = [&](int n, int64_t max_tokens) {
-    std::vector<std::shared_ptr<CollectingSink>> sinks;
-    for (int i = 0; i < n; ++i) {
-      sinks.push_back(std::make_shared<CollectingSink>());
-      EXPECT_TRUE(s.Submit(Greedy(prompts[i % prompts.size()], max_tokens, sinks.back())).ok());
-    }
-    for (auto& sink : sinks) sink->Wait();
-    return sinks;
-  };
+  auto run = [&](int n, int64_t max_tokens) { return RunFaultPrompts(s, n, max_tokens); };
   for (auto& sink : run(4, 12)) EXPECT_EQ(sink->Wait().reason, FinishReason::kLength);
 
   // One record of the middle layer (with the records read in the same run as it) fails.
@@ -285,7 +292,7 @@ TEST_F(SchedulerTest, FlashReadFailuresFailOnlyTheRequestsThatNeededThem) {
       EXPECT_NE(info.status.message().find(converted), std::string::npos) << info.status.ToString();
     } else {
       ++finished;
-      EXPECT_EQ(sinks[i]->tokens(), Alone(prompts[i % prompts.size()], 16)) << "request " << i;
+      EXPECT_EQ(sinks[i]->tokens(), Alone(FaultPrompt(i), 16)) << "request " << i;
     }
   }
   EXPECT_GT(failed, 0);
@@ -301,7 +308,7 @@ TEST_F(SchedulerTest, FlashReadFailuresFailOnlyTheRequestsThatNeededThem) {
   sinks = run(4, 12);
   for (size_t i = 0; i < sinks.size(); ++i) {
     EXPECT_EQ(sinks[i]->Wait().reason, FinishReason::kLength);
-    EXPECT_EQ(sinks[i]->tokens(), Alone(prompts[i % prompts.size()], 12)) << "request " << i;
+    EXPECT_EQ(sinks[i]->tokens(), Alone(FaultPrompt(i), 12)) << "request " << i;
   }
   EXPECT_EQ(s.Stats().kv.used_blocks, 0);
 }
@@ -318,17 +325,7 @@ TEST_F(SchedulerTest, ExpertReadFailuresFailOnlyTheRequestsRoutedToThem) {
   ASSERT_TRUE(o.has_value());
   ASSERT_TRUE(model_->weights().bundles->experts);
   Scheduler s(*model_, &pool, *o);
-  const std::vector<std::string> prompts = {"Once upon a time", "The little dog",
-                                            "Lily and Ben went to the park.", "One day, a cat"};
-  auto run = [&](int n, int64_t max_tokens) {
-    std::vector<std::shared_ptr<CollectingSink>> sinks;
-    for (int i = 0; i < n; ++i) {
-      sinks.push_back(std::make_shared<CollectingSink>());
-      EXPECT_TRUE(s.Submit(Greedy(prompts[i % prompts.size()], max_tokens, sinks.back())).ok());
-    }
-    for (auto& sink : sinks) sink->Wait();
-    return sinks;
-  };
+  auto run = [&](int n, int64_t max_tokens) { return RunFaultPrompts(s, n, max_tokens); };
   for (auto& sink : run(4, 12)) EXPECT_EQ(sink->Wait().reason, FinishReason::kLength);
   EXPECT_EQ(s.Stats().ffn_mode, "experts-on-flash");
 
@@ -345,7 +342,7 @@ TEST_F(SchedulerTest, ExpertReadFailuresFailOnlyTheRequestsRoutedToThem) {
       EXPECT_EQ(info.status.code(), StatusCode::kIoError);
       EXPECT_NE(info.status.message().find(model_->file().path()), std::string::npos);
     } else {
-      EXPECT_EQ(sinks[i]->tokens(), Alone(prompts[i % prompts.size()], 16)) << "request " << i;
+      EXPECT_EQ(sinks[i]->tokens(), Alone(FaultPrompt(i), 16)) << "request " << i;
     }
   }
   EXPECT_GT(failed, 0);
@@ -356,7 +353,7 @@ TEST_F(SchedulerTest, ExpertReadFailuresFailOnlyTheRequestsRoutedToThem) {
   sinks = run(4, 12);
   for (size_t i = 0; i < sinks.size(); ++i) {
     EXPECT_EQ(sinks[i]->Wait().reason, FinishReason::kLength);
-    EXPECT_EQ(sinks[i]->tokens(), Alone(prompts[i % prompts.size()], 12)) << "request " << i;
+    EXPECT_EQ(sinks[i]->tokens(), Alone(FaultPrompt(i), 12)) << "request " << i;
   }
 }
 
