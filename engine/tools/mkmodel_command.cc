@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <thread>
 
+#include "engine/tools/mkmodel_balance.h"
 #include "engine/tools/mkmodel_generate.h"
 
 namespace sparrow::tools {
@@ -42,6 +43,14 @@ void RegisterMkModelCommand(CLI::App& app, MkModelOptions& o, int& exit_code) {
                   "gets a router logit bias of -S*ln(1+r)); 0: as random as the weights")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 16.0));
+  cmd->add_option("--balance-routers", o.balance_routers,
+                  "Mixture-of-experts shapes: run the model over this text and remove from each "
+                  "router the direction all tokens' router inputs share, so that no expert is "
+                  "preferred for it (routing spread as a trained model's load balancing spreads "
+                  "it)");
+  cmd->add_option("--balance-tokens", o.balance_tokens, "Tokens of --balance-routers to run")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{8}, int64_t{1} << 20));
   cmd->callback([&o, &exit_code] { exit_code = RunMkModel(o); });
 }
 
@@ -79,8 +88,15 @@ int RunMkModel(const MkModelOptions& o) {
                  "sparrow mkmodel: --ffn, --predictor-rank and --hot-profile need --format pwri\n");
     return 1;
   }
-  if (o.expert_skew > 0 && shape->n_expert == 0) {
-    std::fprintf(stderr, "sparrow mkmodel: --expert-skew needs a mixture-of-experts shape\n");
+  if ((o.expert_skew > 0 || !o.balance_routers.empty()) && shape->n_expert == 0) {
+    std::fprintf(stderr,
+                 "sparrow mkmodel: --expert-skew and --balance-routers need a mixture-of-experts "
+                 "shape\n");
+    return 1;
+  }
+  if (o.expert_skew > 0 && !o.balance_routers.empty()) {
+    std::fprintf(stderr,
+                 "sparrow mkmodel: --expert-skew and --balance-routers exclude each other\n");
     return 1;
   }
   spec.expert_skew = o.expert_skew;
@@ -107,6 +123,17 @@ int RunMkModel(const MkModelOptions& o) {
   std::fprintf(stderr, "wrote %s: %s %s, %.1f M parameters, %.1f MiB of tensors, vocab %lld\n",
                o.out.c_str(), o.shape.c_str(), o.type.c_str(), summary->n_params / 1e6,
                summary->data_bytes / 1048576.0, static_cast<long long>(summary->n_vocab));
+  if (!o.balance_routers.empty()) {
+    auto b = BalanceRouters(o.out, o.balance_routers, o.balance_tokens, spec.threads);
+    if (!b.ok()) {
+      std::fprintf(stderr, "sparrow mkmodel: %s\n", b.status().ToString().c_str());
+      return 1;
+    }
+    std::fprintf(stderr,
+                 "routers balanced: the hottest 10%% of experts took %.0f%% of the routings on "
+                 "the text before, %.0f%% after (mean over layers)\n",
+                 100 * b->hot10_before, 100 * b->hot10_after);
+  }
   if (spec.pwri) {
     std::fprintf(stderr,
                  "predictor aims at %.1f%% of neurons per token; %.1f%% of neurons carry 80%% of "

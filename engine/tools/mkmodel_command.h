@@ -22,7 +22,9 @@ struct MkModelOptions {
   int64_t predictor_rank = 0;
   double active = 0.5;
   std::string hot_profile = "uniform";
-  double expert_skew = 0.0;  // --expert-skew
+  double expert_skew = 0.0;     // --expert-skew
+  std::string balance_routers;  // --balance-routers TEXT
+  int64_t balance_tokens = 256;
 };
 
 void RegisterMkModelCommand(CLI::App& app, MkModelOptions& opts, int& exit_code);

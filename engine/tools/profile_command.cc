@@ -93,7 +93,14 @@ Result<ActivationProfile> CalibrateProfile(const ProfileOptions& o) {
                            ": a PowerInfer file chooses its neurons by its predictors; "
                            "it needs no profile");
   }
-  if ((c.ffn_kind != FfnKind::kSwiGlu && c.ffn_kind != FfnKind::kGeGlu) || c.n_expert > 0) {
+  if (c.n_expert > 0) {
+    return InvalidArgument(
+        o.model +
+        ": a mixture-of-experts model is profiled by `sparrow convert --calibrate TEXT`, which "
+        "measures how often the router picks each expert (hot experts first in the file) and "
+        "writes the expert cache's miss curve for the planner");
+  }
+  if (c.ffn_kind != FfnKind::kSwiGlu && c.ffn_kind != FfnKind::kGeGlu) {
     return Unsupported(o.model +
                        ": profiles are made for dense SwiGLU and GeGLU models, not yet for '" +
                        std::string(c.arch->name) + "'");
