@@ -8,6 +8,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <numeric>
 #include <random>
 #include <set>
@@ -375,6 +377,39 @@ TEST_F(ExpertStoreTest, FailedExpertReadFailsOnlyTheTokensRoutedToIt) {
   std::fill(failed.begin(), failed.end(), 0);
   ASSERT_TRUE(ffn.Compute(0, in, out.data()).ok());
   EXPECT_EQ(out, want);
+}
+
+// A converted file whose record order is not a permutation (two records claim one expert) is
+// refused at load, the tensor and entry named; converting a converted file is refused too.
+TEST(ExpertConvertTest, CorruptExpertOrderIsRefusedByName) {
+  const std::string good = Converted(SourceModel("mixtral"), "corrupt");
+  auto f = GgufFile::Open(good);
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  const GgufTensorInfo* ids = (*f)->FindTensor(ExpertIdsTensorName(1));
+  ASSERT_NE(ids, nullptr);
+  const size_t at = static_cast<size_t>(ids->data - (*f)->base());
+  int32_t first = 0;
+  std::memcpy(&first, ids->data, sizeof first);
+  const std::string bad = testing::TempPath("experts-corrupt.gguf");
+  std::filesystem::copy_file(good, bad);
+  {
+    std::fstream out(bad, std::ios::in | std::ios::out | std::ios::binary);
+    out.seekp(static_cast<std::streamoff>(at + sizeof(int32_t)));  // entry 1 = entry 0
+    out.write(reinterpret_cast<const char*>(&first), sizeof first);
+    ASSERT_TRUE(out.good());
+  }
+  auto m = Model::Load(bad);
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.status().ToString().find("blk.1.ffn_expert_ids"), std::string::npos)
+      << m.status().ToString();
+  EXPECT_NE(m.status().ToString().find("not a permutation"), std::string::npos);
+
+  tools::ConvertOptions o;
+  o.model = good;
+  o.output = testing::TempPath("experts-twice.gguf");
+  auto again = tools::ConvertToBundles(o);
+  ASSERT_FALSE(again.ok());
+  EXPECT_NE(again.status().ToString().find("already converted"), std::string::npos);
 }
 
 TEST(ExpertConvertTest, MoeRefusesSparsityAndUnconvertedCache) {
