@@ -91,6 +91,12 @@ struct NeuronBundleLayout {
     for (const LayerBundles& lb : layers) n += lb.record_bytes * lb.neuron_ids.size();
     return n;
   }
+  // The largest layer's record (a cache slot fits any layer's); at least 1.
+  uint64_t largest_record_bytes() const {
+    uint64_t r = 1;
+    for (const LayerBundles& lb : layers) r = lb.record_bytes > r ? lb.record_bytes : r;
+    return r;
+  }
 };
 
 // Shared with the expert layout: the name, version and I/O block keys and the optional miss curve

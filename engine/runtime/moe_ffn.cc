@@ -120,7 +120,7 @@ Status MoeFfn::ComputeFromSource(int64_t il, const FfnInput& in) {
     const size_t len = std::min(step, records_.size() - r0);
     source_->Start(static_cast<int32_t>(il), std::span<const int32_t>(&records_[r0], len));
     // Decode steps read the next layer's likely experts behind this layer's reads.
-    if (r0 == 0 && decode_only) PrefetchNext(il, in);
+    if (r0 == 0 && decode_only && source_->reads_ahead()) PrefetchNext(il, in);
     for (auto ready = source_->Ready(); !ready.empty(); ready = source_->Ready()) {
       for (int32_t j : ready) {
         ComputeExpert(RecordExpert(c, lb, source_->Record(j)), expert_of_[r0 + j], in);

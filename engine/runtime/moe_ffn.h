@@ -42,6 +42,8 @@ class ExpertSource {
   virtual void Release() = 0;
   // A guess at layer il's records of the next Start of that layer; a wrong one costs bandwidth.
   virtual void Prefetch(int32_t il, std::span<const int32_t> records) = 0;
+  // False when Prefetch would ignore every guess (read-ahead switched off): none is made.
+  virtual bool reads_ahead() const = 0;
 };
 
 // Sees each layer's routing (calibration: `sparrow convert --calibrate` on an MoE file).

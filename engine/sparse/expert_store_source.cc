@@ -9,17 +9,12 @@ namespace {
 // that routes to every expert reads them this many bytes at a time, not all of a layer at once.
 constexpr size_t kMaxStartBytes = size_t{64} << 20;
 
-size_t LargestRecord(const NeuronBundleLayout& layout) {
-  uint64_t r = 1;
-  for (const LayerBundles& lb : layout.layers) r = std::max(r, lb.record_bytes);
-  return static_cast<size_t>(r);
-}
-
 }  // namespace
 
 StoreExpertSource::StoreExpertSource(std::shared_ptr<NeuronStore> store)
     : store_(std::move(store)),
-      max_records_(std::max<size_t>(1, kMaxStartBytes / LargestRecord(store_->layout()))) {}
+      max_records_(std::max<size_t>(
+          1, kMaxStartBytes / static_cast<size_t>(store_->layout().largest_record_bytes()))) {}
 
 void StoreExpertSource::Start(int32_t il, std::span<const int32_t> records) {
   ptrs_.assign(records.size(), nullptr);

@@ -25,6 +25,7 @@ class StoreExpertSource : public ExpertSource {
   void Prefetch(int32_t il, std::span<const int32_t> records) override {
     store_->Prefetch(il, records);
   }
+  bool reads_ahead() const override { return store_->reads_ahead(); }
 
  private:
   std::shared_ptr<NeuronStore> store_;

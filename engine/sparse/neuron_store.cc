@@ -26,12 +26,6 @@ uint8_t* Reserve(size_t bytes) {
   return p == MAP_FAILED ? nullptr : static_cast<uint8_t*>(p);
 }
 
-size_t LargestRecord(const NeuronBundleLayout& layout) {
-  uint64_t r = 1;
-  for (const LayerBundles& lb : layout.layers) r = std::max(r, lb.record_bytes);
-  return static_cast<size_t>(r);
-}
-
 }  // namespace
 
 Result<std::unique_ptr<NeuronStore>> NeuronStore::Open(const Model& model,
@@ -80,7 +74,7 @@ NeuronStore::NeuronStore(const NeuronBundleLayout& layout, std::unique_ptr<Bundl
     : layout_(layout),
       n_layer_(static_cast<int64_t>(layout.layers.size())),
       n_ff_(layout.layers.empty() ? 0 : static_cast<int64_t>(layout.layers[0].neuron_ids.size())),
-      record_bytes_(LargestRecord(layout)),
+      record_bytes_(static_cast<size_t>(layout.largest_record_bytes())),
       hot_share_(options.hot_share),
       adaptive_(options.adaptive),
       reader_(std::move(reader)),

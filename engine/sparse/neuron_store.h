@@ -119,6 +119,8 @@ class NeuronStore {
   // fewer than half of the last window's guessed records were used, guesses are only scored,
   // not read. No-op without read_ahead.
   void Prefetch(int32_t layer, std::span<const int32_t> ids);
+  // NeuronStoreOptions::read_ahead: false makes Prefetch a no-op.
+  bool reads_ahead() const { return read_ahead_; }
 
   // Every record of `layer`, in sequential reads, into the store's staging buffer; *records
   // receives it (record k at k * record_bytes; valid until the next ReadLayer). For batches that

@@ -1,6 +1,7 @@
 #include "engine/tools/expert_calibration.h"
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 
 #include "engine/kernels/thread_pool.h"
@@ -37,6 +38,18 @@ class RoutingRecorder : public ExpertObserver {
 };
 
 }  // namespace
+
+double HottestExpertShare(const std::vector<std::vector<double>>& counts, double share) {
+  double taken = 0;
+  for (std::vector<double> c : counts) {
+    std::sort(c.rbegin(), c.rend());
+    const auto top = std::clamp<int64_t>(std::llround(share * static_cast<double>(c.size())), 1,
+                                         static_cast<int64_t>(c.size()));
+    const double all = std::accumulate(c.begin(), c.end(), 0.0);
+    taken += all > 0 ? std::accumulate(c.begin(), c.begin() + top, 0.0) / all : 0;
+  }
+  return counts.empty() ? 0 : taken / static_cast<double>(counts.size());
+}
 
 Result<ExpertCalibration> CalibrateExperts(const std::string& model_path,
                                            const std::string& text_file, int64_t max_tokens,

@@ -24,6 +24,10 @@ struct ExpertCalibration {
   int64_t tokens = 0;
 };
 
+// Of the routings counted per layer and expert, the share each layer's most chosen `share` of
+// its experts took (at least one expert), averaged over layers.
+double HottestExpertShare(const std::vector<std::vector<double>>& counts, double share);
+
 // Runs the model over the first `max_tokens` tokens of `text_file` and records its routing.
 // `record_bytes` sizes the replayed cache's slots (one expert). Errors name the file.
 Result<ExpertCalibration> CalibrateExperts(const std::string& model_path,

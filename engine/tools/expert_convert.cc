@@ -80,15 +80,7 @@ Result<ConvertSummary> ConvertExpertsToBundles(const ConvertOptions& o, const Mo
                              CalibrateExperts(o.model, o.calibrate, o.calibrate_tokens, threads,
                                               static_cast<size_t>(sum.record_bytes)));
     for (double share : {0.1, 0.25, 0.5}) {
-      double taken = 0;
-      const auto top = std::max<int64_t>(1, std::llround(share * static_cast<double>(c.n_expert)));
-      for (int64_t il = 0; il < c.n_layer; ++il) {
-        double all = 0, hot = 0;
-        for (int64_t e = 0; e < c.n_expert; ++e) all += cal.frequency[il][e];
-        for (int64_t r = 0; r < top; ++r) hot += cal.frequency[il][cal.orders[il][r]];
-        taken += all > 0 ? hot / all : 0;
-      }
-      sum.expert_coverage.emplace_back(share, taken / static_cast<double>(c.n_layer));
+      sum.expert_coverage.emplace_back(share, HottestExpertShare(cal.frequency, share));
     }
     orders = std::move(cal.orders);
     sum.miss_curve = std::move(cal.miss_curve);

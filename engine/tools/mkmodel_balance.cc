@@ -12,6 +12,7 @@
 #include "engine/runtime/forward_pass.h"
 #include "engine/runtime/moe_ffn.h"
 #include "engine/tools/calibration_run.h"
+#include "engine/tools/expert_calibration.h"
 
 namespace sparrow::tools {
 namespace {
@@ -46,16 +47,12 @@ class RouterInputs : public ExpertObserver {
   }
   // Share of the routings the hottest 10% of experts took, mean over layers.
   double Hot10() const {
-    const int64_t n_layer = static_cast<int64_t>(tokens_.size());
-    const int64_t top = std::max<int64_t>(1, e_ / 10);
-    double sum = 0;
-    for (int64_t il = 0; il < n_layer; ++il) {
-      std::vector<int64_t> c(counts_.begin() + il * e_, counts_.begin() + (il + 1) * e_);
-      std::sort(c.rbegin(), c.rend());
-      const double all = static_cast<double>(std::accumulate(c.begin(), c.end(), int64_t{0}));
-      sum += all > 0 ? std::accumulate(c.begin(), c.begin() + top, int64_t{0}) / all : 0;
+    std::vector<std::vector<double>> counts(tokens_.size());
+    for (size_t il = 0; il < counts.size(); ++il) {
+      counts[il].assign(counts_.begin() + static_cast<int64_t>(il) * e_,
+                        counts_.begin() + static_cast<int64_t>(il + 1) * e_);
     }
-    return n_layer > 0 ? sum / static_cast<double>(n_layer) : 0;
+    return HottestExpertShare(counts, 0.1);
   }
 
  private:

@@ -156,6 +156,24 @@ class SchedulerTest : public ::testing::Test {
     for (auto& sink : sinks) sink->Wait();
     return sinks;
   }
+  // A run of RunFaultPrompts while reads fail: each request ended once, either with an I/O error
+  // naming `file` or exactly as alone. Returns how many failed.
+  int CheckFaultedRun(const std::vector<std::shared_ptr<CollectingSink>>& sinks, int64_t max_tokens,
+                      const std::string& file) {
+    int failed = 0;
+    for (size_t i = 0; i < sinks.size(); ++i) {
+      const FinishInfo info = sinks[i]->Wait();
+      EXPECT_EQ(sinks[i]->finish_calls(), 1);
+      if (info.reason == FinishReason::kError) {
+        ++failed;
+        EXPECT_EQ(info.status.code(), StatusCode::kIoError);
+        EXPECT_NE(info.status.message().find(file), std::string::npos) << info.status.ToString();
+      } else {
+        EXPECT_EQ(sinks[i]->tokens(), Alone(FaultPrompt(i), max_tokens)) << "request " << i;
+      }
+    }
+    return failed;
+  }
   static std::string FaultPrompt(size_t i) {
     static const char* kPrompts[] = {"Once upon a time", "The little dog",
                                      "Lily and Ben went to the park.", "One day, a cat"};
@@ -281,20 +299,9 @@ TEST_F(SchedulerTest, FlashReadFailuresFailOnlyTheRequestsThatNeededThem) {
   const LayerBundles& lb = model_->weights().bundles->layers[model_->config().n_layer / 2];
   const uint64_t bad = lb.file_offset + 3 * lb.record_bytes;
   env.faults().Set(bad, bad + 1);
-  int failed = 0, finished = 0;
   auto sinks = run(8, 16);
-  for (size_t i = 0; i < sinks.size(); ++i) {
-    const FinishInfo info = sinks[i]->Wait();
-    EXPECT_EQ(sinks[i]->finish_calls(), 1);
-    if (info.reason == FinishReason::kError) {
-      ++failed;
-      EXPECT_EQ(info.status.code(), StatusCode::kIoError);
-      EXPECT_NE(info.status.message().find(converted), std::string::npos) << info.status.ToString();
-    } else {
-      ++finished;
-      EXPECT_EQ(sinks[i]->tokens(), Alone(FaultPrompt(i), 16)) << "request " << i;
-    }
-  }
+  const int failed = CheckFaultedRun(sinks, 16, converted);
+  const int finished = static_cast<int>(sinks.size()) - failed;
   EXPECT_GT(failed, 0);
   EXPECT_GT(env.faults().injected, 0);
   SchedulerStats st = s.Stats();
@@ -332,19 +339,8 @@ TEST_F(SchedulerTest, ExpertReadFailuresFailOnlyTheRequestsRoutedToThem) {
   const LayerBundles& lb = model_->weights().bundles->layers[1];
   const uint64_t bad = lb.file_offset + 5 * lb.record_bytes;
   env.faults().Set(bad, bad + 1);
-  int failed = 0;
   auto sinks = run(8, 16);
-  for (size_t i = 0; i < sinks.size(); ++i) {
-    const FinishInfo info = sinks[i]->Wait();
-    EXPECT_EQ(sinks[i]->finish_calls(), 1);
-    if (info.reason == FinishReason::kError) {
-      ++failed;
-      EXPECT_EQ(info.status.code(), StatusCode::kIoError);
-      EXPECT_NE(info.status.message().find(model_->file().path()), std::string::npos);
-    } else {
-      EXPECT_EQ(sinks[i]->tokens(), Alone(FaultPrompt(i), 16)) << "request " << i;
-    }
-  }
+  const int failed = CheckFaultedRun(sinks, 16, model_->file().path());
   EXPECT_GT(failed, 0);
   EXPECT_EQ(s.Stats().kv.used_blocks, 0);
   EXPECT_EQ(s.Stats().requests_failed, failed);
