@@ -387,13 +387,16 @@ TEST(HardeningShutdownTest, AfterSigtermOpenConnectionsGet503AndNewOnesAreRefuse
   ASSERT_TRUE(SendAll(keep, "GET /health HTTP/1.1\r\nHost: x\r\n\r\n"));
   char buf[4096];
   ASSERT_GT(::recv(keep, buf, sizeof buf, 0), 0);
-  // A long stream keeps the server draining while we look.
+  // A long stream keeps the server draining while we look. It is not read until the end, so
+  // its ~15 MB cannot all be written (socket buffers hold a few MB) before the keep-alive
+  // request arrives, however fast the machine generates.
   const int stream_fd = ConnectTcp("127.0.0.1", p->http_port());
   ASSERT_GE(stream_fd, 0);
-  ASSERT_TRUE(SendAll(
-      stream_fd,
-      Post("/v1/completions",
-           {{"prompt", "Once upon a time"}, {"max_tokens", 2000}, {"n", 16}, {"stream", true}})));
+  ASSERT_TRUE(SendAll(stream_fd, Post("/v1/completions", {{"prompt", "Once upon a time"},
+                                                          {"max_tokens", 2000},
+                                                          {"n", 16},
+                                                          {"logprobs", 5},
+                                                          {"stream", true}})));
   ASSERT_GT(::recv(stream_fd, buf, sizeof buf, 0), 0);
   p->Signal(SIGTERM);
   // New connections are refused once the listener is closed.
