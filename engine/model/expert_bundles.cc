@@ -30,9 +30,14 @@ bool HasExpertBundles(const GgufFile& f) {
 }
 
 uint64_t ExpertRawBytes(TensorType gate, TensorType up, TensorType down, int64_t n_embd,
-                        int64_t n_ff_exp) {
+                        int64_t n_ff_exp, bool neuron_bundles) {
   return RowsBytes(gate, n_embd, n_ff_exp) + RowsBytes(up, n_embd, n_ff_exp) +
-         RowsBytes(down, n_ff_exp, n_embd);
+         (neuron_bundles ? RowsBytes(down, n_embd, n_ff_exp) : RowsBytes(down, n_ff_exp, n_embd));
+}
+
+TensorType ExpertDownRowsType(TensorType type, int64_t n_embd) {
+  if (type == TensorType::kF32 || type == TensorType::kF16) return type;
+  return n_embd % 32 == 0 ? TensorType::kQ8_0 : TensorType::kF16;
 }
 
 Result<NeuronBundleLayout> ReadExpertBundleLayout(const GgufFile& f, int64_t n_layer,
@@ -44,7 +49,9 @@ Result<NeuronBundleLayout> ReadExpertBundleLayout(const GgufFile& f, int64_t n_l
   SPARROW_RETURN_IF_ERROR(ReadBundleHeader(f, expert_keys::kLayoutName, &layout));
   SPARROW_ASSIGN_OR_RETURN(auto gate_types, ReadBundleTypes(f, k::kGateTypes, n_layer, n_embd));
   SPARROW_ASSIGN_OR_RETURN(auto up_types, ReadBundleTypes(f, k::kUpTypes, n_layer, n_embd));
-  SPARROW_ASSIGN_OR_RETURN(auto down_types, ReadBundleTypes(f, k::kDownTypes, n_layer, n_ff_exp));
+  SPARROW_ASSIGN_OR_RETURN(const bool neurons, f.GetBoolOr(expert_keys::kNeuronBundles, false));
+  SPARROW_ASSIGN_OR_RETURN(auto down_types,
+                           ReadBundleTypes(f, k::kDownTypes, n_layer, neurons ? n_embd : n_ff_exp));
   layout.layers.resize(n_layer);
   for (int64_t il = 0; il < n_layer; ++il) {
     LayerBundles& l = layout.layers[il];
@@ -53,8 +60,22 @@ Result<NeuronBundleLayout> ReadExpertBundleLayout(const GgufFile& f, int64_t n_l
     l.down_type = down_types[il];
     l.gate_offset = 0;
     l.up_offset = RowsBytes(l.gate_type, n_embd, n_ff_exp);
-    l.down_offset = l.up_offset + RowsBytes(l.up_type, n_embd, n_ff_exp);
-    const uint64_t raw = ExpertRawBytes(l.gate_type, l.up_type, l.down_type, n_embd, n_ff_exp);
+    if (neurons) {
+      // The types whose rows the accumulation kernels read (engine/kernels/sparse_ops.h).
+      if (l.down_type != TensorType::kF32 && l.down_type != TensorType::kF16 &&
+          l.down_type != TensorType::kQ4_0 && l.down_type != TensorType::kQ8_0) {
+        return Unsupported(std::string(k::kDownTypes) + "[" + std::to_string(il) + "] is " +
+                           std::string(TensorTypeName(l.down_type)) +
+                           "; neuron bundles' down rows must be f32, f16, q4_0 or q8_0");
+      }
+      const uint64_t up_row = RowsBytes(l.up_type, n_embd, 1);
+      l.down_offset = l.up_offset + up_row;
+      l.neuron_stride = up_row + RowsBytes(l.down_type, n_embd, 1);
+    } else {
+      l.down_offset = l.up_offset + RowsBytes(l.up_type, n_embd, n_ff_exp);
+    }
+    const uint64_t raw =
+        ExpertRawBytes(l.gate_type, l.up_type, l.down_type, n_embd, n_ff_exp, neurons);
 
     const std::string bname = ExpertBundlesTensorName(il);
     const GgufTensorInfo* b = f.FindTensor(bname);

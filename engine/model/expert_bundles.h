@@ -8,12 +8,19 @@
 // The records fill a NeuronBundleLayout (experts = true), so the store, its cache and its reader
 // serve experts as they serve neurons.
 //
+// Experts whose own FFN is sparse (ReGLU: SmallThinker) hold neuron bundles inside instead: the
+// gate matrix, then per neuron its up row and its down row (the column of the down matrix, as a
+// row), so a computed expert reads the up and down rows of only the neurons its gate opened and
+// the two levels of sparsity compose. Key sparrow.expert.neuron_bundles says so; down_types are
+// then the types of those rows (n_embd long).
+//
 //   sparrow.layout               string   "expert-bundles"
 //   sparrow.layout.version       u32      1
 //   sparrow.bundle.io_block      u32      the I/O block records are laid out for (4096)
 //   sparrow.bundle.gate_types    u32[L]   tensor type of each layer's gate matrices
 //   sparrow.bundle.up_types      u32[L]   ... up matrices
-//   sparrow.bundle.down_types    u32[L]   ... down matrices
+//   sparrow.bundle.down_types    u32[L]   ... down matrices (or down rows, see below)
+//   sparrow.expert.neuron_bundles bool    optional (false): records hold neuron bundles
 //   sparrow.bundle.miss_fraction f32[]    optional: the expert cache's miss curve on the
 //   sparrow.bundle.miss_rate     f32[]    calibration text (as neuron_bundles.h)
 //   blk.N.ffn_expert_bundles     i8       {record bytes, n_expert}: the records
@@ -31,6 +38,7 @@ namespace sparrow {
 
 namespace expert_keys {
 inline constexpr std::string_view kLayoutName = "expert-bundles";
+inline constexpr std::string_view kNeuronBundles = "sparrow.expert.neuron_bundles";
 }  // namespace expert_keys
 
 std::string ExpertBundlesTensorName(int64_t layer);  // blk.N.ffn_expert_bundles
@@ -39,9 +47,16 @@ std::string ExpertIdsTensorName(int64_t layer);      // blk.N.ffn_expert_ids
 // True when `f` declares the expert layout.
 bool HasExpertBundles(const GgufFile& f);
 
-// Bytes of one expert's three matrices of the given types, before padding.
+// Bytes of one expert's three matrices of the given types, before padding; with
+// `neuron_bundles`, down is n_ff_exp rows of n_embd.
 uint64_t ExpertRawBytes(TensorType gate, TensorType up, TensorType down, int64_t n_embd,
-                        int64_t n_ff_exp);
+                        int64_t n_ff_exp, bool neuron_bundles = false);
+
+// The type of the down rows of neuron bundles made from a down matrix of `type`: F32 and F16 are
+// kept, every other becomes Q8_0 (F16 where n_embd is not a multiple of 32). A second rounding
+// to 4 bits moved the synthetic smallthinker Q4_0 file's logits by up to 0.41 of their range
+// against llama.cpp, one to 8 bits by 0.017 (tests/golden).
+TensorType ExpertDownRowsType(TensorType type, int64_t n_embd);
 
 // The layout of a converted file of `n_layer` layers of `n_expert` experts of `n_ff_exp` neurons
 // on `n_embd`. Checks the version, the types (gate and up rows tile n_embd, down rows n_ff_exp),

@@ -367,7 +367,15 @@ ExpertMatrices StackedExpert(const ModelConfig& c, const LayerWeights& l, int64_
 
 ExpertMatrices RecordExpert(const ModelConfig& c, const LayerBundles& lb, const uint8_t* record) {
   const int64_t d = c.n_embd, f = c.n_ff_exp;
-  return {{lb.gate_type, record + lb.gate_offset, d, f, kernels::RowBytes(lb.gate_type, d)},
+  const kernels::WeightMatrix gate{lb.gate_type, record + lb.gate_offset, d, f,
+                                   kernels::RowBytes(lb.gate_type, d)};
+  if (lb.neuron_stride != 0) {
+    return {gate,
+            {lb.up_type, record + lb.up_offset, d, f, lb.neuron_stride},
+            {lb.down_type, record + lb.down_offset, d, f, lb.neuron_stride},
+            true};
+  }
+  return {gate,
           {lb.up_type, record + lb.up_offset, d, f, kernels::RowBytes(lb.up_type, d)},
           {lb.down_type, record + lb.down_offset, f, d, kernels::RowBytes(lb.down_type, f)}};
 }

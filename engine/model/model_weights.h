@@ -58,6 +58,8 @@ kernels::WeightMatrix ExpertRows(const kernels::WeightMatrix& stacked, int64_t e
 // One expert's three matrices: gate and up n_ff_exp rows of n_embd, down n_embd rows of n_ff_exp.
 struct ExpertMatrices {
   kernels::WeightMatrix gate, up, down;
+  // down holds one row per neuron (n_ff_exp rows of n_embd: neuron bundles, expert_bundles.h).
+  bool down_rows = false;
 };
 // Expert e of a layer's stacked tensors.
 ExpertMatrices StackedExpert(const ModelConfig& c, const LayerWeights& l, int64_t e);

@@ -72,6 +72,10 @@ struct LayerBundles {
   // Expert layout (expert_bundles.h) only: the record holding each source expert (neuron_ids'
   // inverse; the router keeps the source numbering).
   std::vector<int32_t> record_of;
+  // Expert records with neuron bundles inside (expert_bundles.h): the bytes from one neuron's
+  // up row to the next's (its down row, a row of the transposed down matrix, sits between);
+  // 0 when the records hold the matrices as stored.
+  uint64_t neuron_stride = 0;
 };
 
 struct NeuronBundleLayout {

@@ -6,6 +6,7 @@
 #include <span>
 
 #include "engine/kernels/matmul.h"
+#include "engine/kernels/sparse_ops.h"
 #include "engine/kernels/vec_ops.h"
 #include "engine/runtime/dense_ffn.h"
 
@@ -63,11 +64,60 @@ void MoeFfn::ComputeExpert(const ExpertMatrices& m, int64_t e, const FfnInput& i
   for (int64_t r = 0; r < rows; ++r)
     std::copy_n(in.normed + (group[r] / k) * d, d, &rows_in_[r * d]);
   kernels::MatMul(m.gate, rows_in_.data(), rows, d, gate_.data(), f, pool_);
+  if (rows == 1 && c.ffn_kind == FfnKind::kReluGlu) {
+    ReluExpertOne(m, group[0]);
+    return;
+  }
   kernels::MatMul(m.up, rows_in_.data(), rows, d, up_.data(), f, pool_);
   GatedActivation(c.ffn_kind, gate_.data(), up_.data(), rows * f);
-  // The down products land in rows_in_ (free now), then move to their (token, slot) rows.
-  kernels::MatMul(m.down, gate_.data(), rows, f, rows_in_.data(), d, pool_);
+  if (c.ffn_kind == FfnKind::kReluGlu) {
+    for (int64_t r = 0; r < rows; ++r) {
+      const float* h = &gate_[r * f];
+      open_count_[group[r] / k] += std::count_if(h, h + f, [](float v) { return v != 0.0f; });
+    }
+  }
+  if (m.down_rows) {
+    // Several tokens through the down rows: each token's closed neurons (zero coefficients)
+    // are skipped by the accumulation.
+    if (static_cast<int64_t>(all_neurons_.size()) != f) {
+      all_neurons_.resize(f);
+      std::iota(all_neurons_.begin(), all_neurons_.end(), 0);
+    }
+    for (int64_t r = 0; r < rows; ++r) kernels::RoundToVecDotType(m.down.type, &gate_[r * f], f);
+    std::fill_n(rows_in_.begin(), rows * d, 0.0f);
+    kernels::AccumulateRows(m.down, all_neurons_.data(), f, gate_.data(), f, rows, rows_in_.data(),
+                            d, pool_);
+  } else {
+    // The down products land in rows_in_ (free now), then move to their (token, slot) rows.
+    kernels::MatMul(m.down, gate_.data(), rows, f, rows_in_.data(), d, pool_);
+  }
   for (int64_t r = 0; r < rows; ++r) std::copy_n(&rows_in_[r * d], d, &expert_out_[group[r] * d]);
+}
+
+void MoeFfn::ReluExpertOne(const ExpertMatrices& m, int32_t member) {
+  const ModelConfig& c = model_.config();
+  const int64_t d = c.n_embd, f = c.n_ff_exp;
+  // A ReGLU neuron whose gate is not positive adds exactly nothing: only the open ones' up rows
+  // are read, and their down rows when the expert holds neuron bundles.
+  const float* g = gate_.data();
+  open_.clear();
+  for (int32_t i = 0; i < f; ++i) {
+    if (g[i] > 0) open_.push_back(i);
+  }
+  const auto n_open = static_cast<int64_t>(open_.size());
+  kernels::MatMulRows(m.up, open_.data(), n_open, rows_in_.data(), up_.data(), pool_);
+  hidden_.assign(f, 0.0f);
+  for (int64_t j = 0; j < n_open; ++j) hidden_[open_[j]] = g[open_[j]] * up_[j];
+  open_count_[member / c.n_expert_used] += n_open;
+  float* out = &expert_out_[static_cast<size_t>(member) * d];
+  if (m.down_rows) {
+    // Down's input rounds as the dense product would round it.
+    kernels::RoundToVecDotType(m.down.type, hidden_.data(), f);
+    std::fill_n(out, d, 0.0f);
+    kernels::AccumulateRows(m.down, open_.data(), n_open, hidden_.data(), f, 1, out, d, pool_);
+  } else {
+    kernels::MatMul(m.down, hidden_.data(), 1, f, out, d, pool_);
+  }
 }
 
 void MoeFfn::PrefetchNext(int64_t il, const FfnInput& in) {
@@ -161,6 +211,7 @@ Status MoeFfn::Compute(int64_t il, const FfnInput& in, float* out) {
   order_.assign(starts_.begin(), starts_.end() - 1);  // each expert's next free place
   for (int64_t i = 0; i < n * k; ++i) members_[order_[chosen_[i]]++] = static_cast<int32_t>(i);
   failed_tokens_.assign(n, 0);
+  open_count_.assign(n, 0);
   Status st;
   if (source_) {
     st = ComputeFromSource(il, in);
@@ -195,7 +246,7 @@ Status MoeFfn::Compute(int64_t il, const FfnInput& in, float* out) {
     if (in.decode != nullptr && in.decode[t] != 0) {
       ++counters_.decode_tokens;
       counters_.neurons_total += c.n_expert * f;
-      counters_.neurons_computed += k * f;
+      counters_.neurons_computed += c.ffn_kind == FfnKind::kReluGlu ? open_count_[t] : k * f;
     }
   }
   return st;

@@ -63,7 +63,8 @@ class MoeFfn : public FeedForward {
 
   Status Compute(int64_t il, const FfnInput& in, float* out) override;
   std::string_view mode() const override { return source_ ? "experts-on-flash" : "experts"; }
-  // neurons_total counts every expert's neurons, neurons_computed the chosen experts'.
+  // neurons_total counts every expert's neurons, neurons_computed the chosen experts' (their
+  // open neurons for ReGLU experts).
   FfnCounters counters() const override { return counters_; }
   void set_observer(ExpertObserver* observer) { observer_ = observer; }
 
@@ -73,6 +74,9 @@ class MoeFfn : public FeedForward {
   void Route(const LayerWeights& l, const float* input, int64_t n);
   // Expert e's output for the (token, slot) pairs of its group into expert_out_.
   void ComputeExpert(const ExpertMatrices& m, int64_t e, const FfnInput& in);
+  // ComputeExpert's rest for a ReGLU expert and one (token, slot) pair, its gate products in
+  // gate_: the rows of the neurons the gate opened only.
+  void ReluExpertOne(const ExpertMatrices& m, int32_t member);
   // The experts' matrices through the source, record by record as they arrive; tokens whose
   // expert could not be read are flagged in in.failed.
   Status ComputeFromSource(int64_t il, const FfnInput& in);
@@ -86,7 +90,10 @@ class MoeFfn : public FeedForward {
   ExpertObserver* observer_ = nullptr;
   FfnCounters counters_;
   std::vector<float> probs_, weights_, rows_in_, gate_, up_, expert_out_, guess_in_, guess_;
+  std::vector<float> hidden_;
   std::vector<int32_t> chosen_, order_, members_, starts_, records_, expert_of_, failed_, picks_;
+  std::vector<int32_t> open_, all_neurons_;
+  std::vector<int64_t> open_count_;     // per token of the call: open neurons over its experts
   std::vector<uint8_t> failed_tokens_;  // this call's tokens that lost an expert
 };
 

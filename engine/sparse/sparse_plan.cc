@@ -15,24 +15,6 @@
 namespace sparrow {
 namespace {
 
-// Layer il's ffn_down (n_embd rows of n_ff) as n_ff rows of n_embd in `type`.
-std::vector<uint8_t> Transpose(const kernels::WeightMatrix& down, TensorType type) {
-  const int64_t rows = down.rows, cols = down.cols;  // n_embd, n_ff
-  std::vector<float> full(rows * cols), row(rows);
-  for (int64_t r = 0; r < rows; ++r) {
-    kernels::DequantizeRow(down.type,
-                           static_cast<const uint8_t*>(down.data) + r * down.row_stride_bytes,
-                           &full[r * cols], cols);
-  }
-  const size_t row_bytes = kernels::RowBytes(type, rows);
-  std::vector<uint8_t> out(row_bytes * cols);
-  for (int64_t i = 0; i < cols; ++i) {
-    for (int64_t r = 0; r < rows; ++r) row[r] = full[r * cols + i];
-    kernels::QuantizeRow(type, row.data(), &out[i * row_bytes], rows);
-  }
-  return out;
-}
-
 // Rows of `w` converted to `type` (the same layout: one row per neuron).
 std::vector<uint8_t> Requantize(const kernels::WeightMatrix& w, TensorType type) {
   const size_t row_bytes = kernels::RowBytes(type, w.cols);
@@ -54,6 +36,23 @@ bool AccumulatesDirectly(TensorType type) {
 }
 
 }  // namespace
+
+std::vector<uint8_t> TransposeDown(const kernels::WeightMatrix& down, TensorType type) {
+  const int64_t rows = down.rows, cols = down.cols;  // n_embd, n_ff
+  std::vector<float> full(rows * cols), row(rows);
+  for (int64_t r = 0; r < rows; ++r) {
+    kernels::DequantizeRow(down.type,
+                           static_cast<const uint8_t*>(down.data) + r * down.row_stride_bytes,
+                           &full[r * cols], cols);
+  }
+  const size_t row_bytes = kernels::RowBytes(type, rows);
+  std::vector<uint8_t> out(row_bytes * cols);
+  for (int64_t i = 0; i < cols; ++i) {
+    for (int64_t r = 0; r < rows; ++r) row[r] = full[r * cols + i];
+    kernels::QuantizeRow(type, row.data(), &out[i * row_bytes], rows);
+  }
+  return out;
+}
 
 std::string_view SparsePolicyName(SparsePolicy p) {
   switch (p) {
@@ -106,7 +105,7 @@ kernels::WeightMatrix DownRows(const ModelConfig& c, const LayerWeights& l,
     owned = Requantize(l.ffn_down_t, want);
     return {want, owned.data(), c.n_embd, c.n_ff, kernels::RowBytes(want, c.n_embd)};
   }
-  owned = Transpose(l.ffn_down, want);
+  owned = TransposeDown(l.ffn_down, want);
   return {want, owned.data(), c.n_embd, c.n_ff, kernels::RowBytes(want, c.n_embd)};
 }
 

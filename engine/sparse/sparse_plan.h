@@ -108,4 +108,7 @@ kernels::WeightMatrix DownRows(const ModelConfig& c, const LayerWeights& l,
 // The type DownRows gives when none is asked for.
 TensorType DownRowsType(const ModelConfig& c, const LayerWeights& l);
 
+// A down matrix (rows of n_ff) as one row of its `rows` values per column, in `type`.
+std::vector<uint8_t> TransposeDown(const kernels::WeightMatrix& down, TensorType type);
+
 }  // namespace sparrow

@@ -25,6 +25,9 @@ struct ConvertOptions {
   int threads = 0;  // for --calibrate (0: all cores)
   uint32_t io_block = 4096;
   bool progress = false;  // \r progress on stderr
+  // MoE files whose experts are ReGLU (SmallThinker): neuron bundles inside each expert
+  // (expert_bundles.h), its down matrix as rows of ExpertDownRowsType.
+  bool expert_neurons = false;
   // Tests: the neuron order of a layer (record k holds neuron order[k]) instead of the
   // profile's; must return a permutation of 0..n_ff-1 (of 0..n_expert-1 for an MoE model).
   std::function<std::vector<int32_t>(int64_t layer, int64_t n_ff)> order;
@@ -39,6 +42,7 @@ struct ConvertSummary {
   int64_t n_ff = 0;      // neurons per layer, or per expert
   int64_t n_expert = 0;  // records are experts (expert_bundles.h) when > 0
   bool gate_in_bundle = false;
+  bool expert_neuron_bundles = false;  // expert records hold neuron bundles
   bool ordered_by_profile = false;
   // --calibrate: the miss curve written into the file (the planner's P_miss); else empty.
   std::vector<MissCurvePoint> miss_curve;

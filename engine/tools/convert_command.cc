@@ -41,6 +41,12 @@ void RegisterConvertCommand(CLI::App& app, ConvertOptions& o, int& exit_code) {
       ->check(CLI::Range(int64_t{2}, int64_t{1} << 24));
   cmd->add_option("-t,--threads", o.threads, "Threads for --calibrate (0: all cores)")
       ->check(CLI::Range(0, 1024));
+  cmd->add_flag("--expert-neurons", o.expert_neurons,
+                "Mixture-of-experts files whose experts are ReGLU (SmallThinker): store each "
+                "expert as its gate matrix then one bundle per neuron (up row, down column), so a "
+                "computed expert skips the down rows of the neurons its gate closed as well as "
+                "their up rows; the down columns become Q8_0 rows (F16/F32 kept), which makes "
+                "quantized records larger");
   cmd->add_option("--io-block", o.io_block,
                   "I/O block in bytes: records are padded so that none straddles one")
       ->capture_default_str();
@@ -58,11 +64,12 @@ int RunConvert(const ConvertOptions& opts) {
   if (sum->n_expert > 0) {
     std::printf(
         "wrote %s: %lld layers x %lld experts of %lld neurons, records of %llu bytes (%llu of "
-        "gate, up, down), %s\nresident %s, experts %s\n",
+        "%s), %s\nresident %s, experts %s\n",
         o.output.c_str(), static_cast<long long>(sum->n_layer),
         static_cast<long long>(sum->n_expert), static_cast<long long>(sum->n_ff),
         static_cast<unsigned long long>(sum->record_bytes),
         static_cast<unsigned long long>(sum->row_bytes),
+        sum->expert_neuron_bundles ? "gate, then up and down rows by neuron" : "gate, up, down",
         sum->ordered_by_profile ? "hot experts first" : "experts in the file's order",
         Mib(sum->resident_bytes).c_str(), Mib(sum->bundle_bytes).c_str());
   } else {

@@ -7,8 +7,10 @@
 #include <numeric>
 #include <thread>
 
+#include "engine/kernels/dequantize.h"
 #include "engine/model/expert_bundles.h"
 #include "engine/model/gguf_file_writer.h"
+#include "engine/sparse/sparse_plan.h"
 #include "engine/tools/bundle_header.h"
 #include "engine/tools/expert_calibration.h"
 
@@ -35,6 +37,22 @@ const uint8_t* ExpertBytes(const kernels::WeightMatrix& m, int64_t e, int64_t ro
          static_cast<size_t>(e * rows_per_expert) * m.row_stride_bytes;
 }
 
+// Expert e's neurons as bundles at `out`: per neuron its up row, then its column of the down
+// matrix as a row of `down_type`.
+void WriteNeuronBundles(const ModelConfig& c, const LayerWeights& l, int64_t e,
+                        TensorType down_type, uint8_t* out) {
+  const ExpertMatrices m = StackedExpert(c, l, e);
+  const size_t up_row = m.up.row_stride_bytes;
+  const size_t down_row = kernels::RowBytes(down_type, c.n_embd);
+  const std::vector<uint8_t> rows = TransposeDown(m.down, down_type);
+  const auto* up = static_cast<const uint8_t*>(m.up.data);
+  for (int64_t i = 0; i < c.n_ff_exp; ++i) {
+    uint8_t* bundle = out + i * (up_row + down_row);
+    std::memcpy(bundle, up + i * up_row, up_row);
+    std::memcpy(bundle + up_row, &rows[i * down_row], down_row);
+  }
+}
+
 }  // namespace
 
 Result<ConvertSummary> ConvertExpertsToBundles(const ConvertOptions& o, const Model& model) {
@@ -52,15 +70,26 @@ Result<ConvertSummary> ConvertExpertsToBundles(const ConvertOptions& o, const Mo
   sum.n_expert = c.n_expert;
   sum.gate_in_bundle = true;
 
+  // A ReGLU expert's closed neurons contribute exactly nothing: bundles let it skip their rows.
+  const bool neurons = o.expert_neurons;
+  if (neurons && c.ffn_kind != FfnKind::kReluGlu) {
+    return InvalidArgument(
+        "--expert-neurons needs ReGLU experts (smallthinker): this model's expert neurons are "
+        "never exactly zero, so none could be skipped");
+  }
+  sum.expert_neuron_bundles = neurons;
   std::vector<uint64_t> record_bytes(c.n_layer);
   std::vector<uint32_t> gate_types, up_types, down_types;
+  std::vector<TensorType> down_type(c.n_layer);
   for (int64_t il = 0; il < c.n_layer; ++il) {
     const LayerWeights& l = w.layers[il];
+    down_type[il] =
+        neurons ? ExpertDownRowsType(l.ffn_down_exps.type, c.n_embd) : l.ffn_down_exps.type;
     gate_types.push_back(static_cast<uint32_t>(l.ffn_gate_exps.type));
     up_types.push_back(static_cast<uint32_t>(l.ffn_up_exps.type));
-    down_types.push_back(static_cast<uint32_t>(l.ffn_down_exps.type));
-    const uint64_t raw = ExpertRawBytes(l.ffn_gate_exps.type, l.ffn_up_exps.type,
-                                        l.ffn_down_exps.type, c.n_embd, c.n_ff_exp);
+    down_types.push_back(static_cast<uint32_t>(down_type[il]));
+    const uint64_t raw = ExpertRawBytes(l.ffn_gate_exps.type, l.ffn_up_exps.type, down_type[il],
+                                        c.n_embd, c.n_ff_exp, neurons);
     record_bytes[il] = BundleRecordBytes(raw, o.io_block);
     if (il == 0) {
       sum.row_bytes = raw;
@@ -94,6 +123,7 @@ Result<ConvertSummary> ConvertExpertsToBundles(const ConvertOptions& o, const Mo
   h.AddArray(std::string(bk::kGateTypes), gate_types);
   h.AddArray(std::string(bk::kUpTypes), up_types);
   h.AddArray(std::string(bk::kDownTypes), down_types);
+  if (neurons) h.AddBool(std::string(expert_keys::kNeuronBundles), true);
   AddMissCurve(sum.miss_curve, h);
 
   // The tensor table: resident tensors in file order, the expert orders, then the records.
@@ -133,8 +163,12 @@ Result<ConvertSummary> ConvertExpertsToBundles(const ConvertOptions& o, const Mo
     for (int32_t e : orders[il]) {
       record.assign(record_bytes[il], 0);
       std::memcpy(record.data(), ExpertBytes(l.ffn_gate_exps, e, c.n_ff_exp), gate);
-      std::memcpy(record.data() + gate, ExpertBytes(l.ffn_up_exps, e, c.n_ff_exp), up);
-      std::memcpy(record.data() + gate + up, ExpertBytes(l.ffn_down_exps, e, c.n_embd), down);
+      if (neurons) {
+        WriteNeuronBundles(c, l, e, down_type[il], record.data() + gate);
+      } else {
+        std::memcpy(record.data() + gate, ExpertBytes(l.ffn_up_exps, e, c.n_ff_exp), up);
+        std::memcpy(record.data() + gate + up, ExpertBytes(l.ffn_down_exps, e, c.n_embd), down);
+      }
       SPARROW_RETURN_IF_ERROR(out.Append(record.data(), record.size()));
     }
   }

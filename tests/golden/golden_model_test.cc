@@ -80,8 +80,10 @@ class GoldenModelTest : public ::testing::TestWithParam<std::string> {};
 // (converted PowerInfer files): the FFN stays on flash behind a neuron cache of that share of
 // the bundles (--cache-mb), which must not change it at all.
 // `model_path`: the file the golden was made from, when it is not in the shared folder.
+// `expert_neurons`: converted with --expert-neurons.
 void CheckFile(const std::string& json_path, kernels::ThreadPool* pool, bool converted = false,
-               double cache_share = -1, const std::string& model_path = "") {
+               double cache_share = -1, const std::string& model_path = "",
+               bool expert_neurons = false) {
   GoldenFile g = testing::LoadGolden(json_path);
   std::string path = model_path.empty() ? testing::GoldenModelPath(g) : model_path;
   if (path.empty())
@@ -90,6 +92,7 @@ void CheckFile(const std::string& json_path, kernels::ThreadPool* pool, bool con
   if (converted) {
     tools::ConvertOptions o;
     o.model = path;
+    o.expert_neurons = expert_neurons;
     o.output = testing::TempPath(std::filesystem::path(path).stem().string() + ".bundles.gguf");
     o.order = [](int64_t, int64_t n_ff) {
       std::vector<int32_t> order(n_ff);
@@ -287,6 +290,55 @@ std::vector<std::string> PowerInferPaths() {
 }
 
 INSTANTIATE_TEST_SUITE_P(PowerInfer, FlashGoldenTest, ::testing::ValuesIn(PowerInferPaths()),
+                         [](const ::testing::TestParamInfo<std::string>& info) {
+                           std::string n = std::filesystem::path(info.param).stem().string();
+                           std::replace_if(
+                               n.begin(), n.end(), [](char ch) { return !std::isalnum(ch); }, '_');
+                           return n;
+                         });
+
+// A ReGLU mixture of experts (smallthinker) converted to the expert layout, experts in reverse
+// order, remade from tests/golden/arch, run from memory and from flash behind a cache of a
+// quarter of the experts: as stored (closed neurons' up rows skipped), and with neuron bundles
+// inside each expert (their down rows skipped too; the down columns as Q8_0 rows, a second
+// rounding). The Q8_0 file is checked as stored only: at its prompt 0, step 6, a router sits so
+// near a tie that any change of the down product's rounding flips an expert (F32 rows of the
+// exact Q8_0 values moved that step's logits by 0.19 of their range, every other step < 0.02).
+class ExpertNeuronGoldenTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(ExpertNeuronGoldenTest, MatchesLlamaCppFromMemoryAndFromFlash) {
+  const nlohmann::json j = nlohmann::json::parse(testing::ReadFileOrDie(GetParam()));
+  const std::string path = testing::TempPath("experts-" + j.at("model_file").get<std::string>());
+  const std::string error = testing::RegenerateArchModel(j, path);
+  if (error.rfind("skip: ", 0) == 0) GTEST_SKIP() << error;
+  ASSERT_EQ(error, "");
+  kernels::ThreadPool pool(2);
+  const bool q8_0 = GetParam().find("q8_0") != std::string::npos;
+  for (const bool neurons : {false, true}) {
+    if (neurons && q8_0) continue;
+    SCOPED_TRACE(neurons ? "neuron bundles" : "experts as stored");
+    {
+      SCOPED_TRACE("from memory");
+      CheckFile(GetParam(), &pool, /*converted=*/true, -1, path, neurons);
+    }
+    {
+      SCOPED_TRACE("from flash");
+      CheckFile(GetParam(), &pool, /*converted=*/true, /*cache_share=*/0.25, path, neurons);
+    }
+  }
+  std::remove(path.c_str());
+}
+
+std::vector<std::string> ReluExpertGoldenPaths() {
+  std::vector<std::string> out;
+  for (std::string& p : testing::RepoArchGoldenPaths()) {
+    if (p.find("smallthinker") != std::string::npos) out.push_back(std::move(p));
+  }
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Smallthinker, ExpertNeuronGoldenTest,
+                         ::testing::ValuesIn(ReluExpertGoldenPaths()),
                          [](const ::testing::TestParamInfo<std::string>& info) {
                            std::string n = std::filesystem::path(info.param).stem().string();
                            std::replace_if(

@@ -107,7 +107,7 @@ TEST(ChatRendererTest, TemplateRefusalsReachTheClient) {
 
 TEST(ChatRendererTest, FallsBackToTheFamily) {
   // A family name, no template, a template that cannot be parsed, one that never mentions tools.
-  for (const std::string setting :
+  for (const std::string& setting :
        {std::string("chatml"), std::string(""), std::string("<|im_start|>{% bogus %}"),
         std::string("{% for m in messages %}<|im_start|>{{ m.content }}{% endfor %}")}) {
     ChatRenderer r(setting, "", "");

@@ -228,7 +228,9 @@ TEST(ToolCallParserTest, RandomOutputsStreamAsTheyParseWhole) {
         ASSERT_EQ(whole.calls[i].arguments, streamed.calls[i].arguments) << text;
         ASSERT_TRUE(nlohmann::json::parse(whole.calls[i].arguments).is_object()) << text;
       }
-      if (whole.calls.empty()) ASSERT_EQ(whole.content, text) << ToolCallFormatName(f);
+      if (whole.calls.empty()) {
+        ASSERT_EQ(whole.content, text) << ToolCallFormatName(f);
+      }
     }
   }
 }

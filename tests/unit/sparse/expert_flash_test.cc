@@ -15,6 +15,7 @@
 #include <set>
 #include <thread>
 
+#include "engine/kernels/dequantize.h"
 #include "engine/kernels/thread_pool.h"
 #include "engine/model/expert_bundles.h"
 #include "engine/model/model.h"
@@ -44,9 +45,11 @@ std::string SourceModel(const std::string& family) {
 
 // Converted with each layer's experts in a shuffled order (the file order would hide a mix-up
 // between the router's numbering and the records').
-std::string Converted(const std::string& src, const std::string& name) {
+std::string Converted(const std::string& src, const std::string& name,
+                      bool expert_neurons = false) {
   tools::ConvertOptions o;
   o.model = src;
+  o.expert_neurons = expert_neurons;
   o.output = testing::TempPath("experts-" + name + "-bundles.gguf");
   o.order = [](int64_t layer, int64_t n) {
     std::vector<int32_t> order(n);
@@ -68,7 +71,8 @@ std::unique_ptr<Model> Load(const std::string& path) {
 
 // Greedy decoding: the prompt, then `n` tokens one at a time; every step's logits.
 std::vector<std::vector<float>> GreedyLogits(const Model& model, std::unique_ptr<FeedForward> ffn,
-                                             kernels::ThreadPool* pool, int n) {
+                                             kernels::ThreadPool* pool, int n,
+                                             FfnCounters* counters = nullptr) {
   const ModelConfig& c = model.config();
   ForwardPass fp(model, pool, std::move(ffn));
   ContiguousKvCache cache(c.n_layer, 128, c.kv_dim());
@@ -86,6 +90,7 @@ std::vector<std::vector<float>> GreedyLogits(const Model& model, std::unique_ptr
     const auto best = std::max_element(logits.begin(), logits.end()) - logits.begin();
     step = {static_cast<int32_t>(best)};
   }
+  if (counters) *counters = fp.ffn().counters();
   return out;
 }
 
@@ -107,10 +112,17 @@ size_t AllExpertBytes(const Model& m) {
 
 class ExpertFamilyTest : public ::testing::TestWithParam<const char*> {};
 
+// "smallthinker+neurons": converted with --expert-neurons.
+std::pair<std::string, bool> FamilyOf(const std::string& param) {
+  const auto plus = param.find('+');
+  return {param.substr(0, plus), plus != std::string::npos};
+}
+
 TEST_P(ExpertFamilyTest, RecordsHoldEachExpertsMatricesAndTheRouterKeepsItsNumbering) {
-  const std::string src = SourceModel(GetParam());
+  const auto [family, neurons] = FamilyOf(GetParam());
+  const std::string src = SourceModel(family);
   auto a = Load(src);
-  auto b = Load(Converted(src, GetParam()));
+  auto b = Load(Converted(src, family, neurons));
   ASSERT_TRUE(a && b);
   const ModelConfig& c = a->config();
   const auto& layout = b->weights().bundles;
@@ -126,29 +138,74 @@ TEST_P(ExpertFamilyTest, RecordsHoldEachExpertsMatricesAndTheRouterKeepsItsNumbe
       ASSERT_EQ(lb.neuron_ids[r], e);
       const ExpertMatrices want = StackedExpert(c, a->weights().layers[il], e);
       const ExpertMatrices got = RecordExpert(c, lb, lb.records + r * lb.record_bytes);
-      for (auto [w, g] :
-           {std::pair{want.gate, got.gate}, {want.up, got.up}, {want.down, got.down}}) {
+      // With --expert-neurons (the param's "+neurons"), ReGLU experts hold neuron bundles: per
+      // neuron its up row and its column of down as a row (F32 here: the column's values).
+      ASSERT_EQ(got.down_rows, neurons);
+      for (auto [w, g] : {std::pair{want.gate, got.gate}, {want.up, got.up}}) {
         ASSERT_EQ(w.type, g.type);
         ASSERT_EQ(w.rows, g.rows);
         ASSERT_EQ(w.cols, g.cols);
-        ASSERT_EQ(0, std::memcmp(w.data, g.data, w.row_stride_bytes * w.rows))
-            << "layer " << il << " expert " << e;
+        for (int64_t i = 0; i < w.rows; ++i) {
+          ASSERT_EQ(0, std::memcmp(static_cast<const uint8_t*>(w.data) + i * w.row_stride_bytes,
+                                   static_cast<const uint8_t*>(g.data) + i * g.row_stride_bytes,
+                                   w.row_stride_bytes))
+              << "layer " << il << " expert " << e << " row " << i;
+        }
+      }
+      const auto* wd = static_cast<const float*>(want.down.data);
+      for (int64_t i = 0; i < c.n_embd; ++i) {
+        for (int64_t j = 0; j < c.n_ff_exp; ++j) {
+          const auto* gd = static_cast<const uint8_t*>(got.down.data);
+          const float value =
+              got.down_rows ? reinterpret_cast<const float*>(gd + j * got.down.row_stride_bytes)[i]
+                            : reinterpret_cast<const float*>(gd + i * got.down.row_stride_bytes)[j];
+          ASSERT_EQ(value, wd[i * c.n_ff_exp + j]) << "layer " << il << " expert " << e;
+        }
       }
     }
   }
 }
 
 TEST_P(ExpertFamilyTest, ConvertedFileDecodesAsTheSourceFromMemoryAndFromFlash) {
-  const std::string src = SourceModel(GetParam());
+  const auto [family, neurons] = FamilyOf(GetParam());
+  const std::string src = SourceModel(family);
   auto a = Load(src);
-  auto b = Load(Converted(src, GetParam()));
+  auto b = Load(Converted(src, family, neurons));
   ASSERT_TRUE(a && b);
   kernels::ThreadPool pool(2);
   const int kSteps = 12;
-  const auto want = GreedyLogits(*a, std::make_unique<MoeFfn>(*a, &pool), &pool, kSteps);
+  auto want = GreedyLogits(*a, std::make_unique<MoeFfn>(*a, &pool), &pool, kSteps);
   ASSERT_EQ(want.size(), static_cast<size_t>(kSteps));
-  // The same bytes through the same kernels: bit for bit.
-  EXPECT_EQ(GreedyLogits(*b, std::make_unique<MoeFfn>(*b, &pool), &pool, kSteps), want);
+  FfnCounters n;
+  const auto from_memory = GreedyLogits(*b, std::make_unique<MoeFfn>(*b, &pool), &pool, kSteps, &n);
+  const ModelConfig& c = a->config();
+  EXPECT_EQ(n.neurons_total, n.decode_tokens * c.n_expert * c.n_ff_exp);
+  const int64_t chosen = n.decode_tokens * c.n_expert_used * c.n_ff_exp;
+  if (c.ffn_kind == FfnKind::kReluGlu) {
+    // ReGLU: only the neurons the gate opened are computed (about half on random weights).
+    EXPECT_GT(n.neurons_computed, chosen / 4);
+    EXPECT_LT(n.neurons_computed, chosen * 3 / 4);
+  } else {
+    EXPECT_EQ(n.neurons_computed, chosen);
+  }
+  if (neurons) {
+    // Neuron bundles: the same values summed in another order.
+    ASSERT_EQ(from_memory.size(), want.size());
+    for (size_t s = 0; s < want.size(); ++s) {
+      float worst = 0, top = 0;
+      for (size_t i = 0; i < want[s].size(); ++i) {
+        worst = std::max(worst, std::fabs(from_memory[s][i] - want[s][i]));
+        top = std::max(top, std::fabs(want[s][i]));
+      }
+      EXPECT_LE(worst, 1e-5f * top) << "step " << s;
+    }
+    // From here on the converted file's own values are the reference.
+    want = from_memory;
+  } else {
+    // The same bytes through the same kernels (a ReGLU expert's closed neurons' up rows
+    // skipped): bit for bit.
+    EXPECT_EQ(from_memory, want);
+  }
   // A quarter of the experts in memory: hot ones, a cache, the rest read per step (and ahead).
   auto store = OpenStore(*b, AllExpertBytes(*b) / 4);
   ASSERT_NE(store, nullptr);
@@ -169,7 +226,13 @@ TEST_P(ExpertFamilyTest, ConvertedFileDecodesAsTheSourceFromMemoryAndFromFlash) 
 }
 
 INSTANTIATE_TEST_SUITE_P(Families, ExpertFamilyTest,
-                         ::testing::Values("qwen3moe", "mixtral", "olmoe", "smallthinker"));
+                         ::testing::Values("qwen3moe", "mixtral", "olmoe", "smallthinker",
+                                           "smallthinker+neurons"),
+                         [](const ::testing::TestParamInfo<const char*>& info) {
+                           std::string n = info.param;
+                           std::replace(n.begin(), n.end(), '+', '_');
+                           return n;
+                         });
 
 class ExpertStoreTest : public ::testing::Test {
  protected:
@@ -410,6 +473,25 @@ TEST(ExpertConvertTest, CorruptExpertOrderIsRefusedByName) {
   auto again = tools::ConvertToBundles(o);
   ASSERT_FALSE(again.ok());
   EXPECT_NE(again.status().ToString().find("already converted"), std::string::npos);
+}
+
+// --expert-neurons: a ReGLU expert's bundles are its up row and down column, side by side; on
+// experts whose neurons are never exactly zero it is refused.
+TEST(ExpertConvertTest, ExpertNeuronsBundleReluExpertsOnly) {
+  auto bundled = Load(Converted(SourceModel("smallthinker"), "neurons", true));
+  ASSERT_NE(bundled, nullptr);
+  const LayerBundles& lb = bundled->weights().bundles->layers[0];
+  EXPECT_EQ(lb.neuron_stride, 2 * kernels::RowBytes(TensorType::kF32, bundled->config().n_embd));
+  EXPECT_EQ(lb.down_offset - lb.up_offset, lb.neuron_stride / 2);
+
+  tools::ConvertOptions o;
+  o.model = SourceModel("olmoe");
+  o.output = testing::TempPath("experts-olmoe-neurons.gguf");
+  o.expert_neurons = true;
+  auto sum = tools::ConvertToBundles(o);
+  ASSERT_FALSE(sum.ok());
+  EXPECT_NE(sum.status().ToString().find("--expert-neurons needs ReGLU experts"), std::string::npos)
+      << sum.status().ToString();
 }
 
 TEST(ExpertConvertTest, MoeRefusesSparsityAndUnconvertedCache) {
