@@ -17,17 +17,36 @@ int64_t AuthFailureLimiter::RetryAfterSeconds(const std::string& address, Clock:
   return std::max<int64_t>(1, std::chrono::ceil<std::chrono::seconds>(left).count());
 }
 
+void AuthFailureLimiter::Evict(Clock::time_point now) {
+  // Addresses whose failures have all expired go first, all of them (one scan serves many
+  // later insertions).
+  for (auto it = failures_.begin(); it != failures_.end();) {
+    Prune(it->second, now);
+    it = it->second.empty() ? failures_.erase(it) : std::next(it);
+  }
+  if (failures_.size() < kMaxAddresses) return;
+  // Then the address with the fewest recent failures (the oldest first among equals): a flood
+  // of fresh addresses evicts itself and leaves the addresses that came close to a lock, or
+  // reached it. Among locked ones the lock that ends soonest goes.
+  auto victim = failures_.begin();
+  for (auto it = failures_.begin(); it != failures_.end(); ++it) {
+    const auto& a = it->second;
+    const auto& b = victim->second;
+    if (a.size() < b.size() || (a.size() == b.size() && a.front() < b.front())) victim = it;
+  }
+  failures_.erase(victim);
+}
+
+size_t AuthFailureLimiter::tracked_addresses() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return failures_.size();
+}
+
 bool AuthFailureLimiter::RecordFailure(const std::string& address, Clock::time_point now) {
   if (max_failures_ <= 0) return false;
   std::lock_guard<std::mutex> lock(mu_);
   if (failures_.size() >= kMaxAddresses && failures_.find(address) == failures_.end()) {
-    // Forget addresses whose failures have all expired; if every one is recent, forget all:
-    // a flood from many addresses must not grow memory without bound.
-    for (auto it = failures_.begin(); it != failures_.end();) {
-      Prune(it->second, now);
-      it = it->second.empty() ? failures_.erase(it) : std::next(it);
-    }
-    if (failures_.size() >= kMaxAddresses) failures_.clear();
+    Evict(now);
   }
   auto& q = failures_[address];
   Prune(q, now);
