@@ -254,6 +254,13 @@ Status AdminController::SetMemoryBudget(const AdminCaller& who, std::optional<ui
   Status s;
   if (!served || !served->memory) {
     s = Memory().status();
+  } else if (const uint64_t floor = served->memory->stats().floor_bytes; bytes && *bytes < floor) {
+    // Accepted, it would starve every request until cleared; the least the model runs in is
+    // what the operator needs to know.
+    s = InvalidArgument("a budget of " + std::to_string(*bytes) +
+                        " bytes is under this model's floor of " + std::to_string(floor) +
+                        " bytes (its weights, scratch and the KV of one request of the "
+                        "configured context), the least it runs in");
   } else {
     served->memory->SetOperatorBudget(bytes);
   }

@@ -158,7 +158,7 @@ asio::awaitable<bool> PutMemoryBudget(HttpExchange& ex) {
         ex, ErrorResponse(ex.req, http::status::bad_request, why, "bytes", "invalid_body"));
   }
   const Status s = admin->SetMemoryBudget(Caller(ex), in["bytes"].get<uint64_t>());
-  if (!s.ok()) co_return co_await Reply(ex, StatusError(ex, s));
+  if (!s.ok()) co_return co_await Reply(ex, StatusError(ex, s, "bytes"));
   co_return co_await ReplyMemory(ex, *admin);
 }
 

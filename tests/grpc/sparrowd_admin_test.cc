@@ -173,19 +173,20 @@ TEST(SparrowdAdminTest, EveryRouteAndRpcChecksTheAdminKey) {
   struct Route {
     std::string method, path, body;
   };
-  const std::vector<Route> routes = {{"GET", "/admin/v1/status", ""},
-                                     {"GET", "/admin/v1/requests", ""},
-                                     {"DELETE", "/admin/v1/requests/req-999", ""},
-                                     {"POST", "/admin/v1/drain", ""},
-                                     {"POST", "/admin/v1/resume", ""},
-                                     {"PUT", "/admin/v1/log-level", R"({"level":"info"})"},
-                                     {"GET", "/admin/v1/models", ""},
-                                     {"POST", "/admin/v1/reload", R"({"model":"x"})"},
-                                     {"GET", "/admin/v1/memory", ""},
-                                     {"PUT", "/admin/v1/memory/budget", R"({"bytes":0})"},
-                                     {"DELETE", "/admin/v1/memory/budget", ""},
-                                     {"POST", "/admin/v1/memory/replan", ""},
-                                     {"GET", "/admin/v1/nothing-here", ""}};
+  const std::vector<Route> routes = {
+      {"GET", "/admin/v1/status", ""},
+      {"GET", "/admin/v1/requests", ""},
+      {"DELETE", "/admin/v1/requests/req-999", ""},
+      {"POST", "/admin/v1/drain", ""},
+      {"POST", "/admin/v1/resume", ""},
+      {"PUT", "/admin/v1/log-level", R"({"level":"info"})"},
+      {"GET", "/admin/v1/models", ""},
+      {"POST", "/admin/v1/reload", R"({"model":"x"})"},
+      {"GET", "/admin/v1/memory", ""},
+      {"PUT", "/admin/v1/memory/budget", R"({"bytes":1099511627776})"},
+      {"DELETE", "/admin/v1/memory/budget", ""},
+      {"POST", "/admin/v1/memory/replan", ""},
+      {"GET", "/admin/v1/nothing-here", ""}};
   for (const Route& r : routes) {
     SCOPED_TRACE(r.method + " " + r.path);
     EXPECT_EQ(StatusOf(Call(port, r.method, r.path, "", r.body)), 401);
@@ -753,6 +754,19 @@ TEST(SparrowdAdminTest, TheOperatorMovesTheMemoryBudgetWhileServing) {
     const std::string r = Call(port, "PUT", "/admin/v1/memory/budget", kAdminKey, bad);
     EXPECT_EQ(StatusOf(r), 400) << bad;
     EXPECT_EQ(BodyOf(r)["error"]["param"], "bytes") << bad;
+  }
+  // A budget under the floor is refused naming the floor; the operator's budget stays.
+  {
+    const std::string r =
+        Call(port, "PUT", "/admin/v1/memory/budget", kAdminKey, json{{"bytes", floor - 1}}.dump());
+    EXPECT_EQ(StatusOf(r), 400) << r;
+    EXPECT_EQ(BodyOf(r)["error"]["param"], "bytes");
+    EXPECT_NE(BodyOf(r)["error"]["message"].get<std::string>().find(
+                  "under this model's floor of " + std::to_string(floor) + " bytes"),
+              std::string::npos)
+        << r;
+    EXPECT_EQ(BodyOf(Call(port, "GET", "/admin/v1/memory", kAdminKey))["operator_budget_bytes"],
+              floor);
   }
   m = BodyOf(Call(port, "DELETE", "/admin/v1/memory/budget", kAdminKey));
   EXPECT_TRUE(m["operator_budget_bytes"].is_null()) << m.dump();
