@@ -108,7 +108,17 @@ int RunPlan(const PlanCommandOptions& o) {
   req.min_kv_bytes = static_cast<size_t>(kv_tokens) * inputs->kv_bytes_per_token;
 
   auto plan = plan::SolvePlan(*inputs, req);
-  if (!plan.ok()) return Fail(plan.status().ToString());
+  if (!plan.ok()) {
+    std::string why = plan.status().ToString();
+    // The usual reason on a long-context model: a KV pool for its whole training context.
+    if (plan.status().code() == StatusCode::kResourceExhausted &&
+        req.min_kv_bytes > inputs->resident_bytes + inputs->scratch_bytes) {
+      why += "; most of it is the KV pool for " + std::to_string(kv_tokens) + " tokens (" +
+             Mib(req.min_kv_bytes) + (o.kv_tokens > 0 ? "" : ", the model's training context") +
+             "): --kv-tokens N plans for a shorter context";
+    }
+    return Fail(why);
+  }
   if (!o.output.empty()) {
     std::ofstream out(o.output, std::ios::binary | std::ios::trunc);
     out << plan::PlanToYaml(*plan);

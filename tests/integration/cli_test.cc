@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/util/golden.h"
+#include "tests/util/synthetic_llama.h"
 #include "tests/util/test_paths.h"
 
 namespace sparrow {
@@ -192,6 +193,23 @@ TEST(CliTest, PlanRefusesAnInfeasibleBudgetNamingTheSmallestThatWorks) {
       << r.err;
   EXPECT_NE(r.err.find("(--budget-mb "), std::string::npos) << r.err;
   EXPECT_TRUE(r.out.empty());
+}
+
+// A long training context (here 1M tokens of a tiny model): the KV pool it would need is most
+// of the floor, and the refusal says so and how to plan for less.
+TEST(CliTest, PlanSaysWhenTheTrainingContextsKvIsWhatDoesNotFit) {
+  testing::LlamaModelSpec spec;
+  spec.n_ctx = 1u << 20;
+  const std::string model = testing::TempPath("long-context.gguf");
+  ASSERT_TRUE(testing::WriteLlamaModel(spec, model).ok());
+  const std::string hw = WriteHardwareProfile();
+  CliRun r = Sparrow("plan -m " + model + " --hw " + hw + " --budget-mb 16");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(Lines(r.err), 1) << r.err;
+  EXPECT_NE(r.err.find("most of it is the KV pool for 1048576 tokens"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("the model's training context"), std::string::npos) << r.err;
+  r = Sparrow("plan -m " + model + " --hw " + hw + " --budget-mb 16 --kv-tokens 2048");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
 }
 
 TEST(CliTest, PlanBadInputsAreOneClearLine) {
