@@ -228,11 +228,24 @@ Status SubmitGeneration(const ServerContext& ctx, ServedModel& m, const Resolved
   if (ctx.draining.load()) {
     return Unavailable("the server is draining (an operator stopped admissions); retry later");
   }
-  if (m.memory && m.memory->stats().starved) {
-    return Unavailable(
-        "the device is critically short of memory and the memory budget is already at its floor "
-        "(the KV pool at one context, the neuron cache empty): new requests wait until the "
-        "pressure eases (running ones continue); retry later");
+  if (m.memory) {
+    if (const MemoryGovernorStats mem = m.memory->stats(); mem.starved) {
+      // The floor holds one request of the configured context: critical pressure from anywhere
+      // on the device does not turn away the request that fits it, only those that do not.
+      const SchedulerStats st = m.scheduler->Stats();
+      const int64_t holding = st.running + st.waiting;
+      if (holding > 0 || sinks.size() > 1) {
+        const std::string held =
+            holding > 0 ? std::to_string(holding) + " request(s) hold it now"
+                        : "this request asks for " + std::to_string(sinks.size()) + " choices";
+        return Unavailable(
+            "the device is critically short of memory and the memory budget is at its floor of " +
+            std::to_string(mem.floor_bytes >> 20) +
+            " MiB (weights, scratch and the KV of one request; the neuron cache empty), which "
+            "serves one single-choice request at a time and " +
+            held + ": retry when it is done or the pressure eases");
+      }
+    }
   }
   std::vector<GenerationRequest> group;
   group.reserve(sinks.size());

@@ -710,6 +710,10 @@ TEST(SparrowdAdminTest, TheOperatorMovesTheMemoryBudgetWhileServing) {
   const std::string greedy =
       Request("POST", "/v1/completions", kApiKey,
               json{{"prompt", "Once upon a time"}, {"max_tokens", 16}, {"temperature", 0}}.dump());
+  const std::string greedy_n2 =
+      Request("POST", "/v1/completions", kApiKey,
+              json{{"prompt", "Once upon a time"}, {"max_tokens", 16}, {"temperature", 0}, {"n", 2}}
+                  .dump());
   auto complete = [&] {
     return BodyOf(RawExchange("127.0.0.1", port, greedy))["choices"][0]["text"].get<std::string>();
   };
@@ -834,7 +838,8 @@ TEST(SparrowdAdminTest, TheOperatorMovesTheMemoryBudgetWhileServing) {
   }
   EXPECT_EQ(complete(), before);
   // The app is next to be killed: the cache goes to its floor and, the device still critical,
-  // new requests are refused with 503 until the pressure eases.
+  // the floor serves one single-choice request at a time: more is refused with 503 until the
+  // pressure eases.
   {
     grpc::ClientContext c;
     WithKey(&c, kApiKey);
@@ -845,9 +850,15 @@ TEST(SparrowdAdminTest, TheOperatorMovesTheMemoryBudgetWhileServing) {
     EXPECT_EQ(out.pressure_level(), "critical");
     EXPECT_EQ(out.budget_bytes(), floor);
   }
-  const std::string refused = RawExchange("127.0.0.1", port, greedy);
+  EXPECT_TRUE(BodyOf(Call(port, "GET", "/admin/v1/memory", kAdminKey))["starved"].get<bool>());
+  EXPECT_EQ(complete(), before) << "one request fits the floor";
+  const std::string refused = RawExchange("127.0.0.1", port, greedy_n2);
   EXPECT_EQ(StatusOf(refused), 503);
   EXPECT_EQ(BodyOf(refused)["error"]["code"], "memory_pressure");
+  EXPECT_NE(BodyOf(refused)["error"]["message"].get<std::string>().find(
+                "at its floor of " + std::to_string(floor >> 20) + " MiB"),
+            std::string::npos)
+      << refused;
   EXPECT_EQ(Header(refused, "Retry-After"), "1");
   EXPECT_TRUE(BodyOf(Call(port, "GET", "/admin/v1/memory", kAdminKey))["starved"].get<bool>());
   const std::string audit = f.Read("audit.jsonl");
