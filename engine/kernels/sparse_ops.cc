@@ -174,4 +174,9 @@ void RoundToVecDotType(TensorType weight_type, float* x, int64_t n) {
   DequantizeRow(act, buf.data(), x, n);
 }
 
+bool AccumulatesRows(TensorType type) {
+  return type == TensorType::kF32 || type == TensorType::kF16 || type == TensorType::kQ4_0 ||
+         type == TensorType::kQ8_0;
+}
+
 }  // namespace sparrow::kernels

@@ -24,6 +24,10 @@ class ThreadPool;
 void AccumulateRows(const WeightMatrix& w, const int32_t* rows, int64_t n, const float* alpha,
                     int64_t lda, int64_t n_tokens, float* out, int64_t ldo, ThreadPool* pool);
 
+// True for the row types AccumulateRows reads directly (F32, F16, Q4_0, Q8_0); other types
+// would go through a scalar dequantization of every row.
+bool AccumulatesRows(TensorType type);
+
 // One token's AccumulateRows on rows given by address (neuron bundles in a cache's slots): out[j]
 // += sum over k < n, in order of k, of alpha[k] * rows[k][j], each row `cols` values of `type`;
 // bit for bit what AccumulateRows gives the same rows and coefficients.

@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "engine/kernels/sparse_ops.h"
 #include "engine/model/gguf_header.h"
 
 namespace sparrow {
@@ -61,9 +62,7 @@ Result<NeuronBundleLayout> ReadExpertBundleLayout(const GgufFile& f, int64_t n_l
     l.gate_offset = 0;
     l.up_offset = RowsBytes(l.gate_type, n_embd, n_ff_exp);
     if (neurons) {
-      // The types whose rows the accumulation kernels read (engine/kernels/sparse_ops.h).
-      if (l.down_type != TensorType::kF32 && l.down_type != TensorType::kF16 &&
-          l.down_type != TensorType::kQ4_0 && l.down_type != TensorType::kQ8_0) {
+      if (!kernels::AccumulatesRows(l.down_type)) {
         return Unsupported(std::string(k::kDownTypes) + "[" + std::to_string(il) + "] is " +
                            std::string(TensorTypeName(l.down_type)) +
                            "; neuron bundles' down rows must be f32, f16, q4_0 or q8_0");

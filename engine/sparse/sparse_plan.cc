@@ -5,6 +5,7 @@
 #include "engine/common/check.h"
 #include "engine/kernels/dequantize.h"
 #include "engine/kernels/quantize.h"
+#include "engine/kernels/sparse_ops.h"
 #include "engine/kernels/thread_pool.h"
 #include "engine/kernels/vec_dot.h"
 #include "engine/runtime/dense_ffn.h"
@@ -26,13 +27,6 @@ std::vector<uint8_t> Requantize(const kernels::WeightMatrix& w, TensorType type)
     kernels::QuantizeRow(type, row.data(), &out[r * row_bytes], w.cols);
   }
   return out;
-}
-
-// The types whose rows the sparse kernels accumulate directly (sparse_ops.h); others would go
-// through a scalar dequantization of every row, several times slower than the whole dense FFN.
-bool AccumulatesDirectly(TensorType type) {
-  return type == TensorType::kF32 || type == TensorType::kF16 || type == TensorType::kQ4_0 ||
-         type == TensorType::kQ8_0;
 }
 
 }  // namespace
@@ -83,13 +77,13 @@ TensorType TransposedDownType(TensorType type, int64_t n_embd) {
     case TensorType::kQ4_0:
     case TensorType::kQ8_0:
       return n_embd % 32 == 0 ? type : TensorType::kF16;
-    default:  // types without a row-accumulation kernel (AccumulatesDirectly)
+    default:  // types without a row-accumulation kernel (kernels::AccumulatesRows)
       return n_embd % 32 == 0 ? TensorType::kQ8_0 : TensorType::kF16;
   }
 }
 
 TensorType DownRowsType(const ModelConfig& c, const LayerWeights& l) {
-  if (l.ffn_down_t.data != nullptr && AccumulatesDirectly(l.ffn_down_t.type)) {
+  if (l.ffn_down_t.data != nullptr && kernels::AccumulatesRows(l.ffn_down_t.type)) {
     return l.ffn_down_t.type;
   }
   return TransposedDownType(l.ffn_down_t.data ? l.ffn_down_t.type : l.ffn_down.type, c.n_embd);
