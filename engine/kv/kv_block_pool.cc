@@ -135,6 +135,7 @@ Status KvBlockPool::Resize(int64_t n_blocks, std::unordered_map<BlockId, BlockId
     blocks_.resize(n_blocks);
     for (int64_t b = n_blocks_; b < n_blocks; ++b) PushFree(static_cast<BlockId>(b));
     n_blocks_ = n_blocks;
+    if (observer_) observer_->OnResize(n_blocks);
     return Status::Ok();
   }
   if (n_blocks == n_blocks_) return Status::Ok();
@@ -143,6 +144,7 @@ Status KvBlockPool::Resize(int64_t n_blocks, std::unordered_map<BlockId, BlockId
                              "shrink to " + std::to_string(n_blocks) + " before they are freed");
   }
   Shrink(n_blocks, moved);
+  if (observer_) observer_->OnResize(n_blocks);
   return arena_.Reserve(n_blocks);  // unmapping does not fail
 }
 
@@ -213,6 +215,7 @@ void KvBlockPool::Register(BlockId b, uint64_t hash) {
 
 void KvBlockPool::CopyContents(BlockId src, BlockId dst) {
   std::memcpy(arena_.slot(dst), arena_.slot(src), arena_.slot_bytes());
+  if (observer_) observer_->OnCopy(src, dst);
 }
 
 float* KvBlockPool::Key(BlockId b, int64_t layer, int64_t offset) {

@@ -33,6 +33,15 @@ struct KvPoolStats {
   int64_t touched_blocks = 0;
 };
 
+// Told of every change a pool makes to block contents other than the forward pass's writes, in
+// order: a device that holds other layers of the same blocks (a shard worker) repeats them.
+class KvBlockObserver {
+ public:
+  virtual ~KvBlockObserver() = default;
+  virtual void OnCopy(BlockId src, BlockId dst) = 0;  // copy-on-write, or a move in a shrink
+  virtual void OnResize(int64_t n_blocks) = 0;        // ids from n_blocks up are gone
+};
+
 class KvBlockPool {
  public:
   KvBlockPool(int64_t n_layer, int64_t kv_dim, int64_t block_size, int64_t n_blocks);
@@ -71,6 +80,8 @@ class KvBlockPool {
   float* Value(BlockId b, int64_t layer, int64_t offset);
 
   KvPoolStats Stats() const;
+  // Null: nobody is told. The observer must outlive the pool or be unset first.
+  void SetObserver(KvBlockObserver* observer) { observer_ = observer; }
 
  private:
   struct Block {
@@ -97,6 +108,7 @@ class KvBlockPool {
   int64_t used_ = 0;
   int64_t touched_ = 0;
   int64_t prefix_hits_ = 0, prefix_lookups_ = 0;
+  KvBlockObserver* observer_ = nullptr;
 };
 
 // Hash of a full block's tokens chained to the hash of everything before it.

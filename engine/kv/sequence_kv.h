@@ -24,6 +24,8 @@ class SequenceKv final : public KvCache {
   }
   float* Key(int64_t layer, int64_t pos) override;
   float* Value(int64_t layer, int64_t pos) override;
+  std::span<const int32_t> block_table() const override { return blocks_; }
+  int64_t block_size() const override { return pool_->block_size(); }
 
   // Reuses cached blocks for the longest run of full blocks of `tokens` (at most
   // max_tokens tokens) and returns how many positions they cover. Call on an empty table.

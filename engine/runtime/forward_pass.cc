@@ -71,8 +71,7 @@ Status ForwardPass::Run(std::span<const int32_t> tokens, int64_t start_pos, KvCa
   return RunBatch({&seg, 1}, logits);
 }
 
-Status ForwardPass::RunBatch(std::span<const Segment> segments, std::vector<float>* logits,
-                             std::vector<Status>* failures) {
+Status ForwardPass::Prepare(std::span<const Segment> segments, int64_t* n_out, int64_t* rows_out) {
   int64_t n = 0, rows = 0;
   for (const Segment& sg : segments) {
     const int64_t len = static_cast<int64_t>(sg.tokens.size());
@@ -96,12 +95,10 @@ Status ForwardPass::RunBatch(std::span<const Segment> segments, std::vector<floa
   decode_.clear();
   for (const Segment& sg : segments)
     decode_.resize(decode_.size() + sg.tokens.size(), sg.tokens.size() == 1);
-  const ModelWeights& w = model_.weights();
   const int64_t half = c_.n_rot / 2;
   int64_t t0 = 0;
   for (const Segment& sg : segments) {
     const int64_t len = static_cast<int64_t>(sg.tokens.size());
-    kernels::GetRows(w.token_embd, sg.tokens.data(), len, &x_[t0 * c_.n_embd]);
     for (int64_t t = 0; t < len; ++t) {
       rope_.Compute(sg.start_pos + t, &cos_[(t0 + t) * half], &sin_[(t0 + t) * half]);
       if (!c_.swa_layers.empty()) {
@@ -110,12 +107,100 @@ Status ForwardPass::RunBatch(std::span<const Segment> segments, std::vector<floa
     }
     t0 += len;
   }
+  failed_.assign(static_cast<size_t>(n), 0);
+  ffn_error_ = Status::Ok();
+  *n_out = n;
+  *rows_out = rows;
+  return Status::Ok();
+}
+
+Status ForwardPass::SetRemoteLayers(std::vector<std::shared_ptr<RemoteLayers>> ranges) {
+  std::sort(ranges.begin(), ranges.end(),
+            [](const auto& a, const auto& b) { return a->first_layer() < b->first_layer(); });
+  int64_t prev_end = 0;
+  for (const auto& r : ranges) {
+    const int64_t first = r->first_layer(), end = r->end_layer();
+    if (first < prev_end || first >= end || end > c_.n_layer) {
+      return InvalidArgument("remote layers " + std::to_string(first) + ".." +
+                             std::to_string(end - 1) + " (" + r->name() +
+                             ") overlap another range or fall outside the model's " +
+                             std::to_string(c_.n_layer) + " layers");
+    }
+    prev_end = end;
+  }
+  remote_ = std::move(ranges);
+  return Status::Ok();
+}
+
+Status ForwardPass::RunRemote(RemoteLayers& range, int64_t n, std::span<const Segment> segments) {
+  stage_segments_.clear();
+  for (const Segment& sg : segments) {
+    if (sg.cache->block_table().empty()) {
+      return Unsupported("layers " + std::to_string(range.first_layer()) + ".." +
+                         std::to_string(range.end_layer() - 1) + " on " + range.name() +
+                         " need the paged KV cache");
+    }
+    stage_segments_.push_back({sg.tokens, sg.start_pos, sg.cache->block_table()});
+  }
+  return range.Run(stage_segments_, c_.n_embd, {x_.data(), static_cast<size_t>(n * c_.n_embd)});
+}
+
+Status ForwardPass::Layers(int64_t first, int64_t end, int64_t n,
+                           std::span<const Segment> segments) {
+  size_t next_remote = 0;
+  for (int64_t il = first; il < end;) {
+    while (next_remote < remote_.size() && remote_[next_remote]->end_layer() <= il) ++next_remote;
+    if (next_remote < remote_.size() && remote_[next_remote]->first_layer() == il) {
+      RemoteLayers& range = *remote_[next_remote];
+      if (range.end_layer() > end) return Internal("a remote range crosses the layers asked for");
+      SPARROW_RETURN_IF_ERROR(RunRemote(range, n, segments));
+      il = range.end_layer();
+      continue;
+    }
+    Layer(il, n, segments);
+    ++il;
+  }
+  return Status::Ok();
+}
+
+Status ForwardPass::RunLayers(std::span<const Segment> segments, int64_t first, int64_t end,
+                              std::span<float> hidden) {
+  if (first < 0 || first >= end || end > c_.n_layer) {
+    return InvalidArgument("layers " + std::to_string(first) + ".." + std::to_string(end - 1) +
+                           " fall outside the model's " + std::to_string(c_.n_layer) + " layers");
+  }
+  int64_t n = 0, rows = 0;
+  SPARROW_RETURN_IF_ERROR(Prepare(segments, &n, &rows));
+  if (static_cast<int64_t>(hidden.size()) != n * c_.n_embd) {
+    return InvalidArgument("hidden state of " + std::to_string(hidden.size()) + " floats for " +
+                           std::to_string(n) + " tokens of " + std::to_string(c_.n_embd));
+  }
+  std::copy(hidden.begin(), hidden.end(), x_.begin());
+  SPARROW_RETURN_IF_ERROR(Layers(first, end, n, segments));
+  if (!ffn_error_.ok()) return ffn_error_;
+  std::copy_n(x_.begin(), hidden.size(), hidden.begin());
+  return Status::Ok();
+}
+
+Status ForwardPass::RunBatch(std::span<const Segment> segments, std::vector<float>* logits,
+                             std::vector<Status>* failures) {
+  int64_t n = 0, rows = 0;
+  SPARROW_RETURN_IF_ERROR(Prepare(segments, &n, &rows));
+  const ModelWeights& w = model_.weights();
+  int64_t t0 = 0;
+  for (const Segment& sg : segments) {
+    const int64_t len = static_cast<int64_t>(sg.tokens.size());
+    kernels::GetRows(w.token_embd, sg.tokens.data(), len, &x_[t0 * c_.n_embd]);
+    t0 += len;
+  }
 
   if (c_.embed_scale != 0.0f) kernels::ScaleInPlace(x_.data(), n * c_.n_embd, c_.embed_scale);
 
-  failed_.assign(static_cast<size_t>(n), 0);
-  ffn_error_ = Status::Ok();
-  for (int64_t il = 0; il < c_.n_layer; ++il) Layer(il, n, segments);
+  // A remote range that fails costs the whole batch.
+  if (Status st = Layers(0, c_.n_layer, n, segments); !st.ok()) {
+    ffn_error_ = st;
+    std::fill(failed_.begin(), failed_.end(), 1);
+  }
   if (!ffn_error_.ok()) {
     if (!failures) return ffn_error_;
     // An FFN that failed without saying which tokens it cost failed them all.

@@ -12,6 +12,7 @@
 #include "engine/model/model.h"
 #include "engine/runtime/feed_forward.h"
 #include "engine/runtime/kv_cache.h"
+#include "engine/runtime/remote_layers.h"
 #include "engine/runtime/rope.h"
 
 namespace sparrow {
@@ -53,7 +54,24 @@ class ForwardPass {
   Status RunBatch(std::span<const Segment> segments, std::vector<float>* logits,
                   std::vector<Status>* failures = nullptr);
 
+  // Layers computed by other devices: sorted, disjoint ranges inside the model (errors name the
+  // range at fault). RunBatch hands them the hidden state instead of computing those layers; it
+  // then needs paged caches (KvCache::block_table). A range that fails fails the whole batch.
+  Status SetRemoteLayers(std::vector<std::shared_ptr<RemoteLayers>> ranges);
+
+  // A shard worker's part: layers [first, end) of the batch, from the hidden state entering
+  // `first` (one row of n_embd per token, segment after segment) to the one leaving end - 1,
+  // in place. The segments' caches hold those layers' keys and values.
+  Status RunLayers(std::span<const Segment> segments, int64_t first, int64_t end,
+                   std::span<float> hidden);
+
  private:
+  // Checks the segments and readies scratch, decode flags and RoPE tables for their n tokens;
+  // rows: how many logits rows they want.
+  Status Prepare(std::span<const Segment> segments, int64_t* n, int64_t* rows);
+  // Layers [first, end): local ones here, remote ranges through their device.
+  Status Layers(int64_t first, int64_t end, int64_t n, std::span<const Segment> segments);
+  Status RunRemote(RemoteLayers& range, int64_t n, std::span<const Segment> segments);
   void Layer(int64_t il, int64_t n, std::span<const Segment> segments);
   void Attention(int64_t il, int64_t n, std::span<const Segment> segments);
   void Resize(int64_t n);
@@ -64,6 +82,8 @@ class ForwardPass {
   // RoPE of the full-attention layers, and of the sliding-window ones (their own base and scale).
   RopeTable rope_, rope_swa_;
   std::unique_ptr<FeedForward> ffn_;
+  std::vector<std::shared_ptr<RemoteLayers>> remote_;  // sorted by first layer
+  std::vector<StageSegment> stage_segments_;
   // Scratch, sized for the largest batch seen so far.
   std::vector<float> x_, xn_, q_, k_, v_, att_, ffn_out_, attn_scratch_, cos_, sin_, cos_swa_,
       sin_swa_, layer_in_;

@@ -5,6 +5,7 @@
 // Not thread-safe for writes; concurrent reads of distinct positions are fine.
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <vector>
 
 namespace sparrow {
@@ -17,6 +18,10 @@ class KvCache {
   // kv_dim floats for (layer, pos); valid for pos < capacity().
   virtual float* Key(int64_t layer, int64_t pos) = 0;
   virtual float* Value(int64_t layer, int64_t pos) = 0;
+  // A paged cache's block table (position p lives in block_table()[p / block_size()]), which a
+  // device computing other layers of the same sequence mirrors; empty for other caches.
+  virtual std::span<const int32_t> block_table() const { return {}; }
+  virtual int64_t block_size() const { return 0; }
 };
 
 // One preallocated f32 slab: [layer][pos][kv_dim] for keys and the same for values.

@@ -94,6 +94,12 @@ Scheduler::Scheduler(const Model& model, kernels::ThreadPool* pool, SchedulerOpt
   SPARROW_CHECK(opts_.is_eog != nullptr);
   SPARROW_CHECK(opts_.n_ctx > 1 && opts_.max_running > 0 && opts_.step_token_budget > 0);
   opts_.kv_blocks = kv_.n_blocks();
+  if (!opts_.remote_layers.empty()) {
+    Status st = fp_.SetRemoteLayers(opts_.remote_layers);
+    SPARROW_CHECK(st.ok());
+    kv_.SetObserver(&remote_kv_observer_);
+    remote_kv_observer_.OnResize(kv_.n_blocks());
+  }
   kv_block_bytes_ =
       KvBlockPool::BlockBytes(model.config().n_layer, model.config().kv_dim(), opts_.kv_block_size);
   min_kv_blocks_ =

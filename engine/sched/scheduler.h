@@ -55,6 +55,10 @@ struct SchedulerOptions {
   // The FFN's sparsity levels when a memory plan may switch them (a threshold policy's
   // SparsePlan::levels); null: the level is fixed and plans' sparsity is ignored.
   std::shared_ptr<SparsityLevel> sparsity_level;
+  // Layer ranges other devices compute (collaborative inference): sorted, disjoint, checked by
+  // ForwardPass::SetRemoteLayers before the scheduler is built. They hear of every block copy and
+  // resize of the KV pool, so their blocks mirror it.
+  std::vector<std::shared_ptr<RemoteLayers>> remote_layers;
 };
 
 struct SchedulerStats {
@@ -140,9 +144,26 @@ class Scheduler {
   // (for identity only: the queue owns it now).
   Sequence* PreemptNewest();
 
+  // Tells the remote layer ranges of the KV pool's copies and resizes.
+  class RemoteKvObserver final : public KvBlockObserver {
+   public:
+    explicit RemoteKvObserver(const std::vector<std::shared_ptr<RemoteLayers>>* ranges)
+        : ranges_(ranges) {}
+    void OnCopy(BlockId src, BlockId dst) override {
+      for (const auto& r : *ranges_) r->OnBlockCopy(src, dst);
+    }
+    void OnResize(int64_t n_blocks) override {
+      for (const auto& r : *ranges_) r->OnPoolResize(n_blocks);
+    }
+
+   private:
+    const std::vector<std::shared_ptr<RemoteLayers>>* ranges_;
+  };
+
   const Model& model_;
   kernels::ThreadPool* pool_;  // may be null (single-threaded)
   SchedulerOptions opts_;
+  RemoteKvObserver remote_kv_observer_{&opts_.remote_layers};
   ForwardPass fp_;
   KvBlockPool kv_;
   int64_t kv_block_bytes_ = 0;

@@ -18,9 +18,10 @@ class CollectingSink : public RequestSink {
     events_.push_back(ev);
     return true;
   }
-  void OnFinish(const FinishInfo&) override {
+  void OnFinish(const FinishInfo& info) override {
     {
       std::lock_guard<std::mutex> lock(mu_);
+      info_ = info;
       done_ = true;
     }
     cv_.notify_all();
@@ -35,6 +36,12 @@ class CollectingSink : public RequestSink {
     cv_.wait(lock, [this] { return done_; });
     return tokens_;
   }
+  // How it ended, once it has.
+  FinishInfo WaitInfo() {
+    Wait();
+    std::lock_guard<std::mutex> lock(mu_);
+    return info_;
+  }
   // The same, with each token's logprobs.
   std::vector<TokenEvent> WaitEvents() {
     Wait();
@@ -47,6 +54,7 @@ class CollectingSink : public RequestSink {
   std::condition_variable cv_;
   std::vector<int32_t> tokens_;
   std::vector<TokenEvent> events_;
+  FinishInfo info_;
   bool done_ = false;
 };
 

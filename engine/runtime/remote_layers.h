@@ -1,0 +1,40 @@
+#pragma once
+// RemoteLayers: a contiguous range of a model's layers computed by another device (a shard
+// worker, EdgeShard's pipeline stage). The forward pass hands it the hidden state entering the
+// range and takes back the one leaving it; the device keeps the keys and values of its layers in
+// blocks with the same ids as the coordinator's paged KV cache (KvBlockObserver tells it of
+// copies and resizes), so prefix reuse, forks and preemption need nothing more from it.
+// The engine knows no network: implementations live with the transport (server/shard/).
+#include <cstdint>
+#include <span>
+#include <string>
+
+#include "engine/common/status.h"
+
+namespace sparrow {
+
+// One sequence's part of a batch, as a remote range sees it.
+struct StageSegment {
+  std::span<const int32_t> tokens;
+  int64_t start_pos = 0;
+  std::span<const int32_t> blocks;  // its block table in the coordinator's pool
+};
+
+class RemoteLayers {
+ public:
+  virtual ~RemoteLayers() = default;
+  virtual int64_t first_layer() const = 0;
+  virtual int64_t end_layer() const = 0;  // one past the last
+  // Who computes the range, for messages ("worker 10.0.0.2:50061").
+  virtual std::string name() const = 0;
+  // hidden: one row of n_embd floats per token of the batch, segment after segment; replaced by
+  // the output of the range's last layer. An error fails every segment of the batch.
+  virtual Status Run(std::span<const StageSegment> segments, int64_t n_embd,
+                     std::span<float> hidden) = 0;
+  // The coordinator's KV pool copied a block's contents or changed its size (KvBlockObserver):
+  // applied by the device before its next Run.
+  virtual void OnBlockCopy(int32_t src, int32_t dst) = 0;
+  virtual void OnPoolResize(int64_t n_blocks) = 0;
+};
+
+}  // namespace sparrow

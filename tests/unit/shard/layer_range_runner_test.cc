@@ -1,0 +1,260 @@
+// Collaborative inference without the network: a scheduler whose middle and last layers are
+// computed by LayerRangeRunners (what a shard worker runs) generates exactly what one device
+// generates, for every family, through prefix reuse, forked choices and a KV pool that shrinks
+// under a memory plan; a range that fails fails its step's requests and the server goes on.
+#include "engine/shard/layer_range_runner.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "engine/kernels/thread_pool.h"
+#include "engine/sched/scheduler.h"
+#include "tests/util/collecting_sink.h"
+#include "tests/util/test_paths.h"
+
+namespace sparrow {
+namespace {
+
+// A layer range computed in this process by the worker's engine part; the network transport
+// (server/shard) carries exactly these calls.
+class InProcessLayers final : public RemoteLayers {
+ public:
+  InProcessLayers(const Model& model, int64_t first, int64_t end) : model_(model) {
+    a_.first_layer = first;
+    a_.end_layer = end;
+  }
+  int64_t first_layer() const override { return a_.first_layer; }
+  int64_t end_layer() const override { return a_.end_layer; }
+  std::string name() const override { return "in-process " + std::to_string(a_.first_layer); }
+  Status Run(std::span<const StageSegment> segments, int64_t, std::span<float> hidden) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (fail_next_) {
+      fail_next_ = false;
+      return Unavailable(name() + " did not answer");
+    }
+    if (!runner_) {
+      auto r = LayerRangeRunner::Create(model_, nullptr, a_);
+      if (!r.ok()) return r.status();
+      runner_ = std::move(r).value();
+    }
+    SPARROW_RETURN_IF_ERROR(runner_->Apply(ops_));
+    ops_.clear();
+    ++runs_;
+    return runner_->Run(segments, hidden);
+  }
+  void OnBlockCopy(int32_t src, int32_t dst) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    ops_.push_back({KvBlockOp::Kind::kCopy, src, dst, 0});
+  }
+  void OnPoolResize(int64_t n) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!runner_) a_.kv_blocks = n;  // the first one sizes the runner
+    ops_.push_back({KvBlockOp::Kind::kResize, 0, 0, n});
+  }
+  void set_block_size(int64_t bs) { a_.kv_block_size = bs; }
+  void FailNext() {
+    std::lock_guard<std::mutex> lock(mu_);
+    fail_next_ = true;
+  }
+  int64_t runs() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return runs_;
+  }
+
+ private:
+  const Model& model_;
+  std::mutex mu_;
+  ShardAssignment a_;
+  std::unique_ptr<LayerRangeRunner> runner_;
+  std::vector<KvBlockOp> ops_;
+  bool fail_next_ = false;
+  int64_t runs_ = 0;
+};
+
+using testing::CollectingSink;
+
+struct Outcome {
+  std::vector<std::vector<int32_t>> tokens;
+  int64_t prefix_hits = 0;
+};
+
+class LayerRangeRunnerTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    const std::string& name = GetParam();
+    const std::string path = name == "stories260K"
+                                 ? testing::ModelPath("stories260K.gguf")
+                                 : testing::SharedDir() + "/arch/models/" + name + ".gguf";
+    auto m = Model::Load(path);
+    if (!m.ok() && m.status().code() == StatusCode::kNotFound) GTEST_SKIP() << path << " absent";
+    ASSERT_TRUE(m.ok()) << m.status().ToString();
+    model_ = std::move(m).value();
+  }
+
+  SchedulerOptions Options() {
+    SchedulerOptions o;
+    o.n_ctx = 64;
+    o.kv_block_size = 4;
+    o.kv_blocks = 64;
+    o.step_token_budget = 7;  // prompts in chunks, alongside other sequences' decoding
+    o.is_eog = [](int32_t) { return false; };
+    return o;
+  }
+
+  std::vector<int32_t> Prompt(int salt, int len) {
+    std::vector<int32_t> p;
+    for (int i = 0; i < len; ++i)
+      p.push_back(
+          static_cast<int32_t>((i * 37 + 5 + (i > 9 ? salt : 0)) % model_->config().n_vocab));
+    return p;
+  }
+
+  // Three requests sharing a 10-token prefix (the last two reuse its blocks), one of them a pair
+  // of choices (a fork with a shared partial block), and a pool shrink in the middle.
+  Outcome Generate(SchedulerOptions o, bool shrink) {
+    kernels::ThreadPool pool(2);
+    Scheduler s(*model_, &pool, std::move(o));
+    std::vector<std::shared_ptr<CollectingSink>> sinks;
+    auto submit = [&](int salt, int len) {
+      GenerationRequest r;
+      r.prompt = Prompt(salt, len);
+      r.max_tokens = 12;
+      r.sampling.temperature = 0;
+      r.sink = sinks.emplace_back(std::make_shared<CollectingSink>());
+      EXPECT_TRUE(s.Submit(std::move(r)).ok());
+    };
+    submit(1, 13);
+    sinks[0]->Wait();
+    std::vector<GenerationRequest> group(2);
+    for (auto& r : group) {
+      r.prompt = Prompt(2, 11);
+      r.max_tokens = 12;
+      r.sampling.temperature = 0.7f;  // the pair diverges: each writes its own blocks
+      r.sampling.seed = 7 + sinks.size();
+      r.sink = sinks.emplace_back(std::make_shared<CollectingSink>());
+    }
+    EXPECT_TRUE(s.SubmitGroup(std::move(group)).ok());
+    submit(3, 17);
+    if (shrink) {
+      MemoryPlan plan;
+      plan.version = 1;
+      plan.kv_pool_bytes = static_cast<size_t>(s.kv_block_bytes() * 24);
+      plan.decided = std::chrono::steady_clock::now();
+      s.ApplyMemoryPlan(plan);
+    }
+    Outcome out;
+    for (auto& sink : sinks) {
+      FinishInfo info = sink->WaitInfo();
+      EXPECT_EQ(info.reason, FinishReason::kLength) << info.status.ToString();
+      out.tokens.push_back(sink->Wait());
+    }
+    out.prefix_hits = s.Stats().kv.prefix_hits;
+    return out;
+  }
+
+  std::unique_ptr<Model> model_;
+};
+
+TEST_P(LayerRangeRunnerTest, TwoRemoteRangesGenerateWhatOneDeviceDoes) {
+  const int64_t n_layer = model_->config().n_layer;
+  ASSERT_GE(n_layer, 2);
+  for (bool shrink : {false, true}) {
+    const Outcome alone = Generate(Options(), shrink);
+    SchedulerOptions o = Options();
+    // With two layers the coordinator keeps only the embedding and the output.
+    const int64_t a = n_layer / 3, b = std::max(a + 1, 2 * n_layer / 3);
+    auto middle = std::make_shared<InProcessLayers>(*model_, a, b);
+    auto last = std::make_shared<InProcessLayers>(*model_, b, n_layer);
+    middle->set_block_size(o.kv_block_size);
+    last->set_block_size(o.kv_block_size);
+    o.remote_layers = {last, middle};  // any order
+    const Outcome split = Generate(std::move(o), shrink);
+    EXPECT_EQ(split.tokens, alone.tokens) << "shrink " << shrink;
+    EXPECT_GT(split.prefix_hits, 0);
+    EXPECT_GT(middle->runs(), 0);
+    EXPECT_EQ(middle->runs(), last->runs());
+  }
+}
+
+TEST_P(LayerRangeRunnerTest, AFailedRangeFailsItsStepAndTheNextRequestRuns) {
+  SchedulerOptions o = Options();
+  const int64_t n_layer = model_->config().n_layer;
+  auto last = std::make_shared<InProcessLayers>(*model_, n_layer / 2, n_layer);
+  last->set_block_size(o.kv_block_size);
+  o.remote_layers = {last};
+  kernels::ThreadPool pool(1);
+  Scheduler s(*model_, &pool, std::move(o));
+  last->FailNext();
+  auto first = std::make_shared<CollectingSink>();
+  GenerationRequest r;
+  r.prompt = Prompt(1, 5);
+  r.max_tokens = 4;
+  r.sink = first;
+  ASSERT_TRUE(s.Submit(r).ok());
+  FinishInfo info = first->WaitInfo();
+  EXPECT_EQ(info.reason, FinishReason::kError);
+  EXPECT_NE(info.status.message().find("did not answer"), std::string::npos)
+      << info.status.ToString();
+  EXPECT_TRUE(first->Wait().empty());
+  auto second = std::make_shared<CollectingSink>();
+  r.sink = second;
+  ASSERT_TRUE(s.Submit(r).ok());
+  EXPECT_EQ(second->WaitInfo().reason, FinishReason::kLength);
+  EXPECT_EQ(second->Wait().size(), 4u);
+  EXPECT_EQ(s.Stats().kv.used_blocks, 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Families, LayerRangeRunnerTest,
+                         ::testing::Values("stories260K", "synth-llama3rope-f32", "synth-qwen3-f32",
+                                           "synth-qwen3moe-f32", "synth-gemma3-f32"),
+                         [](const auto& info) {
+                           std::string n = info.param;
+                           for (char& ch : n)
+                             if (ch == '-') ch = '_';
+                           return n;
+                         });
+
+TEST(LayerRangeRunnerChecksTest, RefusesWhatDoesNotFit) {
+  auto m = Model::Load(testing::ModelPath("stories260K.gguf"));
+  ASSERT_TRUE(m.ok());
+  const Model& model = **m;
+  const int64_t n_layer = model.config().n_layer;
+  EXPECT_FALSE(LayerRangeRunner::Create(model, nullptr, {0, n_layer + 1, 16, 4}).ok());
+  EXPECT_FALSE(LayerRangeRunner::Create(model, nullptr, {2, 2, 16, 4}).ok());
+  EXPECT_FALSE(LayerRangeRunner::Create(model, nullptr, {0, 1, 0, 4}).ok());
+  EXPECT_FALSE(LayerRangeRunner::Create(model, nullptr, {0, 1, 16, 0}).ok());
+  auto r = LayerRangeRunner::Create(model, nullptr, {1, n_layer, 4, 8});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  const int64_t d = model.config().n_embd;
+  std::vector<int32_t> tokens = {1, 2, 3};
+  std::vector<int32_t> table = {0};
+  std::vector<float> hidden(3 * d, 0.1f);
+  StageSegment seg{tokens, 0, table};
+  EXPECT_TRUE((*r)->Run({&seg, 1}, hidden).ok());
+  seg.start_pos = 2;  // positions 2..4 need two blocks
+  Status st = (*r)->Run({&seg, 1}, hidden);
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(st.message().find("not covered"), std::string::npos) << st.message();
+  seg.start_pos = 0;
+  table = {8};
+  seg.blocks = table;
+  st = (*r)->Run({&seg, 1}, hidden);
+  EXPECT_NE(st.message().find("block 8 outside the pool of 8"), std::string::npos) << st.message();
+  table = {0};
+  seg.blocks = table;
+  std::vector<float> short_hidden(2 * d);
+  EXPECT_EQ((*r)->Run({&seg, 1}, short_hidden).code(), StatusCode::kInvalidArgument);
+  std::vector<int32_t> bad_token = {1 << 30};
+  StageSegment bad{bad_token, 0, table};
+  std::vector<float> one(d);
+  EXPECT_EQ((*r)->Run({&bad, 1}, one).code(), StatusCode::kOutOfRange);
+  const KvBlockOp bad_copy{KvBlockOp::Kind::kCopy, 0, 9, 0};
+  EXPECT_EQ((*r)->Apply({&bad_copy, 1}).code(), StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace sparrow
