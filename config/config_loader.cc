@@ -140,6 +140,26 @@ const std::vector<KeySpec>& Keys() {
        "Hardware profile from `sparrow profile-hw`: every memory budget is planned with it "
        "(threads, neuron cache, KV pool); empty: ~/.cache/sparrow/hw.yaml when present; none: off",
        &ServerConfig::hw_profile},
+      {"worker",
+       "Run as a worker of collaborative inference: compute the layers a coordinator sparrowd "
+       "assigns over gRPC (grpc_port), nothing else; needs an admin key, which the coordinator "
+       "must send",
+       nullptr, &ServerConfig::worker, 0, 1, true},
+      {"workers",
+       "Worker sparrowds that compute part of the model's layers, as host:port,host:port (their "
+       "gRPC ports); each holds the same model file. The coordinator sends them its admin key",
+       &ServerConfig::workers},
+      {"shard_layers",
+       "With workers: layers per device, this one first then each worker in order (\"4,10,10\"); "
+       "empty: placed by each device's measured speed and link (EdgeShard's dynamic program)",
+       &ServerConfig::shard_layers},
+      {"shard_encoding",
+       "With workers: hidden states on the wire as f32 (exact) or f16 (half "
+       "the bytes)",
+       &ServerConfig::shard_encoding},
+      {"worker_timeout_ms",
+       "With workers: a step a worker has not answered within this fails its requests", nullptr,
+       &ServerConfig::worker_timeout_ms, 100, 3600 * 1000},
       {"log_format", "Log line format: text or json", &ServerConfig::log_format},
       {"log_level", "Log level: trace, debug, info, warn, error", &ServerConfig::log_level},
       {"shutdown_timeout_ms", "How long running requests may finish after SIGTERM, in ms", nullptr,

@@ -70,6 +70,14 @@ struct ServerConfig {
   // The hardware profile (`sparrow profile-hw`) the planner works from; "": the default cache
   // path when it exists; "none": no planning (the budget's fixed split).
   std::string hw_profile;
+  // Collaborative inference (one model across devices on a LAN). A worker computes the layers
+  // a coordinator assigns it and serves nothing else (gRPC only, admin key required); a
+  // coordinator lists its workers, each holding the same model file.
+  int64_t worker = 0;
+  std::string workers;       // "host:port,host:port"
+  std::string shard_layers;  // "" -> placed by measured speed; or counts, coordinator first
+  std::string shard_encoding = "f32";  // f32 | f16: the hidden state on the wire
+  int64_t worker_timeout_ms = 10000;   // a step a worker has not answered by then fails
   // Operations.
   std::string log_format = "text";  // text | json
   std::string log_level = "info";   // trace | debug | info | warn | error

@@ -17,6 +17,8 @@
 #include "server/http/http_server.h"
 #ifdef SPARROW_HAVE_GRPC
 #include "server/grpc/grpc_server.h"
+#include "server/shard/connect_workers.h"
+#include "server/shard/worker_server.h"
 #endif
 
 namespace {
@@ -55,6 +57,31 @@ int WaitForSignal() {
   return sig;
 }
 
+#ifdef SPARROW_HAVE_GRPC
+// sparrowd --worker: computes layers for a coordinator until SIGTERM/SIGINT.
+int RunWorker(const sparrow::ServerConfig& config) {
+  auto worker = sparrow::server::WorkerServer::Start(config);
+  if (!worker.ok()) {
+    std::fprintf(stderr, "sparrowd: %s\n", worker.status().ToString().c_str());
+    return worker.status().code() == sparrow::StatusCode::kInvalidArgument ? kExitConfig
+                                                                           : kExitStartup;
+  }
+  spdlog::info(Msg(config, "worker for " + config.model + " (" +
+                               std::to_string((*worker)->n_layer()) + " layers, digest " +
+                               (*worker)->digest() + ")" +
+                               (config.tls_cert.empty() ? "" : ", TLS")));
+  // The exact line scripts wait for.
+  std::printf("sparrowd: worker listening on %s\n",
+              sparrow::server::JoinHostPort(config.host, (*worker)->port()).c_str());
+  std::fflush(stdout);
+  const int sig = WaitForSignal();
+  spdlog::info(Msg(config, std::string("received ") + (sig == SIGTERM ? "SIGTERM" : "SIGINT") +
+                               ", stopping the worker"));
+  (*worker)->Shutdown();
+  return 0;
+}
+#endif
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -83,7 +110,19 @@ int main(int argc, char** argv) {
   const sparrow::ServerConfig& config = loaded->config;
   SetUpLogging(config);
 
+  if (config.worker != 0) {
+#ifdef SPARROW_HAVE_GRPC
+    return RunWorker(config);
+#else
+    std::fprintf(stderr, "sparrowd: --worker needs gRPC, and this sparrowd was built without it\n");
+    return kExitConfig;
+#endif
+  }
+#ifdef SPARROW_HAVE_GRPC
+  auto ctx_or = sparrow::server::CreateServerContext(config, sparrow::server::ConnectWorkers);
+#else
   auto ctx_or = sparrow::server::CreateServerContext(config);
+#endif
   if (!ctx_or.ok()) {
     std::fprintf(stderr, "sparrowd: %s\n", ctx_or.status().ToString().c_str());
     return ctx_or.status().code() == sparrow::StatusCode::kInvalidArgument ? kExitConfig
@@ -116,6 +155,9 @@ int main(int argc, char** argv) {
                                (first->chat->has_jinja()
                                     ? std::string("Jinja (the model's own or chat_template_file)")
                                     : ChatTemplateName(first->chat->family()))));
+  if (first->workers) {
+    spdlog::info(Msg(config, "layers placed across devices:\n" + first->workers->description));
+  }
   first.reset();
   if (!config.model_dir.empty()) {
     spdlog::info(Msg(config, "admin reload may switch to the models in " + config.model_dir));

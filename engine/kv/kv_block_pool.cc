@@ -213,6 +213,14 @@ void KvBlockPool::Register(BlockId b, uint64_t hash) {
   blk.hash = hash;
 }
 
+void KvBlockPool::DropCached() {
+  while (!lru_.empty()) {
+    const BlockId b = lru_.front();
+    Evict(b);
+    PushFree(b);
+  }
+}
+
 void KvBlockPool::CopyContents(BlockId src, BlockId dst) {
   std::memcpy(arena_.slot(dst), arena_.slot(src), arena_.slot_bytes());
   if (observer_) observer_->OnCopy(src, dst);

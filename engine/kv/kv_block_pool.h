@@ -75,6 +75,9 @@ class KvBlockPool {
   // Prefix cache. `hash` identifies a full block by its tokens and all tokens before them.
   std::optional<BlockId> Lookup(uint64_t hash);  // retains the block on a hit
   void Register(BlockId b, uint64_t hash);       // a full block whose contents are final
+  // Forgets every cached (unreferenced) block: their contents can no longer be trusted (a device
+  // holding some of their layers lost them).
+  void DropCached();
 
   float* Key(BlockId b, int64_t layer, int64_t offset);
   float* Value(BlockId b, int64_t layer, int64_t offset);

@@ -197,7 +197,9 @@ Status ForwardPass::RunBatch(std::span<const Segment> segments, std::vector<floa
   if (c_.embed_scale != 0.0f) kernels::ScaleInPlace(x_.data(), n * c_.n_embd, c_.embed_scale);
 
   // A remote range that fails costs the whole batch.
+  remote_failed_ = false;
   if (Status st = Layers(0, c_.n_layer, n, segments); !st.ok()) {
+    remote_failed_ = true;
     ffn_error_ = st;
     std::fill(failed_.begin(), failed_.end(), 1);
   }

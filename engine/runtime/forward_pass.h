@@ -58,6 +58,9 @@ class ForwardPass {
   // range at fault). RunBatch hands them the hidden state instead of computing those layers; it
   // then needs paged caches (KvCache::block_table). A range that fails fails the whole batch.
   Status SetRemoteLayers(std::vector<std::shared_ptr<RemoteLayers>> ranges);
+  // The last RunBatch failed because a remote range did: its device may have lost the keys and
+  // values of every sequence, not only the batch's.
+  bool remote_failed() const { return remote_failed_; }
 
   // A shard worker's part: layers [first, end) of the batch, from the hidden state entering
   // `first` (one row of n_embd per token, segment after segment) to the one leaving end - 1,
@@ -90,6 +93,7 @@ class ForwardPass {
   std::vector<uint8_t> decode_;  // per token of the batch: its segment is one token
   std::vector<uint8_t> failed_;  // per token of the batch: the FFN could not compute it
   Status ffn_error_;             // the first FFN failure of the batch
+  bool remote_failed_ = false;
 };
 
 }  // namespace sparrow

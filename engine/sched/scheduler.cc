@@ -437,6 +437,18 @@ bool Scheduler::Step() {
     spdlog::error("a request failed in the forward pass: {}", failures[i].ToString());
     Finish(*owners[i], FinishReason::kError, failures[i]);
   }
+  if (fp_.remote_failed()) {
+    // The device of a remote range may have lost the keys and values of every sequence and of
+    // the cached prefixes: the running sequences fail with the step's, and the prefix cache is
+    // forgotten, so that later requests compute everything afresh.
+    const Status why = failures.empty() ? Unavailable("a remote layer range failed") : failures[0];
+    for (auto& s : running_) {
+      if (!s->done) Finish(*s, FinishReason::kError, why);
+    }
+    std::erase_if(running_, [](const auto& s) { return s->done; });
+    kv_.DropCached();
+    return true;
+  }
 
   const int64_t n_vocab = model_.config().n_vocab;
   int64_t generated = 0;

@@ -177,7 +177,7 @@ Result<std::string> AdminController::Reload(const AdminCaller& who, const std::s
   ServerConfig load_config = ctx_.config;
   load_config.sparsity.assign(1, '0');  // (not = "0": GCC 12 misreports that as -Wrestrict)
   load_config.profile.clear();
-  auto next = LoadServedModel(load_config, file->path, "");
+  auto next = LoadServedModel(load_config, file->path, "", ctx_.connect_workers);
   if (!next.ok()) {
     spdlog::warn("admin: reload of {} failed, the old model keeps serving: {}", file->name,
                  next.status().message());

@@ -46,7 +46,8 @@ Result<std::shared_ptr<const SparsePlan>> MakeSparsePlanFromConfig(const ServerC
 
 Result<std::shared_ptr<ServedModel>> LoadServedModel(const ServerConfig& config,
                                                      const std::string& path,
-                                                     const std::string& model_id) {
+                                                     const std::string& model_id,
+                                                     const ConnectWorkersFn& connect) {
   auto m = std::make_shared<ServedModel>();
   m->path = path;
   SPARROW_ASSIGN_OR_RETURN(m->model, Model::Load(path));
@@ -114,6 +115,14 @@ Result<std::shared_ptr<ServedModel>> LoadServedModel(const ServerConfig& config,
   if (m->sparse_plan) {
     opts.neuron_store = m->sparse_plan->store;
     opts.sparsity_level = m->sparse_plan->levels;
+  }
+  if (!config.workers.empty()) {
+    if (!connect) {
+      return Unsupported("config: 'workers' needs gRPC, and this sparrowd was built without it");
+    }
+    SPARROW_ASSIGN_OR_RETURN(ConnectedWorkers w, connect(config, *m->model, m->pool.get()));
+    opts.remote_layers = w.ranges;
+    m->workers = std::make_shared<const ConnectedWorkers>(std::move(w));
   }
   m->scheduler = std::make_unique<Scheduler>(*m->model, m->pool.get(), opts);
   if (config.memory_pressure != 0) {

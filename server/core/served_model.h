@@ -17,6 +17,7 @@
 #include "server/core/chat_renderer.h"
 #include "server/core/memory_governor.h"
 #include "server/core/reasoning_splitter.h"
+#include "server/core/worker_ranges.h"
 
 namespace sparrow::server {
 
@@ -34,6 +35,8 @@ struct ServedModel {
   std::unique_ptr<Tokenizer> tokenizer;
   std::unique_ptr<kernels::ThreadPool> pool;
   std::shared_ptr<const SparsePlan> sparse_plan;  // null: dense
+  // With `workers`: the layer ranges other devices compute, and where each layer went.
+  std::shared_ptr<const ConnectedWorkers> workers;
   std::unique_ptr<Scheduler> scheduler;
   // With `memory_pressure` on: resizes the KV pool and the neuron cache as the device's memory
   // pressure moves (destroyed first: it plans into the scheduler).
@@ -42,10 +45,12 @@ struct ServedModel {
 
 // Loads the GGUF at `path` with the engine settings of `config` (threads, n_ctx, KV cache,
 // batching, sparsity) and starts its scheduler. `model_id` "" means the file name without
-// .gguf. Errors name the file or the setting at fault.
+// .gguf. With `workers` set, `connect` reaches them (empty: this build cannot). Errors name the
+// file, the setting or the worker at fault.
 Result<std::shared_ptr<ServedModel>> LoadServedModel(const ServerConfig& config,
                                                      const std::string& path,
-                                                     const std::string& model_id);
+                                                     const std::string& model_id,
+                                                     const ConnectWorkersFn& connect = {});
 
 // The sparse plan the config asks for (keys sparsity, profile, sparsity_method); null for dense.
 Result<std::shared_ptr<const SparsePlan>> MakeSparsePlanFromConfig(const ServerConfig& config,

@@ -7,11 +7,13 @@ std::string JoinHostPort(const std::string& host, int port) {
   return (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
 }
 
-Result<std::unique_ptr<ServerContext>> CreateServerContext(const ServerConfig& config) {
+Result<std::unique_ptr<ServerContext>> CreateServerContext(const ServerConfig& config,
+                                                           ConnectWorkersFn connect) {
   auto ctx = std::make_unique<ServerContext>();
   ctx->config = config;
+  ctx->connect_workers = std::move(connect);
   SPARROW_ASSIGN_OR_RETURN(ctx->auth, Authenticator::FromConfig(config, &ctx->metrics));
-  auto served = LoadServedModel(config, config.model, config.model_id);
+  auto served = LoadServedModel(config, config.model, config.model_id, ctx->connect_workers);
   if (!served.ok()) return served.status();
   ctx->SwapServed(std::move(*served));
   return ctx;

@@ -30,6 +30,8 @@ struct ServerContext {
   // running and queued ones finish.
   std::atomic<bool> draining{false};
   std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
+  // How a served model reaches its workers (collaborative inference); empty without gRPC.
+  ConnectWorkersFn connect_workers;
 
   // The model new requests go to. A request keeps the one it got for its whole life.
   std::shared_ptr<ServedModel> served() const {
@@ -55,9 +57,11 @@ struct ServerContext {
   std::shared_ptr<AdminController> admin;
 };
 
-// Loads the model and tokenizer named by `config` and starts the scheduler. Errors name the
-// file or the setting at fault.
-Result<std::unique_ptr<ServerContext>> CreateServerContext(const ServerConfig& config);
+// Loads the model and tokenizer named by `config` and starts the scheduler (reaching the workers
+// through `connect`, when config.workers names some). Errors name the file or the setting at
+// fault.
+Result<std::unique_ptr<ServerContext>> CreateServerContext(const ServerConfig& config,
+                                                           ConnectWorkersFn connect = {});
 
 // "host:port", with an IPv6 address in brackets ("[::1]:8080") as URLs and gRPC want it.
 std::string JoinHostPort(const std::string& host, int port);

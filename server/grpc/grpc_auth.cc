@@ -18,7 +18,7 @@ std::string PeerAddress(const std::string& peer) {
   return peer;
 }
 
-grpc::Status Authorize(ServerContext& ctx, const grpc::CallbackServerContext& call, AuthScope scope,
+grpc::Status Authorize(ServerContext& ctx, const grpc::ServerContextBase& call, AuthScope scope,
                        std::string_view what, std::string* key_id) {
   if (!ctx.auth) return grpc::Status::OK;
   const auto& md = call.client_metadata();

@@ -16,7 +16,7 @@ namespace sparrow::server {
 // (missing or wrong key), PERMISSION_DENIED (an inference key on the admin service, or the
 // admin API off) or RESOURCE_EXHAUSTED (too many failures from this address). The message
 // says what was wrong, never the key.
-grpc::Status Authorize(ServerContext& ctx, const grpc::CallbackServerContext& call, AuthScope scope,
+grpc::Status Authorize(ServerContext& ctx, const grpc::ServerContextBase& call, AuthScope scope,
                        std::string_view what, std::string* key_id);
 
 // The IP address in a gRPC peer string: "ipv4:10.0.0.2:5000" -> "10.0.0.2",

@@ -85,9 +85,15 @@ std::unique_ptr<SparrowdProcess> SparrowdProcess::Start(const std::string& binar
   }
   const std::regex http_re("HTTP listening on https?://(\\[[^\\]]+\\]|[^:]+):([0-9]+)");
   const std::regex grpc_re("gRPC listening on (\\[[^\\]]+\\]|[^:]+):([0-9]+)");
+  // A worker (--worker) serves gRPC only.
+  const std::regex worker_re("worker listening on (\\[[^\\]]+\\]|[^:]+):([0-9]+)");
   for (int i = 0; i < 1200; ++i) {
     const std::string out = Slurp(p->out_path_);
     std::smatch m;
+    if (std::regex_search(out, m, worker_re)) {
+      p->grpc_port_ = std::stoi(m[2]);
+      return p;
+    }
     if (p->http_port_ == 0 && std::regex_search(out, m, http_re)) p->http_port_ = std::stoi(m[2]);
     if (p->grpc_port_ == 0 && std::regex_search(out, m, grpc_re)) p->grpc_port_ = std::stoi(m[2]);
     if (p->http_port_ != 0 && (!want_grpc || p->grpc_port_ != 0)) return p;

@@ -29,7 +29,8 @@ class SparrowdProcess {
   static std::string Binary(const std::string& built);
 
   // Starts `binary` and waits until it prints where it listens (HTTP, and gRPC unless
-  // --grpc-port -1). Null when it does not start within a minute; `*error` says what it printed.
+  // --grpc-port -1; a --worker only gRPC, with http_port() 0). Null when it does not start within a
+  // minute; `*error` says what it printed.
   static std::unique_ptr<SparrowdProcess> Start(const std::string& binary, const Options& options,
                                                 std::string* error);
   ~SparrowdProcess();  // SIGKILL if still running

@@ -1,0 +1,16 @@
+#pragma once
+// ProfileLayerDecodeMs: how long each of a model's layers takes this device for one decoded
+// token (median of three runs after one that warms the weights' pages): what EdgeShard's planner
+// places layers by.
+#include <vector>
+
+#include "engine/model/model.h"
+
+namespace sparrow {
+namespace kernels {
+class ThreadPool;
+}
+
+std::vector<double> ProfileLayerDecodeMs(const Model& model, kernels::ThreadPool* pool);
+
+}  // namespace sparrow

@@ -1,0 +1,209 @@
+#include "server/shard/connect_workers.h"
+
+#include <spdlog/spdlog.h>
+
+#include <charconv>
+#include <fstream>
+#include <sstream>
+
+#include "engine/model/model_digest.h"
+#include "engine/plan/shard_planner.h"
+#include "engine/shard/layer_profile.h"
+#include "server/core/key_ring.h"
+#include "server/shard/grpc_remote_layers.h"
+#include "server/shard/shard_wire.h"
+
+namespace sparrow::server {
+
+namespace {
+
+Result<std::string> ReadFile(const std::string& path, const std::string& setting) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return NotFound("config: '" + setting + "' names " + path + ", which cannot be read");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// The key the workers check: this server's own admin key (every device shares them).
+Result<std::string> WorkerKey(const ServerConfig& config) {
+  if (!config.admin_key.empty()) return config.admin_key;
+  if (!config.admin_key_file.empty()) {
+    SPARROW_ASSIGN_OR_RETURN(std::string text, ReadFile(config.admin_key_file, "admin_key_file"));
+    SPARROW_ASSIGN_OR_RETURN(auto entries, KeyRing::ParseKeyFile(text, config.admin_key_file, 16));
+    if (!entries.empty()) return entries.front().key;
+  }
+  return InvalidArgument(
+      "config: 'workers' needs an admin key (admin_key or admin_key_file): workers accept only "
+      "a coordinator that sends one of theirs");
+}
+
+Result<std::shared_ptr<grpc::ChannelCredentials>> Credentials(const ServerConfig& config) {
+  if (config.tls_cert.empty()) return grpc::InsecureChannelCredentials();
+  // The devices share one certificate (as they share keys): it is the root the workers' is
+  // checked against.
+  grpc::SslCredentialsOptions ssl;
+  SPARROW_ASSIGN_OR_RETURN(ssl.pem_root_certs, ReadFile(config.tls_cert, "tls_cert"));
+  return grpc::SslCredentials(ssl);
+}
+
+// Weights of each layer (tensors named blk.N.*), and of the rest (embedding, output).
+std::vector<int64_t> LayerWeightBytes(const Model& model, int64_t* rest) {
+  const int64_t n_layer = model.config().n_layer;
+  std::vector<int64_t> bytes(static_cast<size_t>(n_layer), 0);
+  *rest = 0;
+  for (const auto& t : model.file().tensors()) {
+    int64_t layer = -1;
+    if (t.name.starts_with("blk.")) {
+      const char* b = t.name.data() + 4;
+      std::from_chars(b, t.name.data() + t.name.size(), layer);
+    }
+    if (layer >= 0 && layer < n_layer) {
+      bytes[static_cast<size_t>(layer)] += static_cast<int64_t>(t.n_bytes);
+    } else {
+      *rest += static_cast<int64_t>(t.n_bytes);
+    }
+  }
+  return bytes;
+}
+
+Result<std::vector<int64_t>> ParseCounts(const std::string& text, size_t devices, int64_t n_layer) {
+  std::vector<int64_t> counts;
+  std::stringstream ss(text);
+  std::string item;
+  int64_t sum = 0;
+  while (std::getline(ss, item, ',')) {
+    int64_t v = -1;
+    auto [p, ec] = std::from_chars(item.data(), item.data() + item.size(), v);
+    if (ec != std::errc() || p != item.data() + item.size() || v < 0) {
+      return InvalidArgument("config: 'shard_layers' entry '" + item +
+                             "' is not a layer count (0 or more)");
+    }
+    counts.push_back(v);
+    sum += v;
+  }
+  if (counts.size() != devices || sum != n_layer) {
+    return InvalidArgument("config: 'shard_layers' must give " + std::to_string(devices) +
+                           " counts (this device, then each worker) adding up to the model's " +
+                           std::to_string(n_layer) + " layers, got '" + text + "'");
+  }
+  return counts;
+}
+
+}  // namespace
+
+Result<std::vector<std::string>> ParseWorkerList(const std::string& text) {
+  std::vector<std::string> out;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    const auto colon = item.rfind(':');
+    int port = 0;
+    const bool port_ok =
+        colon != std::string::npos && colon > 0 &&
+        std::from_chars(item.data() + colon + 1, item.data() + item.size(), port).ptr ==
+            item.data() + item.size() &&
+        port > 0 && port < 65536;
+    if (!port_ok) {
+      return InvalidArgument("config: 'workers' entry '" + item +
+                             "' is not host:port (the worker's gRPC port)");
+    }
+    out.push_back(item);
+  }
+  if (out.empty()) return InvalidArgument("config: 'workers' names no worker");
+  return out;
+}
+
+Result<ConnectedWorkers> ConnectWorkers(const ServerConfig& config, const Model& model,
+                                        kernels::ThreadPool* pool) {
+  SPARROW_ASSIGN_OR_RETURN(std::vector<std::string> addresses, ParseWorkerList(config.workers));
+  SPARROW_ASSIGN_OR_RETURN(std::string key, WorkerKey(config));
+  SPARROW_ASSIGN_OR_RETURN(auto creds, Credentials(config));
+  SPARROW_ASSIGN_OR_RETURN(auto encoding, ParseShardEncoding(config.shard_encoding));
+  const std::string digest = ModelDigest(model.file());
+  const int64_t n_layer = model.config().n_layer;
+  const bool planned = config.shard_layers.empty();
+
+  std::vector<ShardDevice> devices(1);
+  devices[0].name = "this device";
+  if (planned) devices[0].layer_ms = ProfileLayerDecodeMs(model, pool);
+  for (const std::string& address : addresses) {
+    auto stub = shardpb::ShardWorker::NewStub(grpc::CreateChannel(address, creds));
+    grpc::ClientContext call;
+    call.AddMetadata("authorization", "Bearer " + key);
+    call.set_deadline(std::chrono::system_clock::now() +
+                      std::chrono::milliseconds(config.worker_timeout_ms) +
+                      std::chrono::seconds(planned ? 60 : 0));
+    shardpb::DescribeRequest req;
+    req.set_profile(planned);
+    shardpb::DescribeResponse resp;
+    const auto t0 = std::chrono::steady_clock::now();
+    grpc::Status st = stub->Describe(&call, req, &resp);
+    if (!st.ok()) {
+      return Unavailable("worker " + address + ": " +
+                         (st.error_message().empty() ? "unreachable" : st.error_message()));
+    }
+    if (resp.model_digest() != digest) {
+      return InvalidArgument("worker " + address + " holds " + resp.model_file() + " (digest " +
+                             resp.model_digest() + "), not " + model.file().path() + " (digest " +
+                             digest + "): every device needs the same file");
+    }
+    ShardDevice d;
+    d.name = address;
+    d.layer_ms.assign(resp.layer_decode_ms().begin(), resp.layer_decode_ms().end());
+    d.memory_bytes = resp.memory_budget_bytes();
+    // A first guess of the link until it is measured: the Describe round trip, 100 Mbit/s.
+    d.rtt_ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    d.link_mbps = 100;
+    devices.push_back(std::move(d));
+  }
+
+  // Ranges in layer order: (device, first, end).
+  std::vector<ShardRange> ranges;
+  std::string description;
+  if (planned) {
+    ShardModelCost cost;
+    cost.layer_bytes = LayerWeightBytes(model, &cost.coordinator_fixed_bytes);
+    cost.activation_bytes = model.config().n_embd * (encoding == shardpb::ENCODING_F16 ? 2 : 4);
+    for (auto& d : devices) {
+      // A device that said nothing of its memory is taken to hold the whole model.
+      if (d.memory_bytes <= 0) d.memory_bytes = static_cast<int64_t>(model.file().file_size());
+    }
+    SPARROW_ASSIGN_OR_RETURN(ShardPlan plan, PlanShards(cost, devices, ShardObjective::kLatency));
+    ranges = plan.ranges;
+    description = DescribeShardPlan(plan, devices);
+  } else {
+    SPARROW_ASSIGN_OR_RETURN(auto counts,
+                             ParseCounts(config.shard_layers, devices.size(), n_layer));
+    int64_t first = 0;
+    for (size_t i = 0; i < devices.size(); ++i) {
+      if (counts[i] == 0) continue;
+      ranges.push_back({static_cast<int>(i), first, first + counts[i]});
+      description += devices[i].name + ": layers " + std::to_string(first) + ".." +
+                     std::to_string(first + counts[i] - 1) + "\n";
+      first += counts[i];
+    }
+  }
+  ConnectedWorkers out;
+  out.description = std::move(description);
+  for (const ShardRange& r : ranges) {
+    const std::string& name = devices[static_cast<size_t>(r.device)].name;
+    out.placement.push_back({name, r.first, r.end});
+    if (r.device == 0) continue;
+    RemoteLayersOptions o;
+    o.address = name;
+    o.key = key;
+    o.credentials = creds;
+    o.first_layer = r.first;
+    o.end_layer = r.end;
+    o.kv_block_size = config.kv_block_size;
+    o.model_digest = digest;
+    o.encoding = encoding;
+    o.step_timeout = std::chrono::milliseconds(config.worker_timeout_ms);
+    out.ranges.push_back(std::make_shared<GrpcRemoteLayers>(std::move(o)));
+  }
+  return out;
+}
+
+}  // namespace sparrow::server

@@ -1,0 +1,70 @@
+#include "server/shard/shard_wire.h"
+
+#include <cstring>
+
+#include "engine/common/result.h"
+#include "engine/kernels/fp16.h"
+
+namespace sparrow::server {
+
+Result<shardpb::Encoding> ParseShardEncoding(const std::string& name) {
+  if (name == "f32") return shardpb::ENCODING_F32;
+  if (name == "f16") return shardpb::ENCODING_F16;
+  return InvalidArgument("config: 'shard_encoding' must be f32 or f16, got '" + name + "'");
+}
+
+void EncodeHidden(std::span<const float> hidden, shardpb::Encoding encoding, std::string* out) {
+  if (encoding == shardpb::ENCODING_F16) {
+    out->resize(hidden.size() * 2);
+    auto* p = reinterpret_cast<uint8_t*>(out->data());
+    for (size_t i = 0; i < hidden.size(); ++i) {
+      const uint16_t h = kernels::Fp32ToFp16(hidden[i]);
+      std::memcpy(p + 2 * i, &h, 2);
+    }
+    return;
+  }
+  out->assign(reinterpret_cast<const char*>(hidden.data()), hidden.size() * sizeof(float));
+}
+
+Status DecodeHidden(const std::string& bytes, shardpb::Encoding encoding, size_t expected,
+                    std::span<float> out) {
+  const size_t width = encoding == shardpb::ENCODING_F16 ? 2 : sizeof(float);
+  if (encoding != shardpb::ENCODING_F16 && encoding != shardpb::ENCODING_F32) {
+    return InvalidArgument("hidden state encoding " + std::to_string(encoding) + " is unknown");
+  }
+  if (bytes.size() != expected * width || out.size() != expected) {
+    return InvalidArgument("hidden state of " + std::to_string(bytes.size()) + " bytes where " +
+                           std::to_string(expected) + " values of " + std::to_string(width) +
+                           " bytes were expected");
+  }
+  if (width == sizeof(float)) {
+    std::memcpy(out.data(), bytes.data(), bytes.size());
+    return Status::Ok();
+  }
+  const auto* p = reinterpret_cast<const uint8_t*>(bytes.data());
+  for (size_t i = 0; i < expected; ++i) {
+    uint16_t h;
+    std::memcpy(&h, p + 2 * i, 2);
+    out[i] = kernels::Fp16ToFp32(h);
+  }
+  return Status::Ok();
+}
+
+void OpToProto(const KvBlockOp& op, shardpb::BlockOp* out) {
+  if (op.kind == KvBlockOp::Kind::kResize) {
+    out->set_resize(op.n_blocks);
+  } else {
+    out->mutable_copy()->set_src(op.src);
+    out->mutable_copy()->set_dst(op.dst);
+  }
+}
+
+Result<KvBlockOp> OpFromProto(const shardpb::BlockOp& op) {
+  if (op.has_copy()) return KvBlockOp{KvBlockOp::Kind::kCopy, op.copy().src(), op.copy().dst(), 0};
+  if (op.op_case() == shardpb::BlockOp::kResize) {
+    return KvBlockOp{KvBlockOp::Kind::kResize, 0, 0, op.resize()};
+  }
+  return InvalidArgument("a block op that is neither a copy nor a resize");
+}
+
+}  // namespace sparrow::server

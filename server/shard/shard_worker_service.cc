@@ -1,0 +1,157 @@
+#include "server/shard/shard_worker_service.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <chrono>
+
+#include "config/version.h"
+#include "engine/model/model_digest.h"
+#include "engine/shard/layer_profile.h"
+#include "engine/shard/layer_range_runner.h"
+#include "server/grpc/grpc_auth.h"
+#include "server/shard/shard_wire.h"
+
+namespace sparrow::server {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double MsSince(Clock::time_point t) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
+}
+
+grpc::Status Refuse(const Status& st) {
+  return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, st.message());
+}
+
+}  // namespace
+
+ShardWorkerService::ShardWorkerService(ServerContext* ctx, const Model* model,
+                                       kernels::ThreadPool* pool, std::string model_path)
+    : ctx_(ctx),
+      model_(model),
+      pool_(pool),
+      path_(std::move(model_path)),
+      digest_(ModelDigest(model->file())) {}
+
+std::vector<double> ShardWorkerService::LayerProfile() {
+  std::lock_guard<std::mutex> lock(profile_mu_);
+  if (!profile_) profile_ = ProfileLayerDecodeMs(*model_, pool_);
+  return *profile_;
+}
+
+grpc::Status ShardWorkerService::Describe(grpc::ServerContext* call,
+                                          const ::sparrow::shard::v1::DescribeRequest* request,
+                                          ::sparrow::shard::v1::DescribeResponse* response) {
+  if (grpc::Status a = Authorize(*ctx_, *call, AuthScope::kAdmin, "shard Describe", nullptr);
+      !a.ok()) {
+    return a;
+  }
+  const ModelConfig& c = model_->config();
+  response->set_model_digest(digest_);
+  response->set_model_file(path_);
+  response->set_n_layer(c.n_layer);
+  response->set_n_embd(c.n_embd);
+  response->set_threads(pool_ ? pool_->size() : 1);
+  response->set_version(kSparrowVersion);
+  if (request->profile()) {
+    for (double ms : LayerProfile()) response->add_layer_decode_ms(ms);
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status ShardWorkerService::Serve(
+    grpc::ServerContext* call,
+    grpc::ServerReaderWriter<::sparrow::shard::v1::StageResponse,
+                             ::sparrow::shard::v1::StageRequest>* stream) {
+  if (grpc::Status a = Authorize(*ctx_, *call, AuthScope::kAdmin, "shard Serve", nullptr);
+      !a.ok()) {
+    return a;
+  }
+  shardpb::StageRequest req;
+  if (!stream->Read(&req)) return grpc::Status::OK;
+  if (!req.has_assign()) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        "a session starts with an assignment, not a step");
+  }
+  const shardpb::Assign& as = req.assign();
+  if (as.model_digest() != digest_) {
+    return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                        "this worker holds " + path_ + " (digest " + digest_ +
+                            "), not the coordinator's model (digest " + as.model_digest() +
+                            "): every device needs the same file");
+  }
+  auto runner = LayerRangeRunner::Create(
+      *model_, pool_, {as.first_layer(), as.end_layer(), as.kv_block_size(), as.kv_blocks()});
+  if (!runner.ok()) return Refuse(runner.status());
+
+  // The newest session computes; an older one still running is cancelled and waited for.
+  std::unique_lock<std::mutex> lock(session_mu_);
+  const uint64_t serial = ++session_serial_;
+  if (computing_) computing_->TryCancel();
+  session_cv_.wait(lock, [&] { return computing_ == nullptr || serial != session_serial_; });
+  if (serial != session_serial_) {
+    return grpc::Status(grpc::StatusCode::ABORTED, "a newer coordinator session replaced this one");
+  }
+  computing_ = call;
+  lock.unlock();
+  struct Release {
+    ShardWorkerService* s;
+    ~Release() {
+      std::lock_guard<std::mutex> l(s->session_mu_);
+      s->computing_ = nullptr;
+      s->session_cv_.notify_all();
+    }
+  } release{this};
+
+  spdlog::info("shard: {} assigned layers {}..{} ({} KV blocks of {})", PeerAddress(call->peer()),
+               as.first_layer(), as.end_layer() - 1, as.kv_blocks(), as.kv_block_size());
+  shardpb::StageResponse ack;
+  if (!stream->Write(ack)) return grpc::Status::OK;
+
+  const int64_t d = model_->config().n_embd;
+  std::vector<KvBlockOp> ops;
+  std::vector<StageSegment> segments;
+  std::vector<float> hidden;
+  shardpb::StageResponse resp;
+  while (stream->Read(&req)) {
+    if (!req.has_step()) {
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "a session is assigned only once");
+    }
+    const auto t0 = Clock::now();
+    const shardpb::Step& step = req.step();
+    ops.clear();
+    for (const auto& op : step.ops()) {
+      auto o = OpFromProto(op);
+      if (!o.ok()) return Refuse(o.status());
+      ops.push_back(*o);
+    }
+    if (Status st = (*runner)->Apply(ops); !st.ok()) return Refuse(st);
+    segments.clear();
+    size_t n = 0;
+    for (const auto& s : step.segments()) {
+      segments.push_back({{s.tokens().data(), static_cast<size_t>(s.tokens_size())},
+                          s.start_pos(),
+                          {s.blocks().data(), static_cast<size_t>(s.blocks_size())}});
+      n += static_cast<size_t>(s.tokens_size());
+    }
+    hidden.resize(n * static_cast<size_t>(d));
+    if (Status st = DecodeHidden(step.hidden(), step.encoding(), hidden.size(), hidden); !st.ok()) {
+      return Refuse(st);
+    }
+    if (Status st = (*runner)->Run(segments, hidden); !st.ok()) return Refuse(st);
+    resp.Clear();
+    resp.set_id(step.id());
+    resp.set_encoding(step.encoding());
+    EncodeHidden(hidden, step.encoding(), resp.mutable_hidden());
+    resp.set_compute_ms(MsSince(t0));
+    resp.set_kv_bytes((*runner)->kv_bytes());
+    if (!stream->Write(resp)) break;
+  }
+  spdlog::info("shard: session from {} ended", PeerAddress(call->peer()));
+  return grpc::Status::OK;
+}
+
+}  // namespace sparrow::server

@@ -1,0 +1,78 @@
+#include "server/shard/worker_server.h"
+
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+namespace sparrow::server {
+
+namespace {
+
+Result<std::string> ReadPem(const std::string& path, const char* setting) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    return NotFound(std::string("config: '") + setting + "' names " + path +
+                    ", which cannot be read");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+}  // namespace
+
+Result<std::unique_ptr<WorkerServer>> WorkerServer::Start(const ServerConfig& config) {
+  std::unique_ptr<WorkerServer> w(new WorkerServer());
+  w->ctx_.config = config;
+  SPARROW_ASSIGN_OR_RETURN(w->ctx_.auth, Authenticator::FromConfig(config, &w->ctx_.metrics));
+  if (config.admin_key.empty() && config.admin_key_file.empty()) {
+    return InvalidArgument(
+        "config: a worker needs an admin key (admin_key or admin_key_file): it computes only for "
+        "a coordinator that sends one");
+  }
+  if (config.grpc_port < 0) {
+    return InvalidArgument("config: a worker serves over gRPC; 'grpc_port' must not be -1");
+  }
+  auto model = Model::Load(config.model);
+  if (!model.ok()) return model.status();
+  w->model_ = std::move(model).value();
+  const int threads = config.threads > 0
+                          ? static_cast<int>(config.threads)
+                          : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  w->pool_ = std::make_unique<kernels::ThreadPool>(threads);
+  w->service_ =
+      std::make_unique<ShardWorkerService>(&w->ctx_, w->model_.get(), w->pool_.get(), config.model);
+
+  std::shared_ptr<grpc::ServerCredentials> creds = grpc::InsecureServerCredentials();
+  if (!config.tls_cert.empty()) {
+    grpc::SslServerCredentialsOptions ssl;
+    grpc::SslServerCredentialsOptions::PemKeyCertPair pair;
+    SPARROW_ASSIGN_OR_RETURN(pair.cert_chain, ReadPem(config.tls_cert, "tls_cert"));
+    SPARROW_ASSIGN_OR_RETURN(pair.private_key, ReadPem(config.tls_key, "tls_key"));
+    ssl.pem_key_cert_pairs.push_back(std::move(pair));
+    creds = grpc::SslServerCredentials(ssl);
+  }
+  grpc::ServerBuilder builder;
+  const std::string address = JoinHostPort(config.host, static_cast<int>(config.grpc_port));
+  builder.AddListeningPort(address, creds, &w->port_);
+  // Hidden states of a long prompt chunk exceed gRPC's default 4 MiB message limit.
+  builder.SetMaxReceiveMessageSize(1 << 30);
+  builder.SetMaxSendMessageSize(1 << 30);
+  builder.RegisterService(w->service_.get());
+  w->server_ = builder.BuildAndStart();
+  if (!w->server_ || w->port_ == 0) {
+    return IoError("cannot listen for gRPC on " + address + " (in use, or not an address here)");
+  }
+  return w;
+}
+
+WorkerServer::~WorkerServer() {
+  if (server_) server_->Shutdown(std::chrono::system_clock::now());
+}
+
+void WorkerServer::Shutdown() {
+  // A session never ends on its own (it lasts as long as its coordinator): cancelled at once, so
+  // the coordinator hears the worker is gone instead of waiting.
+  if (server_) server_->Shutdown(std::chrono::system_clock::now());
+}
+
+}  // namespace sparrow::server

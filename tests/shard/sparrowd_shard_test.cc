@@ -1,0 +1,267 @@
+// Collaborative inference as a user runs it: worker sparrowds (--worker) and a coordinator
+// (--workers) as real processes on loopback. Greedy output across two and three workers equals
+// one device's, for the llama family and the newer ones; a worker with another file, a
+// coordinator without the key, a worker killed mid-stream and a stalled one each end as a clear
+// error, and a worker that comes back is taken in again.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <algorithm>
+#include <chrono>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tests/util/sparrowd_process.h"
+#include "tests/util/test_paths.h"
+
+namespace sparrow {
+namespace {
+
+using testing::SparrowdProcess;
+
+constexpr const char* kKey = "shard-test-admin-key-0123456789";
+
+struct Reply {
+  int status = 0;
+  nlohmann::json body;
+};
+
+Reply Post(int port, const std::string& path, const nlohmann::json& body) {
+  const std::string text = body.dump();
+  const std::string raw = testing::RawExchange(
+      "127.0.0.1", port,
+      "POST " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n" +
+          "Content-Type: application/json\r\nContent-Length: " + std::to_string(text.size()) +
+          "\r\n\r\n" + text);
+  Reply r;
+  r.status = testing::StatusOf(raw);
+  const size_t head = raw.find("\r\n\r\n");
+  if (head != std::string::npos) {
+    r.body = nlohmann::json::parse(raw.substr(head + 4), nullptr, false);
+  }
+  return r;
+}
+
+std::unique_ptr<SparrowdProcess> Start(std::vector<std::string> args, std::string* error) {
+  SparrowdProcess::Options o;
+  o.args = std::move(args);
+  return SparrowdProcess::Start(SparrowdProcess::Binary(SPARROWD), o, error);
+}
+
+std::unique_ptr<SparrowdProcess> StartWorker(const std::string& model, int port = 0,
+                                             const std::string& key = kKey) {
+  std::string error;
+  auto w = Start({"--worker", "--model", model, "--grpc-port", std::to_string(port), "--admin-key",
+                  key, "--threads", "1"},
+                 &error);
+  EXPECT_NE(w, nullptr) << error;
+  return w;
+}
+
+std::string Workers(const std::vector<std::unique_ptr<SparrowdProcess>>& ws) {
+  std::string out;
+  for (const auto& w : ws) {
+    if (!out.empty()) out += ",";
+    out += "127.0.0.1:" + std::to_string(w->grpc_port());
+  }
+  return out;
+}
+
+std::vector<std::string> CoordinatorArgs(const std::string& model, const std::string& workers,
+                                         const std::string& layers, const std::string& key = kKey) {
+  return {"--model",
+          model,
+          "--port",
+          "0",
+          "--grpc-port",
+          "-1",
+          "--threads",
+          "1",
+          "--admin-key",
+          key,
+          "--workers",
+          workers,
+          "--shard-layers",
+          layers,
+          "--worker-timeout-ms",
+          "1500"};
+}
+
+// Three requests: two sharing a prompt's beginning (the second reuses its KV blocks) and one
+// asking for two choices (a fork).
+std::vector<std::string> Texts(int port) {
+  std::vector<std::string> out;
+  for (const char* prompt : {"Once upon a time, there was", "Once upon a time, there was a dog"}) {
+    Reply r =
+        Post(port, "/v1/completions", {{"prompt", prompt}, {"max_tokens", 24}, {"temperature", 0}});
+    EXPECT_EQ(r.status, 200) << r.body.dump();
+    if (r.status == 200) out.push_back(r.body["choices"][0]["text"]);
+  }
+  Reply r = Post(
+      port, "/v1/completions",
+      {{"prompt", "The cat"}, {"max_tokens", 16}, {"n", 2}, {"temperature", 0.8}, {"seed", 11}});
+  EXPECT_EQ(r.status, 200) << r.body.dump();
+  if (r.status == 200) {
+    for (const auto& c : r.body["choices"]) out.push_back(c["text"]);
+  }
+  return out;
+}
+
+std::string Stories() {
+  return testing::ModelPath("stories260K.gguf");
+}
+
+// The reference: the same model on one device.
+std::vector<std::string> Alone(const std::string& model) {
+  std::string error;
+  auto one =
+      Start({"--model", model, "--port", "0", "--grpc-port", "-1", "--threads", "1"}, &error);
+  EXPECT_NE(one, nullptr) << error;
+  return one ? Texts(one->http_port()) : std::vector<std::string>{};
+}
+
+TEST(SparrowdShardTest, TwoAndThreeWorkersGenerateWhatOneDeviceDoes) {
+  // stories260K has 5 layers: this device keeps 1, the workers share the rest.
+  const std::vector<std::string> alone = Alone(Stories());
+  ASSERT_EQ(alone.size(), 4u);
+  for (const std::string layers : {"1,2,2", "1,2,1,1"}) {
+    std::vector<std::unique_ptr<SparrowdProcess>> ws;
+    const size_t n_workers = std::count(layers.begin(), layers.end(), ',');
+    for (size_t i = 0; i < n_workers; ++i) ws.push_back(StartWorker(Stories()));
+    ASSERT_TRUE(std::all_of(ws.begin(), ws.end(), [](const auto& w) { return w != nullptr; }));
+    std::string error;
+    auto coord = Start(CoordinatorArgs(Stories(), Workers(ws), layers), &error);
+    ASSERT_NE(coord, nullptr) << error;
+    EXPECT_EQ(Texts(coord->http_port()), alone) << "layers " << layers;
+    EXPECT_NE(coord->Stdout().find("layers placed across devices"), std::string::npos);
+    for (const auto& w : ws) {
+      EXPECT_NE(w->Stdout().find("assigned layers"), std::string::npos) << w->Stdout();
+    }
+  }
+}
+
+TEST(SparrowdShardTest, NewerFamiliesAcrossTwoWorkers) {
+  // (file, layers per device): with two layers the coordinator keeps only the embedding and the
+  // output; gemma3's six put its sliding-window and global layers on different devices.
+  const std::vector<std::pair<std::string, std::string>> cases = {{"synth-llama3rope-f32", "0,1,1"},
+                                                                  {"synth-qwen3-f32", "0,1,1"},
+                                                                  {"synth-gemma3-f32", "1,3,2"},
+                                                                  {"synth-qwen3moe-f32", "0,1,1"}};
+  for (const auto& [name, layers] : cases) {
+    const std::string model = testing::SharedDir() + "/arch/models/" + name + ".gguf";
+    if (!std::ifstream(model)) GTEST_SKIP() << model << " absent";
+    const std::vector<std::string> alone = Alone(model);
+    std::vector<std::unique_ptr<SparrowdProcess>> ws;
+    ws.push_back(StartWorker(model));
+    ws.push_back(StartWorker(model));
+    std::string error;
+    auto coord = Start(CoordinatorArgs(model, Workers(ws), layers), &error);
+    ASSERT_NE(coord, nullptr) << error;
+    EXPECT_EQ(Texts(coord->http_port()), alone) << name;
+  }
+}
+
+TEST(SparrowdShardTest, AWorkerWithAnotherFileIsNamed) {
+  const std::string other = testing::SharedDir() + "/arch/models/synth-qwen3-f32.gguf";
+  if (!std::ifstream(other)) GTEST_SKIP() << other << " absent";
+  auto w = StartWorker(other);
+  ASSERT_NE(w, nullptr);
+  std::string error;
+  auto coord =
+      Start(CoordinatorArgs(Stories(), Workers({}) + "127.0.0.1:" + std::to_string(w->grpc_port()),
+                            "1,4"),
+            &error);
+  EXPECT_EQ(coord, nullptr);
+  EXPECT_NE(error.find("worker 127.0.0.1:" + std::to_string(w->grpc_port()) + " holds"),
+            std::string::npos)
+      << error;
+  EXPECT_NE(error.find("every device needs the same file"), std::string::npos) << error;
+}
+
+TEST(SparrowdShardTest, ACoordinatorWithoutTheKeyIsRefused) {
+  auto w = StartWorker(Stories());
+  ASSERT_NE(w, nullptr);
+  std::string error;
+  auto coord = Start(CoordinatorArgs(Stories(), "127.0.0.1:" + std::to_string(w->grpc_port()),
+                                     "1,4", "another-admin-key-9876543210"),
+                     &error);
+  EXPECT_EQ(coord, nullptr);
+  EXPECT_NE(error.find("worker 127.0.0.1:" + std::to_string(w->grpc_port())), std::string::npos)
+      << error;
+  EXPECT_NE(error.find("key"), std::string::npos) << error;
+}
+
+TEST(SparrowdShardTest, AWorkerNeedsAnAdminKey) {
+  std::string error;
+  auto w = Start({"--worker", "--model", Stories(), "--grpc-port", "0"}, &error);
+  EXPECT_EQ(w, nullptr);
+  EXPECT_NE(error.find("a worker needs an admin key"), std::string::npos) << error;
+}
+
+TEST(SparrowdShardTest, AKilledWorkerFailsItsRequestsAndIsTakenBackWhenItReturns) {
+  const std::vector<std::string> alone = Alone(Stories());
+  std::vector<std::unique_ptr<SparrowdProcess>> ws;
+  ws.push_back(StartWorker(Stories()));
+  ASSERT_NE(ws[0], nullptr);
+  const int port = ws[0]->grpc_port();
+  std::string error;
+  auto coord = Start(CoordinatorArgs(Stories(), Workers(ws), "2,3"), &error);
+  ASSERT_NE(coord, nullptr) << error;
+  ASSERT_EQ(Texts(coord->http_port()), alone);
+
+  // Killed while a long stream runs: the stream ends with an error naming the worker.
+  std::thread killer([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    ws[0]->Signal(SIGKILL);
+  });
+  Reply during = Post(coord->http_port(), "/v1/completions",
+                      {{"prompt", "Once"},
+                       {"max_tokens", 1500},
+                       {"temperature", 0},
+                       {"logit_bias", {{"2", -100}}}});  // no end-of-text: it runs long
+  killer.join();
+  ws[0]->Wait(std::chrono::seconds(5));
+  if (during.status == 200) {
+    // The whole answer may have beaten the kill on a fast machine; then the next one fails.
+    during = Post(coord->http_port(), "/v1/completions", {{"prompt", "Once"}, {"max_tokens", 8}});
+  }
+  EXPECT_EQ(during.status, 500) << during.body.dump();
+  EXPECT_NE(during.body.dump().find("worker 127.0.0.1:" + std::to_string(port)), std::string::npos)
+      << during.body.dump();
+  // The server itself goes on: its own routes answer.
+  EXPECT_EQ(testing::StatusOf(testing::RawExchange(
+                "127.0.0.1", coord->http_port(),
+                "GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")),
+            200);
+
+  // Back on the same port: taken in again at a later request (reconnection is tried at most
+  // once a second).
+  ws[0] = StartWorker(Stories(), port);
+  ASSERT_NE(ws[0], nullptr);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+  EXPECT_EQ(Texts(coord->http_port()), alone);
+}
+
+TEST(SparrowdShardTest, AStalledWorkerFailsItsStepAfterTheTimeout) {
+  const std::vector<std::string> alone = Alone(Stories());
+  std::vector<std::unique_ptr<SparrowdProcess>> ws;
+  ws.push_back(StartWorker(Stories()));
+  ASSERT_NE(ws[0], nullptr);
+  std::string error;
+  auto coord = Start(CoordinatorArgs(Stories(), Workers(ws), "2,3"), &error);
+  ASSERT_NE(coord, nullptr) << error;
+  ASSERT_EQ(Texts(coord->http_port()), alone);
+  ws[0]->Signal(SIGSTOP);
+  Reply r = Post(coord->http_port(), "/v1/completions", {{"prompt", "Once"}, {"max_tokens", 8}});
+  EXPECT_EQ(r.status, 500) << r.body.dump();
+  EXPECT_NE(r.body.dump().find("no answer within 1500 ms"), std::string::npos) << r.body.dump();
+  ws[0]->Signal(SIGCONT);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+  EXPECT_EQ(Texts(coord->http_port()), alone);
+}
+
+}  // namespace
+}  // namespace sparrow
