@@ -194,6 +194,34 @@ TEST(SparrowdShardTest, ACoordinatorWithoutTheKeyIsRefused) {
   EXPECT_NE(error.find("key"), std::string::npos) << error;
 }
 
+TEST(SparrowdShardTest, OverTlsWithTheDevicesCertificate) {
+  const std::string dir = testing::TempPath("shard_tls");
+  const auto made = testing::RunCommand("mkdir -p " + dir + " && " + std::string(SPARROWCTL) +
+                                        " cert --out " + dir);
+  ASSERT_EQ(made.exit_code, 0) << made.out;
+  const std::string cert = dir + "/sparrow.crt", key = dir + "/sparrow.key";
+  std::string error;
+  std::vector<std::unique_ptr<SparrowdProcess>> ws;
+  ws.push_back(Start({"--worker", "--model", Stories(), "--grpc-port", "0", "--admin-key", kKey,
+                      "--threads", "1", "--tls-cert", cert, "--tls-key", key},
+                     &error));
+  ASSERT_NE(ws[0], nullptr) << error;
+  EXPECT_NE(ws[0]->Stdout().find("TLS"), std::string::npos);
+  // Without TLS the coordinator cannot reach it: it does not start, naming the worker.
+  auto plain = Start(CoordinatorArgs(Stories(), Workers(ws), "2,3"), &error);
+  EXPECT_EQ(plain, nullptr);
+  EXPECT_NE(error.find("worker 127.0.0.1:" + std::to_string(ws[0]->grpc_port())), std::string::npos)
+      << error;
+  // With the devices' certificate it does (its start asked the worker for its file over TLS).
+  std::vector<std::string> args = CoordinatorArgs(Stories(), Workers(ws), "2,3");
+  for (const std::string& a : {std::string("--tls-cert"), cert, std::string("--tls-key"), key})
+    args.push_back(a);
+  auto coord = Start(args, &error);
+  ASSERT_NE(coord, nullptr) << error;
+  EXPECT_NE(coord->Stdout().find("layers placed across devices"), std::string::npos);
+  std::system(("rm -rf " + dir).c_str());
+}
+
 TEST(SparrowdShardTest, AWorkerNeedsAnAdminKey) {
   std::string error;
   auto w = Start({"--worker", "--model", Stories(), "--grpc-port", "0"}, &error);
