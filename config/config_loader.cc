@@ -269,7 +269,18 @@ Status ValidateServerConfig(const ServerConfig& c) {
   }
   if (c.host.empty()) return InvalidArgument("config: 'host' must not be empty");
   if (c.model.empty()) return InvalidArgument("config: 'model' must name a GGUF file");
-  if (!IsLoopbackHost(c.host) && c.api_key.empty() && c.api_key_file.empty()) {
+  // A worker serves no API (only its coordinator, which must hold the admin key).
+  if (c.worker != 0 && c.admin_key.empty() && c.admin_key_file.empty()) {
+    return InvalidArgument(
+        "config: a worker needs an admin key (admin_key or admin_key_file): it computes only for a "
+        "coordinator that sends one");
+  }
+  if (c.worker != 0 && !c.workers.empty()) {
+    return InvalidArgument(
+        "config: 'worker' and 'workers' exclude each other: a device is a "
+        "worker or a coordinator");
+  }
+  if (c.worker == 0 && !IsLoopbackHost(c.host) && c.api_key.empty() && c.api_key_file.empty()) {
     return InvalidArgument("config: 'api_key' must be set when 'host' is '" + c.host +
                            "' (not loopback): anyone on the network could use the server");
   }

@@ -1,33 +1,68 @@
 #include "engine/shard/layer_profile.h"
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
+#include <map>
+#include <string>
+#include <utility>
 
 #include "engine/shard/layer_range_runner.h"
 
 namespace sparrow {
 
-std::vector<double> ProfileLayerDecodeMs(const Model& model, kernels::ThreadPool* pool) {
-  using Clock = std::chrono::steady_clock;
+namespace {
+
+// What decides a layer's time: its tensors' bytes and whether its attention has a window. Layers
+// alike are timed once (a dense model's all are), so a device reads one layer, not the model.
+std::vector<std::pair<int64_t, bool>> LayerKinds(const Model& model) {
   const ModelConfig& c = model.config();
-  std::vector<double> ms(static_cast<size_t>(c.n_layer), 0.0);
+  std::vector<std::pair<int64_t, bool>> kinds(static_cast<size_t>(c.n_layer));
+  for (int64_t l = 0; l < c.n_layer; ++l) kinds[static_cast<size_t>(l)].second = c.is_swa(l);
+  for (const auto& t : model.file().tensors()) {
+    if (!t.name.starts_with("blk.")) continue;
+    int64_t layer = -1;
+    std::from_chars(t.name.data() + 4, t.name.data() + t.name.size(), layer);
+    if (layer >= 0 && layer < c.n_layer) {
+      kinds[static_cast<size_t>(layer)].first += static_cast<int64_t>(t.n_bytes);
+    }
+  }
+  return kinds;
+}
+
+double TimeLayer(const Model& model, kernels::ThreadPool* pool, int64_t layer) {
+  using Clock = std::chrono::steady_clock;
+  auto runner = LayerRangeRunner::Create(model, pool, {layer, layer + 1, 16, 1});
+  if (!runner.ok()) return 0;
   const std::vector<int32_t> token = {1};
   const std::vector<int32_t> table = {0};
-  for (int64_t l = 0; l < c.n_layer; ++l) {
-    auto runner = LayerRangeRunner::Create(model, pool, {l, l + 1, 16, 1});
-    if (!runner.ok()) continue;
-    std::vector<double> runs;
-    for (int rep = 0; rep < 4; ++rep) {
-      std::vector<float> hidden(static_cast<size_t>(c.n_embd), 0.01f);
-      const StageSegment seg{token, rep, table};
-      const auto t0 = Clock::now();
-      if (!(*runner)->Run({&seg, 1}, hidden).ok()) break;
-      const double t = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-      if (rep > 0) runs.push_back(t);
+  std::vector<double> runs;
+  for (int rep = 0; rep < 4; ++rep) {
+    std::vector<float> hidden(static_cast<size_t>(model.config().n_embd), 0.01f);
+    const StageSegment seg{token, rep, table};
+    const auto t0 = Clock::now();
+    if (!(*runner)->Run({&seg, 1}, hidden).ok()) return 0;
+    // The first run reads the layer's weights in; the rest are the steady state.
+    if (rep > 0) {
+      runs.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
     }
-    if (runs.empty()) continue;
-    std::sort(runs.begin(), runs.end());
-    ms[static_cast<size_t>(l)] = runs[runs.size() / 2];
+  }
+  std::sort(runs.begin(), runs.end());
+  return runs[runs.size() / 2];
+}
+
+}  // namespace
+
+std::vector<double> ProfileLayerDecodeMs(const Model& model, kernels::ThreadPool* pool) {
+  const auto kinds = LayerKinds(model);
+  std::map<std::pair<int64_t, bool>, double> timed;
+  std::vector<double> ms(kinds.size(), 0.0);
+  for (size_t l = 0; l < kinds.size(); ++l) {
+    auto it = timed.find(kinds[l]);
+    if (it == timed.end()) {
+      it = timed.emplace(kinds[l], TimeLayer(model, pool, static_cast<int64_t>(l))).first;
+    }
+    ms[l] = it->second;
   }
   return ms;
 }

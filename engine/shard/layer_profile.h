@@ -1,7 +1,7 @@
 #pragma once
 // ProfileLayerDecodeMs: how long each of a model's layers takes this device for one decoded
-// token (median of three runs after one that warms the weights' pages): what EdgeShard's planner
-// places layers by.
+// token (median of three runs after one that warms the weights' pages; layers of the same bytes
+// and attention kind are timed once): what EdgeShard's planner places layers by.
 #include <vector>
 
 #include "engine/model/model.h"

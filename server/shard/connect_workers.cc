@@ -2,10 +2,13 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <charconv>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
+#include "engine/memory/device_memory.h"
 #include "engine/model/model_digest.h"
 #include "engine/plan/shard_planner.h"
 #include "engine/shard/layer_profile.h"
@@ -126,6 +129,8 @@ Result<ConnectedWorkers> ConnectWorkers(const ServerConfig& config, const Model&
 
   std::vector<ShardDevice> devices(1);
   devices[0].name = "this device";
+  // As a worker offers (ShardWorkerService): 90% of the device for layers and their KV.
+  devices[0].memory_bytes = static_cast<int64_t>(DeviceMemoryLimit() / 100 * 90);
   if (planned) devices[0].layer_ms = ProfileLayerDecodeMs(model, pool);
   for (const std::string& address : addresses) {
     auto stub = shardpb::ShardWorker::NewStub(grpc::CreateChannel(address, creds));
@@ -137,7 +142,6 @@ Result<ConnectedWorkers> ConnectWorkers(const ServerConfig& config, const Model&
     shardpb::DescribeRequest req;
     req.set_profile(planned);
     shardpb::DescribeResponse resp;
-    const auto t0 = std::chrono::steady_clock::now();
     grpc::Status st = stub->Describe(&call, req, &resp);
     if (!st.ok()) {
       return Unavailable("worker " + address + ": " +
@@ -148,27 +152,53 @@ Result<ConnectedWorkers> ConnectWorkers(const ServerConfig& config, const Model&
                              resp.model_digest() + "), not " + model.file().path() + " (digest " +
                              digest + "): every device needs the same file");
     }
+    // The round trip: the best of three small calls (the first one measured the layers).
+    double rtt_ms = 1e9;
+    for (int i = 0; i < 3; ++i) {
+      grpc::ClientContext ping;
+      ping.AddMetadata("authorization", "Bearer " + key);
+      ping.set_deadline(std::chrono::system_clock::now() +
+                        std::chrono::milliseconds(config.worker_timeout_ms));
+      shardpb::DescribeResponse ignored;
+      const auto t0 = std::chrono::steady_clock::now();
+      if (!stub->Describe(&ping, shardpb::DescribeRequest(), &ignored).ok()) break;
+      rtt_ms = std::min(
+          rtt_ms,
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    }
     ShardDevice d;
     d.name = address;
     d.layer_ms.assign(resp.layer_decode_ms().begin(), resp.layer_decode_ms().end());
     d.memory_bytes = resp.memory_budget_bytes();
-    // A first guess of the link until it is measured: the Describe round trip, 100 Mbit/s.
-    d.rtt_ms =
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    d.rtt_ms = rtt_ms;
+    // Not measured yet: a LAN's guess. It matters for long prompt chunks only (a decoded token's
+    // hidden state is a few KiB, and the round trip dominates).
     d.link_mbps = 100;
     devices.push_back(std::move(d));
   }
 
   // Ranges in layer order: (device, first, end).
+  for (const ShardDevice& d : devices) {
+    double total_ms = 0;
+    for (double ms : d.layer_ms) total_ms += ms;
+    spdlog::info(
+        "shard: {}: {} MiB for layers, {:.2f} ms per token for all of them{}", d.name,
+        d.memory_bytes >> 20, total_ms,
+        &d == &devices[0] ? std::string() : fmt::format(", round trip {:.2f} ms", d.rtt_ms));
+  }
   std::vector<ShardRange> ranges;
   std::string description;
   if (planned) {
     ShardModelCost cost;
     cost.layer_bytes = LayerWeightBytes(model, &cost.coordinator_fixed_bytes);
+    // Each layer's keys and values for one full context (the KV pool's floor), f32.
+    const ModelConfig& c = model.config();
+    const int64_t n_ctx = config.n_ctx > 0 ? config.n_ctx : std::max<int64_t>(c.n_ctx_train, 2048);
+    for (int64_t& b : cost.layer_bytes) b += 2 * n_ctx * c.kv_dim() * 4;
     cost.activation_bytes = model.config().n_embd * (encoding == shardpb::ENCODING_F16 ? 2 : 4);
     for (auto& d : devices) {
-      // A device that said nothing of its memory is taken to hold the whole model.
-      if (d.memory_bytes <= 0) d.memory_bytes = static_cast<int64_t>(model.file().file_size());
+      // A device that cannot tell its memory is taken to hold the whole model.
+      if (d.memory_bytes <= 0) d.memory_bytes = std::numeric_limits<int64_t>::max() / 4;
     }
     SPARROW_ASSIGN_OR_RETURN(ShardPlan plan, PlanShards(cost, devices, ShardObjective::kLatency));
     ranges = plan.ranges;

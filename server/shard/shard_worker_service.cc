@@ -6,6 +6,7 @@
 #include <chrono>
 
 #include "config/version.h"
+#include "engine/memory/device_memory.h"
 #include "engine/model/model_digest.h"
 #include "engine/shard/layer_profile.h"
 #include "engine/shard/layer_range_runner.h"
@@ -21,6 +22,10 @@ using Clock = std::chrono::steady_clock;
 double MsSince(Clock::time_point t) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
 }
+
+// The share of the device's memory its layers and their KV may take; the rest is the process,
+// its scratch and the system's own.
+constexpr uint64_t kLayerShare = 90;
 
 grpc::Status Refuse(const Status& st) {
   return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, st.message());
@@ -55,6 +60,7 @@ grpc::Status ShardWorkerService::Describe(grpc::ServerContext* call,
   response->set_n_layer(c.n_layer);
   response->set_n_embd(c.n_embd);
   response->set_threads(pool_ ? pool_->size() : 1);
+  response->set_memory_budget_bytes(static_cast<int64_t>(DeviceMemoryLimit() / 100 * kLayerShare));
   response->set_version(kSparrowVersion);
   if (request->profile()) {
     for (double ms : LayerProfile()) response->add_layer_decode_ms(ms);

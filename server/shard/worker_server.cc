@@ -24,11 +24,6 @@ Result<std::unique_ptr<WorkerServer>> WorkerServer::Start(const ServerConfig& co
   std::unique_ptr<WorkerServer> w(new WorkerServer());
   w->ctx_.config = config;
   SPARROW_ASSIGN_OR_RETURN(w->ctx_.auth, Authenticator::FromConfig(config, &w->ctx_.metrics));
-  if (config.admin_key.empty() && config.admin_key_file.empty()) {
-    return InvalidArgument(
-        "config: a worker needs an admin key (admin_key or admin_key_file): it computes only for "
-        "a coordinator that sends one");
-  }
   if (config.grpc_port < 0) {
     return InvalidArgument("config: a worker serves over gRPC; 'grpc_port' must not be -1");
   }

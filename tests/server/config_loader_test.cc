@@ -110,6 +110,26 @@ TEST(ConfigLoaderTest, NonLoopbackNeedsAnApiKey) {
   EXPECT_TRUE(ok.ok()) << ok.status().message();
 }
 
+TEST(ConfigLoaderTest, AWorkerNeedsAnAdminKeyAndNoApiKey) {
+  FakeEnv env;
+  auto none = LoadServerConfig({"--worker"}, env.lookup());
+  ASSERT_FALSE(none.ok());
+  EXPECT_NE(none.status().message().find("a worker needs an admin key"), std::string::npos);
+  // It serves no API, so off loopback it needs no api key (the admin key guards it).
+  auto ok = LoadServerConfig(
+      {"--worker", "--host", "10.0.0.2", "--admin-key", "0123456789abcdef", "--allow-insecure"},
+      env.lookup());
+  ASSERT_TRUE(ok.ok()) << ok.status().message();
+  EXPECT_EQ(ok->config.worker, 1);
+  auto both = LoadServerConfig(
+      {"--worker", "--admin-key", "0123456789abcdef", "--workers", "10.0.0.3:50061"}, env.lookup());
+  ASSERT_FALSE(both.ok());
+  EXPECT_NE(both.status().message().find("exclude each other"), std::string::npos);
+  auto bad = LoadServerConfig({"--worker-timeout-ms", "5"}, env.lookup());
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("'worker_timeout_ms'"), std::string::npos);
+}
+
 TEST(ConfigLoaderTest, NonLoopbackNeedsTlsOrAllowInsecure) {
   FakeEnv env;
   auto r = LoadServerConfig({"--host", "0.0.0.0", "--api-key", "s3cret"}, env.lookup());

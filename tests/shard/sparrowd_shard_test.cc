@@ -222,6 +222,22 @@ TEST(SparrowdShardTest, OverTlsWithTheDevicesCertificate) {
   std::system(("rm -rf " + dir).c_str());
 }
 
+TEST(SparrowdShardTest, BadWorkerSettingsAreNamed) {
+  std::string error;
+  EXPECT_EQ(Start(CoordinatorArgs(Stories(), "10.0.0.2", "1,4"), &error), nullptr);
+  EXPECT_NE(error.find("'workers' entry '10.0.0.2' is not host:port"), std::string::npos) << error;
+  auto w = StartWorker(Stories());
+  ASSERT_NE(w, nullptr);
+  const std::string one = "127.0.0.1:" + std::to_string(w->grpc_port());
+  EXPECT_EQ(Start(CoordinatorArgs(Stories(), one, "1,2"), &error), nullptr);
+  EXPECT_NE(error.find("adding up to the model's 5 layers, got '1,2'"), std::string::npos) << error;
+  EXPECT_EQ(Start(CoordinatorArgs(Stories(), one, "1,x"), &error), nullptr);
+  EXPECT_NE(error.find("'shard_layers' entry 'x'"), std::string::npos) << error;
+  // Nothing listens there: the coordinator does not start, naming the worker.
+  EXPECT_EQ(Start(CoordinatorArgs(Stories(), "127.0.0.1:1", "1,4"), &error), nullptr);
+  EXPECT_NE(error.find("worker 127.0.0.1:1"), std::string::npos) << error;
+}
+
 TEST(SparrowdShardTest, AWorkerNeedsAnAdminKey) {
   std::string error;
   auto w = Start({"--worker", "--model", Stories(), "--grpc-port", "0"}, &error);

@@ -1,0 +1,164 @@
+#!/usr/bin/env bash
+# One model over several devices on a LAN, simulated on one machine: each device is a network
+# namespace joined to the coordinator's by a veth pair shaped by tbf to MBIT Mbit/s each way, with
+# its own cgroup v1 memory limit and CPU. Sparrow (sparrowd --worker / --workers) against
+# llama.cpp's RPC backend (rpc-server on every device, llama-bench --rpc -ngl 99 on the first) on
+# the same devices and model. Prints decode and prefill tokens/s, medians of R runs, and ratios.
+#
+#   SPARROWD=build/bin/sparrowd LLAMA_BIN=/path/to/llama.cpp/build-rpc/bin MODEL=model.gguf \
+#   DEVICES=3 MBIT=300 LIMIT_MIB=1536 bench/shard.sh
+#
+# Sparrow's figures come from its request log: decode = (completion tokens - 1) / (total - time to
+# first token), prefill = prompt tokens / time to first token (which includes one decode step);
+# llama-bench's are its own pp and tg. Needs root (namespaces, tc, cgroup v1); everything made is
+# removed at exit.
+set -euo pipefail
+: "${SPARROWD:?set SPARROWD to the sparrowd binary}"
+: "${LLAMA_BIN:?set LLAMA_BIN to a llama.cpp bin directory with rpc-server and llama-bench}"
+: "${MODEL:?set MODEL to a GGUF file}"
+DEVICES=${DEVICES:-3}
+MBIT=${MBIT:-300}
+LIMIT_MIB=${LIMIT_MIB:-1536}
+N=${N:-16}       # tokens generated per run
+P=${P:-64}       # prompt tokens per run
+R=${R:-3}        # runs (medians)
+THREADS=${THREADS:-1}
+SHARD_LAYERS=${SHARD_LAYERS:-}  # "" = sparrowd places the layers
+SKIP_LLAMA=${SKIP_LLAMA:-0}
+OUT=${OUT:-/tmp/sparrow-shard-bench}
+KEY=shard-bench-admin-key-0123456789
+CG=/sys/fs/cgroup/memory
+NCPU=$(nproc)
+
+if [ ! -w "$CG" ] || ! command -v tc >/dev/null || ! command -v ip >/dev/null; then
+  echo "shard.sh: needs root, iproute2 (ip, tc) and a cgroup v1 memory controller at $CG; skipped" >&2
+  exit 3
+fi
+mkdir -p "$OUT"
+
+cleanup() {
+  set +e
+  for i in $(seq 0 $((DEVICES - 1))); do
+    if [ -f "$CG/sparrow-shard-$i/cgroup.procs" ]; then
+      while read -r pid; do kill -9 "$pid" 2>/dev/null; done <"$CG/sparrow-shard-$i/cgroup.procs"
+    fi
+  done
+  sleep 0.5
+  for i in $(seq 0 $((DEVICES - 1))); do
+    ip netns del "sb$i" 2>/dev/null
+    rmdir "$CG/sparrow-shard-$i" 2>/dev/null
+  done
+}
+trap cleanup EXIT
+cleanup
+
+# Device i: namespace sb$i; worker i (>= 1) is 10.77.i.2, the coordinator reaches it from 10.77.i.1.
+for i in $(seq 0 $((DEVICES - 1))); do
+  ip netns add "sb$i"
+  ip -n "sb$i" link set lo up
+  mkdir "$CG/sparrow-shard-$i"
+  echo $((LIMIT_MIB * 1024 * 1024)) >"$CG/sparrow-shard-$i/memory.limit_in_bytes"
+  if [ "$i" -gt 0 ]; then
+    ip link add "vc$i" netns sb0 type veth peer name "vw$i" netns "sb$i"
+    ip -n sb0 addr add "10.77.$i.1/24" dev "vc$i"
+    ip -n "sb$i" addr add "10.77.$i.2/24" dev "vw$i"
+    ip -n sb0 link set "vc$i" up
+    ip -n "sb$i" link set "vw$i" up
+    ip netns exec sb0 tc qdisc add dev "vc$i" root tbf rate "${MBIT}mbit" burst 128kb latency 100ms
+    ip netns exec "sb$i" tc qdisc add dev "vw$i" root tbf rate "${MBIT}mbit" burst 128kb latency 100ms
+  fi
+done
+
+# Runs a command on device $1: in its namespace, its cgroup and its CPU. `ip netns exec` mounts a
+# fresh /sys without the cgroup file systems, so the memory controller is mounted again inside
+# (the same hierarchy): the process sees its own limit, as on a real device.
+run_in() {
+  local i=$1
+  shift
+  ip netns exec "sb$i" bash -c '
+    mount -t tmpfs cgroups /sys/fs/cgroup && mkdir -p /sys/fs/cgroup/memory &&
+      mount -t cgroup -o memory memory /sys/fs/cgroup/memory || exit 97
+    echo $$ >"/sys/fs/cgroup/memory/$0/cgroup.procs"
+    exec taskset -c "$1" "${@:2}"' "sparrow-shard-$i" $((i % NCPU)) "$@"
+}
+
+wait_for() {  # file pattern seconds
+  for _ in $(seq 1 $((10 * $3))); do
+    grep -q "$2" "$1" 2>/dev/null && return 0
+    sleep 0.1
+  done
+  echo "shard.sh: '$2' never appeared in $1:" >&2
+  tail -20 "$1" >&2
+  return 1
+}
+
+median() { sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
+
+peak_mib() { echo $(($(cat "$CG/sparrow-shard-$1/memory.max_usage_in_bytes") / 1048576)); }
+
+# --- Sparrow ---
+sync
+echo 3 >/proc/sys/vm/drop_caches
+workers=""
+for i in $(seq 1 $((DEVICES - 1))); do
+  run_in "$i" "$SPARROWD" --worker --model "$MODEL" --host "10.77.$i.2" --grpc-port 50061 \
+    --admin-key "$KEY" --threads "$THREADS" --allow-insecure >"$OUT/sparrow-worker-$i.log" 2>&1 &
+  workers="${workers:+$workers,}10.77.$i.2:50061"
+done
+for i in $(seq 1 $((DEVICES - 1))); do
+  wait_for "$OUT/sparrow-worker-$i.log" "worker listening" 120 || exit 1
+done
+layers_arg=()
+[ -n "$SHARD_LAYERS" ] && layers_arg=(--shard-layers "$SHARD_LAYERS")
+run_in 0 "$SPARROWD" --model "$MODEL" --host 127.0.0.1 --port 8080 --grpc-port -1 \
+  --admin-key "$KEY" --workers "$workers" "${layers_arg[@]}" --threads "$THREADS" --n-ctx 256 \
+  --max-running 2 --kv-blocks 64 --memory-pressure 0 --hw-profile none \
+  >"$OUT/sparrow-coordinator.log" 2>&1 &
+wait_for "$OUT/sparrow-coordinator.log" "HTTP listening" 600 || exit 1
+grep -A"$DEVICES" "layers placed" "$OUT/sparrow-coordinator.log" | sed 's/^/  /'
+prompt=$(python3 -c "print([1] + [100 + (i * 37) % 20000 for i in range($P - 1)])")
+for r in $(seq 0 "$R"); do  # run 0 warms the pages
+  ip netns exec sb0 curl -s http://127.0.0.1:8080/v1/completions -H 'Content-Type: application/json' \
+    -d "{\"prompt\": $prompt, \"max_tokens\": $N, \"temperature\": 0, \"logit_bias\": {\"2\": -100}}" \
+    >"$OUT/sparrow-reply-$r.json"
+done
+grep 'POST /v1/completions 200' "$OUT/sparrow-coordinator.log" | tail -n "$R" |
+  sed -E 's/.* 200 ([0-9.]+)ms .*prompt_tokens=([0-9]+).*completion_tokens=([0-9]+) ttft=([0-9.]+)ms.*/\1 \2 \3 \4/' \
+    >"$OUT/sparrow-times.txt"
+s_tg=$(awk '{print ($3 - 1) / (($1 - $4) / 1000)}' "$OUT/sparrow-times.txt" | median)
+s_pp=$(awk '{print $2 / ($4 / 1000)}' "$OUT/sparrow-times.txt" | median)
+s_peaks=""
+for i in $(seq 0 $((DEVICES - 1))); do s_peaks="$s_peaks $(peak_mib "$i")"; done
+for i in $(seq 0 $((DEVICES - 1))); do
+  while read -r pid; do kill "$pid" 2>/dev/null || true; done <"$CG/sparrow-shard-$i/cgroup.procs"
+done
+sleep 1
+echo "sparrow: decode $s_tg tok/s, prefill $s_pp tok/s, peak MiB per device:$s_peaks"
+
+if [ "$SKIP_LLAMA" = 1 ]; then exit 0; fi
+
+# --- llama.cpp RPC: an rpc-server on every device, llama-bench on the first ---
+sync
+echo 3 >/proc/sys/vm/drop_caches
+for i in $(seq 0 $((DEVICES - 1))); do
+  echo 0 >"$CG/sparrow-shard-$i/memory.max_usage_in_bytes"
+done
+rpc="127.0.0.1:50052"
+run_in 0 "$LLAMA_BIN/rpc-server" -H 127.0.0.1 -p 50052 >"$OUT/llama-rpc-0.log" 2>&1 &
+for i in $(seq 1 $((DEVICES - 1))); do
+  run_in "$i" "$LLAMA_BIN/rpc-server" -H "10.77.$i.2" -p 50052 >"$OUT/llama-rpc-$i.log" 2>&1 &
+  rpc="$rpc,10.77.$i.2:50052"
+done
+sleep 2
+run_in 0 "$LLAMA_BIN/llama-bench" -m "$MODEL" --rpc "$rpc" -ngl 99 -p "$P" -n "$N" -r "$R" \
+  -t "$THREADS" -o json >"$OUT/llama-bench.json" 2>"$OUT/llama-bench.err" || {
+  echo "llama-bench failed:" >&2
+  tail -20 "$OUT/llama-bench.err" >&2
+  exit 1
+}
+l_pp=$(python3 -c "import json; print([t['avg_ts'] for t in json.load(open('$OUT/llama-bench.json')) if t['n_prompt'] > 0][0])")
+l_tg=$(python3 -c "import json; print([t['avg_ts'] for t in json.load(open('$OUT/llama-bench.json')) if t['n_gen'] > 0][0])")
+l_peaks=""
+for i in $(seq 0 $((DEVICES - 1))); do l_peaks="$l_peaks $(peak_mib "$i")"; done
+echo "llama.cpp rpc: decode $l_tg tok/s, prefill $l_pp tok/s, peak MiB per device:$l_peaks"
+python3 -c "print(f'sparrow / llama.cpp rpc: decode {$s_tg / $l_tg:.2f}x, prefill {$s_pp / $l_pp:.2f}x')"
