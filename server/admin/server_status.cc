@@ -193,4 +193,38 @@ json MemoryJson(const MemoryGovernorStats& m, const SchedulerStats& s) {
   return j;
 }
 
+nlohmann::json ShardsJson(const ServedModel& served) {
+  nlohmann::json placement = nlohmann::json::array();
+  nlohmann::json links = nlohmann::json::array();
+  if (!served.workers) {
+    placement.push_back({{"device", "this device"},
+                         {"first_layer", 0},
+                         {"end_layer", served.model->config().n_layer}});
+  } else {
+    for (const ShardPlacement& p : served.workers->placement) {
+      placement.push_back(
+          {{"device", p.device}, {"first_layer", p.first_layer}, {"end_layer", p.end_layer}});
+    }
+    for (const auto& link : served.workers->links) {
+      const ShardLinkStats s = link->link_stats();
+      links.push_back({{"address", s.address},
+                       {"first_layer", s.first_layer},
+                       {"end_layer", s.end_layer},
+                       {"connected", s.connected},
+                       {"steps", s.steps},
+                       {"sessions", s.sessions},
+                       {"failures", s.failures},
+                       {"bytes_sent", s.bytes_sent},
+                       {"bytes_received", s.bytes_received},
+                       {"worker_ms", s.worker_ms},
+                       {"wall_ms", s.wall_ms},
+                       {"worker_kv_bytes", s.worker_kv_bytes},
+                       {"last_error", s.last_error}});
+    }
+  }
+  return {{"placement", placement},
+          {"links", links},
+          {"description", served.workers ? served.workers->description : ""}};
+}
+
 }  // namespace sparrow::server

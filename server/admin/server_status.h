@@ -51,6 +51,10 @@ struct ServerStatus {
 // The memory budget as GET /admin/v1/memory and the gRPC MemoryBudget give it.
 nlohmann::json MemoryJson(const MemoryGovernorStats& m, const SchedulerStats& s);
 
+// GET /admin/v1/shards: where each layer is computed and how each worker's link has gone;
+// a model on this device alone is one placement and no links.
+nlohmann::json ShardsJson(const ServedModel& served);
+
 // The process's resident set size, from /proc/self/statm (0 where unavailable).
 int64_t ProcessRssBytes();
 

@@ -26,10 +26,32 @@ struct ShardPlacement {
   int64_t first_layer = 0, end_layer = 0;
 };
 
+// How a coordinator's link to one worker has gone, for the admin API.
+struct ShardLinkStats {
+  std::string address;
+  int64_t first_layer = 0, end_layer = 0;
+  bool connected = false;  // a session is open
+  int64_t steps = 0;
+  int64_t sessions = 0;  // opened, reconnections included
+  int64_t failures = 0;
+  int64_t bytes_sent = 0, bytes_received = 0;
+  double worker_ms = 0;  // the worker's own compute time, summed
+  double wall_ms = 0;    // from send to answer, summed (the difference is the network's)
+  int64_t worker_kv_bytes = 0;
+  std::string last_error;
+};
+
+class ShardLink {
+ public:
+  virtual ~ShardLink() = default;
+  virtual ShardLinkStats link_stats() const = 0;
+};
+
 struct ConnectedWorkers {
   std::vector<std::shared_ptr<RemoteLayers>> ranges;
-  std::vector<ShardPlacement> placement;  // every device with layers, in layer order
-  std::string description;                // one line per device
+  std::vector<std::shared_ptr<const ShardLink>> links;  // the same workers, for their stats
+  std::vector<ShardPlacement> placement;                // every device with layers, in layer order
+  std::string description;                              // one line per device
 };
 
 // Reaches the workers of config.workers for `model` (ConnectWorkers, when built with gRPC).

@@ -139,6 +139,12 @@ asio::awaitable<bool> ReplyMemory(HttpExchange& ex, AdminController& admin) {
   co_return co_await Reply(ex, JsonResponse(ex.req, http::status::ok, body));
 }
 
+// GET /admin/v1/shards: which device computes which layers, and each worker link's counters.
+asio::awaitable<bool> GetShards(HttpExchange& ex) {
+  const json body = ShardsJson(*ex.ctx.served());
+  co_return co_await Reply(ex, JsonResponse(ex.req, http::status::ok, body));
+}
+
 // GET /admin/v1/memory: the budget, its plan, the pressure level and the cache's occupancy.
 asio::awaitable<bool> GetMemory(HttpExchange& ex) {
   AdminController* admin = Controller(ex);
@@ -291,6 +297,7 @@ void AddAdminRoutes(HttpRouter& r) {
   r.Add({http::verb::get, "/admin/v1/models", AuthScope::kAdmin, Models});
   r.Add({http::verb::get, "/admin/v1/events", AuthScope::kAdmin, Events});
   r.Add({http::verb::get, "/admin/v1/memory", AuthScope::kAdmin, GetMemory});
+  r.Add({http::verb::get, "/admin/v1/shards", AuthScope::kAdmin, GetShards});
   r.Add({http::verb::put, "/admin/v1/memory/budget", AuthScope::kAdmin, PutMemoryBudget});
   r.Add({http::verb::delete_, "/admin/v1/memory/budget", AuthScope::kAdmin, DeleteMemoryBudget});
   r.Add({http::verb::post, "/admin/v1/memory/replan", AuthScope::kAdmin, PostReplan});

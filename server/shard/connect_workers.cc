@@ -231,7 +231,9 @@ Result<ConnectedWorkers> ConnectWorkers(const ServerConfig& config, const Model&
     o.model_digest = digest;
     o.encoding = encoding;
     o.step_timeout = std::chrono::milliseconds(config.worker_timeout_ms);
-    out.ranges.push_back(std::make_shared<GrpcRemoteLayers>(std::move(o)));
+    auto link = std::make_shared<GrpcRemoteLayers>(std::move(o));
+    out.ranges.push_back(link);
+    out.links.push_back(link);
   }
   return out;
 }

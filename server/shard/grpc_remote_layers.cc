@@ -187,9 +187,14 @@ Status GrpcRemoteLayers::Run(std::span<const StageSegment> segments, int64_t n_e
   return Status::Ok();
 }
 
-RemoteLayersStats GrpcRemoteLayers::stats() const {
+ShardLinkStats GrpcRemoteLayers::link_stats() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return stats_;
+  ShardLinkStats s = stats_;
+  s.address = o_.address;
+  s.first_layer = o_.first_layer;
+  s.end_layer = o_.end_layer;
+  s.connected = stream_ != nullptr;
+  return s;
 }
 
 }  // namespace sparrow::server

@@ -19,6 +19,7 @@
 
 #include "engine/runtime/remote_layers.h"
 #include "engine/shard/kv_block_op.h"
+#include "server/core/worker_ranges.h"
 #include "sparrow/shard/v1/shard.grpc.pb.h"
 
 namespace sparrow::server {
@@ -34,18 +35,7 @@ struct RemoteLayersOptions {
   std::chrono::milliseconds step_timeout{10000};
 };
 
-struct RemoteLayersStats {
-  int64_t steps = 0;
-  int64_t sessions = 0;  // opened, reconnections included
-  int64_t failures = 0;
-  int64_t bytes_sent = 0, bytes_received = 0;
-  double worker_ms = 0;  // the worker's own compute time, summed
-  double wall_ms = 0;    // from send to answer, summed
-  int64_t worker_kv_bytes = 0;
-  std::string last_error;
-};
-
-class GrpcRemoteLayers final : public RemoteLayers {
+class GrpcRemoteLayers final : public RemoteLayers, public ShardLink {
  public:
   explicit GrpcRemoteLayers(RemoteLayersOptions options);
   ~GrpcRemoteLayers() override;
@@ -58,7 +48,7 @@ class GrpcRemoteLayers final : public RemoteLayers {
   void OnBlockCopy(int32_t src, int32_t dst) override;
   void OnPoolResize(int64_t n_blocks) override;
 
-  RemoteLayersStats stats() const;
+  ShardLinkStats link_stats() const override;
 
  private:
   Status OpenLocked();
@@ -77,7 +67,7 @@ class GrpcRemoteLayers final : public RemoteLayers {
   std::vector<KvBlockOp> pending_;
   uint64_t next_id_ = 1;
   std::chrono::steady_clock::time_point retry_after_{};
-  RemoteLayersStats stats_;
+  ShardLinkStats stats_;
   ::sparrow::shard::v1::StageRequest req_;
   ::sparrow::shard::v1::StageResponse resp_;
 

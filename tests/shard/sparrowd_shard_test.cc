@@ -137,6 +137,23 @@ TEST(SparrowdShardTest, TwoAndThreeWorkersGenerateWhatOneDeviceDoes) {
     ASSERT_NE(coord, nullptr) << error;
     EXPECT_EQ(Texts(coord->http_port()), alone) << "layers " << layers;
     EXPECT_NE(coord->Stdout().find("layers placed across devices"), std::string::npos);
+    // The placement and each link's counters, for the operator.
+    const std::string raw = testing::RawExchange(
+        "127.0.0.1", coord->http_port(),
+        std::string("GET /admin/v1/shards HTTP/1.1\r\nHost: x\r\nConnection: close\r\n") +
+            "Authorization: Bearer " + kKey + "\r\n\r\n");
+    ASSERT_EQ(testing::StatusOf(raw), 200) << raw;
+    const auto shards = nlohmann::json::parse(raw.substr(raw.find("\r\n\r\n") + 4));
+    ASSERT_EQ(shards["placement"].size(), n_workers + 1) << shards.dump();
+    EXPECT_EQ(shards["placement"][0]["device"], "this device");
+    EXPECT_EQ(shards["placement"][1]["first_layer"], 1);
+    ASSERT_EQ(shards["links"].size(), n_workers);
+    for (const auto& link : shards["links"]) {
+      EXPECT_TRUE(link["connected"].get<bool>()) << link.dump();
+      EXPECT_GT(link["steps"].get<int64_t>(), 20) << link.dump();
+      EXPECT_EQ(link["failures"], 0) << link.dump();
+      EXPECT_GT(link["bytes_received"].get<int64_t>(), 0) << link.dump();
+    }
     for (const auto& w : ws) {
       EXPECT_NE(w->Stdout().find("assigned layers"), std::string::npos) << w->Stdout();
     }
