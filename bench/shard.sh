@@ -23,6 +23,7 @@ N=${N:-16}       # tokens generated per run
 P=${P:-64}       # prompt tokens per run
 R=${R:-3}        # runs (medians)
 THREADS=${THREADS:-1}
+PIN=${PIN:-1}  # 1: device i runs on CPU i mod nproc; 0: every device may use every CPU
 SHARD_LAYERS=${SHARD_LAYERS:-}  # "" = sparrowd places the layers
 SKIP_LLAMA=${SKIP_LLAMA:-0}
 OUT=${OUT:-/tmp/sparrow-shard-bench}
@@ -69,7 +70,7 @@ for i in $(seq 0 $((DEVICES - 1))); do
   fi
 done
 
-# Runs a command on device $1: in its namespace, its cgroup and its CPU. `ip netns exec` mounts a
+# Runs a command on device $1: in its namespace, its cgroup and its CPUs. `ip netns exec` mounts a
 # fresh /sys without the cgroup file systems, so the memory controller is mounted again inside
 # (the same hierarchy): the process sees its own limit, as on a real device.
 run_in() {
@@ -79,7 +80,11 @@ run_in() {
     mount -t tmpfs cgroups /sys/fs/cgroup && mkdir -p /sys/fs/cgroup/memory &&
       mount -t cgroup -o memory memory /sys/fs/cgroup/memory || exit 97
     echo $$ >"/sys/fs/cgroup/memory/$0/cgroup.procs"
-    exec taskset -c "$1" "${@:2}"' "sparrow-shard-$i" $((i % NCPU)) "$@"
+    exec taskset -c "$1" "${@:2}"' "sparrow-shard-$i" "$(cpus_of "$i")" "$@"
+}
+
+cpus_of() {
+  if [ "$PIN" = 1 ]; then echo $(($1 % NCPU)); else echo "0-$((NCPU - 1))"; fi
 }
 
 wait_for() {  # file pattern seconds

@@ -67,4 +67,23 @@ std::vector<double> ProfileLayerDecodeMs(const Model& model, kernels::ThreadPool
   return ms;
 }
 
+ShardModelCost ModelShardCost(const Model& model, int64_t n_ctx, int value_bytes) {
+  const ModelConfig& c = model.config();
+  ShardModelCost cost;
+  cost.layer_bytes.assign(static_cast<size_t>(c.n_layer), 2 * n_ctx * c.kv_dim() * 4);
+  for (const auto& t : model.file().tensors()) {
+    int64_t layer = -1;
+    if (t.name.starts_with("blk.")) {
+      std::from_chars(t.name.data() + 4, t.name.data() + t.name.size(), layer);
+    }
+    if (layer >= 0 && layer < c.n_layer) {
+      cost.layer_bytes[static_cast<size_t>(layer)] += static_cast<int64_t>(t.n_bytes);
+    } else {
+      cost.coordinator_fixed_bytes += static_cast<int64_t>(t.n_bytes);
+    }
+  }
+  cost.activation_bytes = c.n_embd * value_bytes;
+  return cost;
+}
+
 }  // namespace sparrow

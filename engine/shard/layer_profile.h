@@ -2,9 +2,11 @@
 // ProfileLayerDecodeMs: how long each of a model's layers takes this device for one decoded
 // token (median of three runs after one that warms the weights' pages; layers of the same bytes
 // and attention kind are timed once): what EdgeShard's planner places layers by.
+#include <cstdint>
 #include <vector>
 
 #include "engine/model/model.h"
+#include "engine/plan/shard_planner.h"
 
 namespace sparrow {
 namespace kernels {
@@ -12,5 +14,10 @@ class ThreadPool;
 }
 
 std::vector<double> ProfileLayerDecodeMs(const Model& model, kernels::ThreadPool* pool);
+
+// What the planner weighs a layer by: its weights (tensors blk.N.*) plus the keys and values of
+// one full context of `n_ctx` positions (f32, the KV pool's floor); the rest of the file
+// (embedding, output) is the coordinator's; `value_bytes` per hidden value on the wire.
+ShardModelCost ModelShardCost(const Model& model, int64_t n_ctx, int value_bytes);
 
 }  // namespace sparrow

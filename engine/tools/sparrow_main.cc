@@ -17,6 +17,7 @@
 #include "engine/tools/profile_command.h"
 #include "engine/tools/profile_hw_command.h"
 #include "engine/tools/quantize_command.h"
+#include "engine/tools/shard_plan_command.h"
 #include "engine/tools/tokenize_command.h"
 
 int main(int argc, char** argv) {
@@ -39,7 +40,9 @@ int main(int argc, char** argv) {
       "  sparrow profile-hw -m model.sparrow.gguf\n"
       "  sparrow plan -m model.sparrow.gguf --profile model.profile --budget-mb 2048\n"
       "  sparrow plan -m model.sparrow.gguf --profile model.profile --budget-mb 2048 "
-      "--objective memory --min-tok-s 5 --json"};
+      "--objective memory --min-tok-s 5 --json\n"
+      "  sparrow shard-plan -m model.gguf --memory-mb 1400 --device laptop:6000:2:300 "
+      "--device board:1400:0.5:100"};
   app.require_subcommand(1);
   int exit_code = 0;
   sparrow::tools::GenerateCommandOptions generate;
@@ -65,6 +68,8 @@ int main(int argc, char** argv) {
   sparrow::tools::RegisterProfileHwCommand(app, profile_hw, exit_code);
   sparrow::tools::PlanCommandOptions plan;
   sparrow::tools::RegisterPlanCommand(app, plan, exit_code);
+  sparrow::tools::ShardPlanOptions shard_plan;
+  sparrow::tools::RegisterShardPlanCommand(app, shard_plan, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

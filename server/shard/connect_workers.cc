@@ -50,26 +50,6 @@ Result<std::shared_ptr<grpc::ChannelCredentials>> Credentials(const ServerConfig
   return grpc::SslCredentials(ssl);
 }
 
-// Weights of each layer (tensors named blk.N.*), and of the rest (embedding, output).
-std::vector<int64_t> LayerWeightBytes(const Model& model, int64_t* rest) {
-  const int64_t n_layer = model.config().n_layer;
-  std::vector<int64_t> bytes(static_cast<size_t>(n_layer), 0);
-  *rest = 0;
-  for (const auto& t : model.file().tensors()) {
-    int64_t layer = -1;
-    if (t.name.starts_with("blk.")) {
-      const char* b = t.name.data() + 4;
-      std::from_chars(b, t.name.data() + t.name.size(), layer);
-    }
-    if (layer >= 0 && layer < n_layer) {
-      bytes[static_cast<size_t>(layer)] += static_cast<int64_t>(t.n_bytes);
-    } else {
-      *rest += static_cast<int64_t>(t.n_bytes);
-    }
-  }
-  return bytes;
-}
-
 Result<std::vector<int64_t>> ParseCounts(const std::string& text, size_t devices, int64_t n_layer) {
   std::vector<int64_t> counts;
   std::stringstream ss(text);
@@ -189,13 +169,11 @@ Result<ConnectedWorkers> ConnectWorkers(const ServerConfig& config, const Model&
   std::vector<ShardRange> ranges;
   std::string description;
   if (planned) {
-    ShardModelCost cost;
-    cost.layer_bytes = LayerWeightBytes(model, &cost.coordinator_fixed_bytes);
-    // Each layer's keys and values for one full context (the KV pool's floor), f32.
-    const ModelConfig& c = model.config();
-    const int64_t n_ctx = config.n_ctx > 0 ? config.n_ctx : std::max<int64_t>(c.n_ctx_train, 2048);
-    for (int64_t& b : cost.layer_bytes) b += 2 * n_ctx * c.kv_dim() * 4;
-    cost.activation_bytes = model.config().n_embd * (encoding == shardpb::ENCODING_F16 ? 2 : 4);
+    // The context the served model gets (LoadServedModel's rule).
+    const int64_t train = model.config().n_ctx_train;
+    const int64_t n_ctx = config.n_ctx > 0 ? config.n_ctx : (train > 0 ? train : 2048);
+    const ShardModelCost cost =
+        ModelShardCost(model, n_ctx, encoding == shardpb::ENCODING_F16 ? 2 : 4);
     for (auto& d : devices) {
       // A device that cannot tell its memory is taken to hold the whole model.
       if (d.memory_bytes <= 0) d.memory_bytes = std::numeric_limits<int64_t>::max() / 4;

@@ -212,6 +212,28 @@ TEST(CliTest, PlanSaysWhenTheTrainingContextsKvIsWhatDoesNotFit) {
   EXPECT_EQ(r.exit_code, 0) << r.err;
 }
 
+TEST(CliTest, ShardPlanPlacesLayersOnTheDevicesDescribed) {
+  const std::string model = testing::ModelPath("stories260K.gguf");
+  // This device has room for none of the layers: they go to the helper that has.
+  CliRun r = Sparrow("shard-plan -m " + model + " --memory-mb 0.6 --device board:64:1:1000:1");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("board: layers 0..4 (5)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("per token"), std::string::npos) << r.out;
+  // With room here and a slow link there, everything stays here.
+  r = Sparrow("shard-plan -m " + model + " --memory-mb 64 --device board:64:1:1:50 --json");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("\"device\": \"this device\""), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("board"), std::string::npos) << r.out;
+  // Too little memory anywhere: one line naming the bytes.
+  r = Sparrow("shard-plan -m " + model + " --memory-mb 0.6 --device board:0.1");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(Lines(r.err), 1) << r.err;
+  EXPECT_NE(r.err.find("need"), std::string::npos) << r.err;
+  r = Sparrow("shard-plan -m " + model + " --device board");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("NAME:MEM_MIB"), std::string::npos) << r.err;
+}
+
 TEST(CliTest, PlanBadInputsAreOneClearLine) {
   const std::string hw = WriteHardwareProfile();
   const std::string bad_hw = testing::TempPath("bad-hw.yaml");
