@@ -6,6 +6,7 @@
 #include <charconv>
 #include <fstream>
 #include <limits>
+#include <optional>
 #include <sstream>
 
 #include "engine/memory/device_memory.h"
@@ -73,6 +74,43 @@ Result<std::vector<int64_t>> ParseCounts(const std::string& text, size_t devices
   return counts;
 }
 
+struct LinkProbe {
+  double rtt_ms = 1;
+  double mbps = 100;  // a LAN's guess, kept when a probe fails
+};
+
+// The round trip (the best of three empty calls) and the bandwidth (1 MiB each way, the slower
+// direction, less the round trip), through the worker's Echo.
+LinkProbe ProbeLink(shardpb::ShardWorker::Stub& stub, const std::string& key, int64_t timeout_ms) {
+  using Clock = std::chrono::steady_clock;
+  auto call = [&](int64_t send, int64_t reply) -> std::optional<double> {
+    grpc::ClientContext ctx;
+    ctx.AddMetadata("authorization", "Bearer " + key);
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(timeout_ms));
+    shardpb::EchoRequest req;
+    req.mutable_payload()->assign(static_cast<size_t>(send), '\0');
+    req.set_reply_bytes(reply);
+    shardpb::EchoResponse resp;
+    const auto t0 = Clock::now();
+    if (!stub.Echo(&ctx, req, &resp).ok()) return std::nullopt;
+    return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+  };
+  LinkProbe p;
+  double rtt = 1e9;
+  for (int i = 0; i < 3; ++i) {
+    if (auto ms = call(0, 0)) rtt = std::min(rtt, *ms);
+  }
+  if (rtt == 1e9) return p;
+  p.rtt_ms = rtt;
+  constexpr int64_t kProbe = 1 << 20;
+  const auto up = call(kProbe, 0), down = call(0, kProbe);
+  if (up && down) {
+    const double slower = std::max(*up, *down) - rtt;
+    if (slower > 0) p.mbps = kProbe * 8.0 / (slower * 1e3);
+  }
+  return p;
+}
+
 }  // namespace
 
 Result<std::vector<std::string>> ParseWorkerList(const std::string& text) {
@@ -132,28 +170,13 @@ Result<ConnectedWorkers> ConnectWorkers(const ServerConfig& config, const Model&
                              resp.model_digest() + "), not " + model.file().path() + " (digest " +
                              digest + "): every device needs the same file");
     }
-    // The round trip: the best of three small calls (the first one measured the layers).
-    double rtt_ms = 1e9;
-    for (int i = 0; i < 3; ++i) {
-      grpc::ClientContext ping;
-      ping.AddMetadata("authorization", "Bearer " + key);
-      ping.set_deadline(std::chrono::system_clock::now() +
-                        std::chrono::milliseconds(config.worker_timeout_ms));
-      shardpb::DescribeResponse ignored;
-      const auto t0 = std::chrono::steady_clock::now();
-      if (!stub->Describe(&ping, shardpb::DescribeRequest(), &ignored).ok()) break;
-      rtt_ms = std::min(
-          rtt_ms,
-          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-    }
+    const LinkProbe link = ProbeLink(*stub, key, config.worker_timeout_ms);
     ShardDevice d;
     d.name = address;
     d.layer_ms.assign(resp.layer_decode_ms().begin(), resp.layer_decode_ms().end());
     d.memory_bytes = resp.memory_budget_bytes();
-    d.rtt_ms = rtt_ms;
-    // Not measured yet: a LAN's guess. It matters for long prompt chunks only (a decoded token's
-    // hidden state is a few KiB, and the round trip dominates).
-    d.link_mbps = 100;
+    d.rtt_ms = link.rtt_ms;
+    d.link_mbps = link.mbps;
     devices.push_back(std::move(d));
   }
 
@@ -161,10 +184,11 @@ Result<ConnectedWorkers> ConnectWorkers(const ServerConfig& config, const Model&
   for (const ShardDevice& d : devices) {
     double total_ms = 0;
     for (double ms : d.layer_ms) total_ms += ms;
-    spdlog::info(
-        "shard: {}: {} MiB for layers, {:.2f} ms per token for all of them{}", d.name,
-        d.memory_bytes >> 20, total_ms,
-        &d == &devices[0] ? std::string() : fmt::format(", round trip {:.2f} ms", d.rtt_ms));
+    spdlog::info("shard: {}: {} MiB for layers, {:.2f} ms per token for all of them{}", d.name,
+                 d.memory_bytes >> 20, total_ms,
+                 &d == &devices[0]
+                     ? std::string()
+                     : fmt::format(", round trip {:.2f} ms, {:.0f} Mbit/s", d.rtt_ms, d.link_mbps));
   }
   std::vector<ShardRange> ranges;
   std::string description;

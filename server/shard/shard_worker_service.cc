@@ -68,6 +68,22 @@ grpc::Status ShardWorkerService::Describe(grpc::ServerContext* call,
   return grpc::Status::OK;
 }
 
+grpc::Status ShardWorkerService::Echo(grpc::ServerContext* call,
+                                      const ::sparrow::shard::v1::EchoRequest* request,
+                                      ::sparrow::shard::v1::EchoResponse* response) {
+  if (grpc::Status a = Authorize(*ctx_, *call, AuthScope::kAdmin, "shard Echo", nullptr); !a.ok()) {
+    return a;
+  }
+  constexpr int64_t kMaxReply = int64_t{16} << 20;
+  if (request->reply_bytes() < 0 || request->reply_bytes() > kMaxReply) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        "reply_bytes " + std::to_string(request->reply_bytes()) +
+                            " is outside 0.." + std::to_string(kMaxReply));
+  }
+  response->mutable_payload()->assign(static_cast<size_t>(request->reply_bytes()), '\0');
+  return grpc::Status::OK;
+}
+
 grpc::Status ShardWorkerService::Serve(
     grpc::ServerContext* call,
     grpc::ServerReaderWriter<::sparrow::shard::v1::StageResponse,

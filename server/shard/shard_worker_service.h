@@ -33,6 +33,8 @@ class ShardWorkerService final : public ::sparrow::shard::v1::ShardWorker::Servi
   grpc::Status Serve(grpc::ServerContext* call,
                      grpc::ServerReaderWriter<::sparrow::shard::v1::StageResponse,
                                               ::sparrow::shard::v1::StageRequest>* stream) override;
+  grpc::Status Echo(grpc::ServerContext* call, const ::sparrow::shard::v1::EchoRequest* request,
+                    ::sparrow::shard::v1::EchoResponse* response) override;
 
  private:
   // Each layer's time for one decoded token on this device, measured once.

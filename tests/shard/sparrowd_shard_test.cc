@@ -137,6 +137,8 @@ TEST(SparrowdShardTest, TwoAndThreeWorkersGenerateWhatOneDeviceDoes) {
     ASSERT_NE(coord, nullptr) << error;
     EXPECT_EQ(Texts(coord->http_port()), alone) << "layers " << layers;
     EXPECT_NE(coord->Stdout().find("layers placed across devices"), std::string::npos);
+    // Each worker's link was measured (round trip and bandwidth, through Echo).
+    EXPECT_NE(coord->Stdout().find("Mbit/s"), std::string::npos) << coord->Stdout();
     // The placement and each link's counters, for the operator.
     const std::string raw = testing::RawExchange(
         "127.0.0.1", coord->http_port(),
