@@ -1,7 +1,6 @@
 #include "engine/memory/device_memory.h"
 
 #include <algorithm>
-#include <fstream>
 #include <string>
 
 #include "engine/memory/cgroup_headroom.h"
@@ -9,22 +8,9 @@
 
 namespace sparrow {
 
-namespace {
-
-uint64_t MemTotal() {
-  std::ifstream in("/proc/meminfo");
-  std::string key, unit;
-  uint64_t kb = 0;
-  while (in >> key >> kb >> unit) {
-    if (key == "MemTotal:") return kb * 1024;
-  }
-  return 0;
-}
-
-}  // namespace
-
 uint64_t DeviceMemoryLimit() {
-  uint64_t limit = MemTotal();
+  uint64_t limit = 0, available = 0;
+  ReadMemInfo("/proc/meminfo", &limit, &available);
   auto lower = [&](uint64_t l) {
     if (l > 0) limit = limit > 0 ? std::min(limit, l) : l;
   };

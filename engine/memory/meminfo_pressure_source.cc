@@ -13,7 +13,7 @@ class MemInfoPressureSource : public PressureSource {
   std::vector<pollfd> fds() const override { return {}; }
   PressureReading Read(int) override {
     uint64_t total = 0, available = 0;
-    if (!Parse(path_, &total, &available) || total == 0) return {};
+    if (!ReadMemInfo(path_, &total, &available) || total == 0) return {};
     const uint64_t margin = total / 10;  // the "medium" line
     room_ = available > margin ? available - margin : 0;
     const double share = static_cast<double>(available) / static_cast<double>(total);
@@ -27,26 +27,6 @@ class MemInfoPressureSource : public PressureSource {
                        std::to_string(total >> 20) + " MiB"};
   }
 
-  // MemTotal and MemAvailable, in bytes (the file gives kB).
-  static bool Parse(const std::string& path, uint64_t* total, uint64_t* available) {
-    std::ifstream in(path);
-    std::string key;
-    uint64_t kb = 0;
-    std::string unit;
-    bool have_total = false, have_available = false;
-    while (in >> key >> kb) {
-      std::getline(in, unit);
-      if (key == "MemTotal:") {
-        *total = kb << 10;
-        have_total = true;
-      } else if (key == "MemAvailable:") {
-        *available = kb << 10;
-        have_available = true;
-      }
-    }
-    return have_total && have_available;
-  }
-
   std::optional<uint64_t> room_bytes() const override { return room_; }
 
  private:
@@ -56,9 +36,28 @@ class MemInfoPressureSource : public PressureSource {
 
 }  // namespace
 
+bool ReadMemInfo(const std::string& path, uint64_t* total, uint64_t* available) {
+  std::ifstream in(path);
+  std::string key;
+  uint64_t kb = 0;
+  std::string unit;
+  bool have_total = false, have_available = false;
+  while (in >> key >> kb) {
+    std::getline(in, unit);
+    if (key == "MemTotal:") {
+      *total = kb << 10;
+      have_total = true;
+    } else if (key == "MemAvailable:") {
+      *available = kb << 10;
+      have_available = true;
+    }
+  }
+  return have_total && have_available;
+}
+
 Result<std::unique_ptr<PressureSource>> OpenMemInfoPressureSource(const std::string& path) {
   uint64_t total = 0, available = 0;
-  if (!MemInfoPressureSource::Parse(path, &total, &available)) {
+  if (!ReadMemInfo(path, &total, &available)) {
     return Unsupported(path + ": no MemTotal and MemAvailable lines");
   }
   return std::unique_ptr<PressureSource>(std::make_unique<MemInfoPressureSource>(path));

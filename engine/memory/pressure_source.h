@@ -66,6 +66,8 @@ Result<std::unique_ptr<PressureSource>> OpenCgroupV2PressureSource(std::string c
 // on the monitor's tick, watched only where neither PSI nor a cgroup is.
 Result<std::unique_ptr<PressureSource>> OpenMemInfoPressureSource(
     const std::string& path = "/proc/meminfo");
+// MemTotal and MemAvailable of a /proc/meminfo file, in bytes; false when either is missing.
+bool ReadMemInfo(const std::string& path, uint64_t* total, uint64_t* available);
 
 // This process's memory cgroup directory (v1), from /proc/self/cgroup; empty when it has none.
 std::string FindMemoryCgroupV1(const std::string& proc_self_cgroup = "/proc/self/cgroup",

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <map>
 #include <string>
+#include <string_view>
 #include <utility>
 
 #include "engine/shard/layer_range_runner.h"
@@ -13,6 +14,13 @@ namespace sparrow {
 
 namespace {
 
+// N of a tensor named blk.N.*; -1 for the others (embedding, output).
+int64_t LayerOfTensor(std::string_view name) {
+  int64_t layer = -1;
+  if (name.starts_with("blk.")) std::from_chars(name.data() + 4, name.data() + name.size(), layer);
+  return layer;
+}
+
 // What decides a layer's time: its tensors' bytes and whether its attention has a window. Layers
 // alike are timed once (a dense model's all are), so a device reads one layer, not the model.
 std::vector<std::pair<int64_t, bool>> LayerKinds(const Model& model) {
@@ -20,9 +28,7 @@ std::vector<std::pair<int64_t, bool>> LayerKinds(const Model& model) {
   std::vector<std::pair<int64_t, bool>> kinds(static_cast<size_t>(c.n_layer));
   for (int64_t l = 0; l < c.n_layer; ++l) kinds[static_cast<size_t>(l)].second = c.is_swa(l);
   for (const auto& t : model.file().tensors()) {
-    if (!t.name.starts_with("blk.")) continue;
-    int64_t layer = -1;
-    std::from_chars(t.name.data() + 4, t.name.data() + t.name.size(), layer);
+    const int64_t layer = LayerOfTensor(t.name);
     if (layer >= 0 && layer < c.n_layer) {
       kinds[static_cast<size_t>(layer)].first += static_cast<int64_t>(t.n_bytes);
     }
@@ -72,10 +78,7 @@ ShardModelCost ModelShardCost(const Model& model, int64_t n_ctx, int value_bytes
   ShardModelCost cost;
   cost.layer_bytes.assign(static_cast<size_t>(c.n_layer), 2 * n_ctx * c.kv_dim() * 4);
   for (const auto& t : model.file().tensors()) {
-    int64_t layer = -1;
-    if (t.name.starts_with("blk.")) {
-      std::from_chars(t.name.data() + 4, t.name.data() + t.name.size(), layer);
-    }
+    const int64_t layer = LayerOfTensor(t.name);
     if (layer >= 0 && layer < c.n_layer) {
       cost.layer_bytes[static_cast<size_t>(layer)] += static_cast<int64_t>(t.n_bytes);
     } else {

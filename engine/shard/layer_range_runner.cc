@@ -41,7 +41,6 @@ Status LayerRangeRunner::Run(std::span<const StageSegment> segments, std::span<f
   views_.clear();
   views_.reserve(segments.size());
   segments_.clear();
-  int64_t n = 0;
   for (size_t i = 0; i < segments.size(); ++i) {
     const StageSegment& s = segments[i];
     const auto len = static_cast<int64_t>(s.tokens.size());
@@ -58,17 +57,12 @@ Status LayerRangeRunner::Run(std::span<const StageSegment> segments, std::span<f
                                std::to_string(n_blocks));
       }
     }
-    n += len;
     views_.emplace_back(&kv_, s.blocks);
   }
   for (size_t i = 0; i < segments.size(); ++i) {
     segments_.push_back({&views_[i], segments[i].tokens, segments[i].start_pos, false});
   }
-  if (static_cast<int64_t>(hidden.size()) != n * model_.config().n_embd) {
-    return InvalidArgument("hidden state of " + std::to_string(hidden.size()) + " floats for " +
-                           std::to_string(n) + " tokens of " +
-                           std::to_string(model_.config().n_embd));
-  }
+  // RunLayers checks the hidden state's size against the segments' tokens.
   return fp_.RunLayers(segments_, a_.first_layer, a_.end_layer, hidden);
 }
 

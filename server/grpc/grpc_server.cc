@@ -23,31 +23,6 @@ void EnableGrpcPlugins() {
   });
 }
 
-Result<std::string> ReadPem(const std::string& path, const char* key) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  if (in) text << in.rdbuf();
-  if (!in || text.str().find("-----BEGIN ") == std::string::npos) {
-    return InvalidArgument("config: " + std::string(key) + " '" + path +
-                           "' cannot be read or is not PEM");
-  }
-  return text.str();
-}
-
-// TLS 1.2+ (gRPC's floor) with our certificate; clients are not asked for one: they
-// authenticate with keys.
-Result<std::shared_ptr<grpc::ServerCredentials>> Credentials(const std::string& tls_cert,
-                                                             const std::string& tls_key) {
-  if (tls_cert.empty() && tls_key.empty()) return grpc::InsecureServerCredentials();
-  auto cert = ReadPem(tls_cert, "tls_cert");
-  if (!cert.ok()) return cert.status();
-  auto key = ReadPem(tls_key, "tls_key");
-  if (!key.ok()) return key.status();
-  grpc::SslServerCredentialsOptions options;
-  options.pem_key_cert_pairs.push_back({*key, *cert});
-  return grpc::SslServerCredentials(options);
-}
-
 }  // namespace
 
 Result<std::unique_ptr<GrpcServer>> StartGrpcServer(ServerContext& ctx, const std::string& address,
@@ -57,7 +32,7 @@ Result<std::unique_ptr<GrpcServer>> StartGrpcServer(ServerContext& ctx, const st
   if (address.empty() || colon == std::string::npos || colon == 0 || colon + 1 == address.size()) {
     return InvalidArgument("gRPC address '" + address + "' is not host:port");
   }
-  auto credentials = Credentials(tls_cert, tls_key);
+  auto credentials = ServerCredentialsFor(tls_cert, tls_key);
   if (!credentials.ok()) return credentials.status();
   EnableGrpcPlugins();
 
@@ -95,6 +70,31 @@ void GrpcServer::Shutdown(std::chrono::milliseconds deadline) {
   }
   server_->Shutdown(std::chrono::system_clock::now() + deadline);
   server_->Wait();
+}
+
+Result<std::string> ReadPem(const std::string& path, const char* key) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  if (in) text << in.rdbuf();
+  if (!in || text.str().find("-----BEGIN ") == std::string::npos) {
+    return InvalidArgument("config: " + std::string(key) + " '" + path +
+                           "' cannot be read or is not PEM");
+  }
+  return text.str();
+}
+
+// TLS 1.2+ (gRPC's floor) with our certificate; clients are not asked for one: they
+// authenticate with keys.
+Result<std::shared_ptr<grpc::ServerCredentials>> ServerCredentialsFor(const std::string& tls_cert,
+                                                                      const std::string& tls_key) {
+  if (tls_cert.empty() && tls_key.empty()) return grpc::InsecureServerCredentials();
+  auto cert = ReadPem(tls_cert, "tls_cert");
+  if (!cert.ok()) return cert.status();
+  auto key = ReadPem(tls_key, "tls_key");
+  if (!key.ok()) return key.status();
+  grpc::SslServerCredentialsOptions options;
+  options.pem_key_cert_pairs.push_back({*key, *cert});
+  return grpc::SslServerCredentials(options);
 }
 
 }  // namespace sparrow::server

@@ -12,7 +12,8 @@
 
 namespace grpc {
 class Server;
-}
+class ServerCredentials;
+}  // namespace grpc
 
 namespace sparrow::server {
 
@@ -52,5 +53,13 @@ class GrpcServer {
 Result<std::unique_ptr<GrpcServer>> StartGrpcServer(ServerContext& ctx, const std::string& address,
                                                     const std::string& tls_cert = "",
                                                     const std::string& tls_key = "");
+
+// A PEM file's text; InvalidArgument naming `key` (the setting) when it cannot be read or is not
+// PEM.
+Result<std::string> ReadPem(const std::string& path, const char* key);
+
+// TLS 1.2+ with the certificate and key when both are set, else plain.
+Result<std::shared_ptr<grpc::ServerCredentials>> ServerCredentialsFor(const std::string& tls_cert,
+                                                                      const std::string& tls_key);
 
 }  // namespace sparrow::server

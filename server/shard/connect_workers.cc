@@ -14,6 +14,7 @@
 #include "engine/plan/shard_planner.h"
 #include "engine/shard/layer_profile.h"
 #include "server/core/key_ring.h"
+#include "server/grpc/grpc_server.h"
 #include "server/shard/grpc_remote_layers.h"
 #include "server/shard/shard_wire.h"
 
@@ -47,7 +48,7 @@ Result<std::shared_ptr<grpc::ChannelCredentials>> Credentials(const ServerConfig
   // The devices share one certificate (as they share keys): it is the root the workers' is
   // checked against.
   grpc::SslCredentialsOptions ssl;
-  SPARROW_ASSIGN_OR_RETURN(ssl.pem_root_certs, ReadFile(config.tls_cert, "tls_cert"));
+  SPARROW_ASSIGN_OR_RETURN(ssl.pem_root_certs, ReadPem(config.tls_cert, "tls_cert"));
   return grpc::SslCredentials(ssl);
 }
 

@@ -72,6 +72,14 @@ void GrpcRemoteLayers::OnPoolResize(int64_t n_blocks) {
   if (stream_) pending_.push_back({KvBlockOp::Kind::kResize, 0, 0, n_blocks});
 }
 
+grpc::Status GrpcRemoteLayers::CloseLocked() {
+  stream_->WritesDone();
+  grpc::Status st = stream_->Finish();
+  stream_.reset();
+  call_.reset();
+  return st;
+}
+
 Status GrpcRemoteLayers::FailLocked(const std::string& what) {
   ++stats_.failures;
   stats_.last_error = name() + " (" + Range(o_.first_layer, o_.end_layer) + "): " + what;
@@ -112,10 +120,7 @@ Status GrpcRemoteLayers::OpenLocked() {
     watched_ = nullptr;
   }
   if (!ok) {
-    stream_->WritesDone();
-    grpc::Status st = stream_->Finish();
-    stream_.reset();
-    call_.reset();
+    const grpc::Status st = CloseLocked();
     return FailLocked("session refused: " + (st.ok() ? std::string("the worker closed the stream")
                                              : st.error_message().empty() ? "unreachable"
                                                                           : st.error_message()));
@@ -167,10 +172,7 @@ Status GrpcRemoteLayers::Run(std::span<const StageSegment> segments, int64_t n_e
       return FailLocked("no answer within " + std::to_string(o_.step_timeout.count()) +
                         " ms (worker_timeout_ms)");
     }
-    stream_->WritesDone();
-    grpc::Status st = stream_->Finish();
-    stream_.reset();
-    call_.reset();
+    const grpc::Status st = CloseLocked();
     return FailLocked(st.ok() ? "the worker ended the session" : st.error_message());
   }
   stats_.bytes_sent += static_cast<int64_t>(req_.ByteSizeLong());

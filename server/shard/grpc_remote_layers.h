@@ -52,6 +52,8 @@ class GrpcRemoteLayers final : public RemoteLayers, public ShardLink {
 
  private:
   Status OpenLocked();
+  // Ends the session's stream; the worker's status says why it ended.
+  grpc::Status CloseLocked();
   Status FailLocked(const std::string& what);
   void Watch();
 

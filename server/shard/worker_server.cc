@@ -1,24 +1,10 @@
 #include "server/shard/worker_server.h"
 
-#include <fstream>
-#include <sstream>
 #include <thread>
 
+#include "server/grpc/grpc_server.h"
+
 namespace sparrow::server {
-
-namespace {
-
-Result<std::string> ReadPem(const std::string& path, const char* setting) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    return NotFound(std::string("config: '") + setting + "' names " + path +
-                    ", which cannot be read");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-}  // namespace
 
 Result<std::unique_ptr<WorkerServer>> WorkerServer::Start(const ServerConfig& config) {
   std::unique_ptr<WorkerServer> w(new WorkerServer());
@@ -37,16 +23,10 @@ Result<std::unique_ptr<WorkerServer>> WorkerServer::Start(const ServerConfig& co
   w->service_ =
       std::make_unique<ShardWorkerService>(&w->ctx_, w->model_.get(), w->pool_.get(), config.model);
 
-  std::shared_ptr<grpc::ServerCredentials> creds = grpc::InsecureServerCredentials();
-  if (!config.tls_cert.empty()) {
-    grpc::SslServerCredentialsOptions ssl;
-    grpc::SslServerCredentialsOptions::PemKeyCertPair pair;
-    SPARROW_ASSIGN_OR_RETURN(pair.cert_chain, ReadPem(config.tls_cert, "tls_cert"));
-    SPARROW_ASSIGN_OR_RETURN(pair.private_key, ReadPem(config.tls_key, "tls_key"));
-    ssl.pem_key_cert_pairs.push_back(std::move(pair));
-    creds = grpc::SslServerCredentials(ssl);
-  }
+  SPARROW_ASSIGN_OR_RETURN(auto creds, ServerCredentialsFor(config.tls_cert, config.tls_key));
   grpc::ServerBuilder builder;
+  // As sparrowd's own gRPC server: a port already taken is refused, not silently shared.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   const std::string address = JoinHostPort(config.host, static_cast<int>(config.grpc_port));
   builder.AddListeningPort(address, creds, &w->port_);
   // Hidden states of a long prompt chunk exceed gRPC's default 4 MiB message limit.
