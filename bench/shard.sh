@@ -8,6 +8,12 @@
 #   SPARROWD=build/bin/sparrowd LLAMA_BIN=/path/to/llama.cpp/build-rpc/bin MODEL=model.gguf \
 #   DEVICES=3 MBIT=300 LIMIT_MIB=1536 bench/shard.sh
 #
+# CLIENTS=8: throughput instead (EdgeShard's claim): CLIENTS requests at once, each P prompt tokens
+# and N generated, against Sparrow on the first device alone, then across all devices with the
+# batch going whole from device to device (micro-batches 1), then pipelined (one micro-batch per
+# device); prints generated tokens/s over the wall time, medians of R rounds, and ratios.
+# llama.cpp is not run in this mode.
+#
 # Sparrow's figures come from its request log: decode = (completion tokens - 1) / (total - time to
 # first token), prefill = prompt tokens / time to first token (which includes one decode step);
 # llama-bench's are its own pp and tg. Needs root (namespaces, tc, cgroup v1); everything made is
@@ -26,6 +32,7 @@ THREADS=${THREADS:-1}
 PIN=${PIN:-1}  # 1: device i runs on CPU i mod nproc; 0: every device may use every CPU
 SHARD_LAYERS=${SHARD_LAYERS:-}  # "" = sparrowd places the layers
 SKIP_LLAMA=${SKIP_LLAMA:-0}
+CLIENTS=${CLIENTS:-1}
 OUT=${OUT:-/tmp/sparrow-shard-bench}
 KEY=shard-bench-admin-key-0123456789
 CG=/sys/fs/cgroup/memory
@@ -102,30 +109,88 @@ median() { sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2
 peak_mib() { echo $(($(cat "$CG/sparrow-shard-$1/memory.max_usage_in_bytes") / 1048576)); }
 
 # --- Sparrow ---
-sync
-echo 3 >/proc/sys/vm/drop_caches
 workers=""
-for i in $(seq 1 $((DEVICES - 1))); do
-  run_in "$i" "$SPARROWD" --worker --model "$MODEL" --host "10.77.$i.2" --grpc-port 50061 \
-    --admin-key "$KEY" --threads "$THREADS" --allow-insecure >"$OUT/sparrow-worker-$i.log" 2>&1 &
-  workers="${workers:+$workers,}10.77.$i.2:50061"
-done
-for i in $(seq 1 $((DEVICES - 1))); do
-  wait_for "$OUT/sparrow-worker-$i.log" "worker listening" 120 || exit 1
-done
+for i in $(seq 1 $((DEVICES - 1))); do workers="${workers:+$workers,}10.77.$i.2:50061"; done
 layers_arg=()
 [ -n "$SHARD_LAYERS" ] && layers_arg=(--shard-layers "$SHARD_LAYERS")
-run_in 0 "$SPARROWD" --model "$MODEL" --host 127.0.0.1 --port 8080 --grpc-port -1 \
-  --admin-key "$KEY" --workers "$workers" "${layers_arg[@]}" --threads "$THREADS" --n-ctx 256 \
-  --max-running 2 --kv-blocks 64 --memory-pressure 0 --hw-profile none \
-  >"$OUT/sparrow-coordinator.log" 2>&1 &
-wait_for "$OUT/sparrow-coordinator.log" "HTTP listening" 600 || exit 1
-grep -A"$DEVICES" "layers placed" "$OUT/sparrow-coordinator.log" | sed 's/^/  /'
-prompt=$(python3 -c "print([1] + [100 + (i * 37) % 20000 for i in range($P - 1)])")
-for r in $(seq 0 "$R"); do  # run 0 warms the pages
+
+start_sparrow() {  # extra coordinator flags...; with "--workers" among them, the workers start first
+  sync
+  echo 3 >/proc/sys/vm/drop_caches
+  if [[ " $* " == *" --workers "* ]]; then
+    for i in $(seq 1 $((DEVICES - 1))); do
+      run_in "$i" "$SPARROWD" --worker --model "$MODEL" --host "10.77.$i.2" --grpc-port 50061 \
+        --admin-key "$KEY" --threads "$THREADS" --allow-insecure >"$OUT/sparrow-worker-$i.log" 2>&1 &
+    done
+    for i in $(seq 1 $((DEVICES - 1))); do
+      wait_for "$OUT/sparrow-worker-$i.log" "worker listening" 120 || exit 1
+    done
+  fi
+  run_in 0 "$SPARROWD" --model "$MODEL" --host 127.0.0.1 --port 8080 --grpc-port -1 \
+    --admin-key "$KEY" --threads "$THREADS" --n-ctx 256 --max-running "$((CLIENTS > 2 ? CLIENTS : 2))" \
+    --kv-blocks "$((32 * (CLIENTS > 2 ? CLIENTS : 2)))" --memory-pressure 0 --hw-profile none "$@" \
+    >"$OUT/sparrow-coordinator.log" 2>&1 &
+  wait_for "$OUT/sparrow-coordinator.log" "HTTP listening" 600 || exit 1
+  grep -A"$DEVICES" "layers placed" "$OUT/sparrow-coordinator.log" | sed 's/^/  /' || true
+}
+
+stop_sparrow() {
+  for i in $(seq 0 $((DEVICES - 1))); do
+    while read -r pid; do kill "$pid" 2>/dev/null || true; done <"$CG/sparrow-shard-$i/cgroup.procs"
+  done
+  sleep 1
+}
+
+prompt_of() {  # client number: prompts differ, so that no prefix is shared
+  python3 -c "print([1] + [100 + ($1 * 7919 + i * 37) % 20000 for i in range($P - 1)])"
+}
+
+complete() {  # client number, reply file
   ip netns exec sb0 curl -s http://127.0.0.1:8080/v1/completions -H 'Content-Type: application/json' \
-    -d "{\"prompt\": $prompt, \"max_tokens\": $N, \"temperature\": 0, \"logit_bias\": {\"2\": -100}}" \
-    >"$OUT/sparrow-reply-$r.json"
+    -d "{\"prompt\": $(prompt_of "$1"), \"max_tokens\": $N, \"temperature\": 0, \"logit_bias\": {\"2\": -100}}" \
+    >"$2"
+}
+
+if [ "$CLIENTS" -gt 1 ]; then
+  # Generated tokens/s of CLIENTS requests at once, median of R rounds after a warm-up round.
+  throughput() {
+    local rates=""
+    for r in $(seq 0 "$R"); do
+      local t0 t1
+      t0=$(date +%s.%N)
+      local pids=()
+      for c in $(seq 1 "$CLIENTS"); do
+        complete "$c" "$OUT/sparrow-reply-$c.json" &
+        pids+=($!)
+      done
+      wait "${pids[@]}"
+      t1=$(date +%s.%N)
+      local made
+      made=$(python3 -c "import json, sys
+print(sum(json.load(open(f))['usage']['completion_tokens'] for f in sys.argv[1:]))" \
+        $(seq -f "$OUT/sparrow-reply-%g.json" 1 "$CLIENTS"))
+      [ "$r" -gt 0 ] && rates="$rates $(python3 -c "print($made / ($t1 - $t0))")"
+    done
+    echo "$rates" | tr ' ' '\n' | grep . | median
+  }
+  start_sparrow
+  alone=$(throughput)
+  stop_sparrow
+  start_sparrow --workers "$workers" "${layers_arg[@]}" --shard-micro-batches 1
+  whole=$(throughput)
+  stop_sparrow
+  start_sparrow --workers "$workers" "${layers_arg[@]}"
+  piped=$(throughput)
+  stop_sparrow
+  echo "sparrow, $CLIENTS clients, generated tok/s: one device $alone, $DEVICES devices $whole" \
+    "(batch whole), $piped (pipelined)"
+  python3 -c "print(f'against one device: batch whole {$whole / $alone:.2f}x, pipelined {$piped / $alone:.2f}x')"
+  exit 0
+fi
+
+start_sparrow --workers "$workers" "${layers_arg[@]}"
+for r in $(seq 0 "$R"); do  # run 0 warms the pages
+  complete 0 "$OUT/sparrow-reply-$r.json"
 done
 grep 'POST /v1/completions 200' "$OUT/sparrow-coordinator.log" | tail -n "$R" |
   sed -E 's/.* 200 ([0-9.]+)ms .*prompt_tokens=([0-9]+).*completion_tokens=([0-9]+) ttft=([0-9.]+)ms.*/\1 \2 \3 \4/' \
@@ -134,10 +199,7 @@ s_tg=$(awk '{print ($3 - 1) / (($1 - $4) / 1000)}' "$OUT/sparrow-times.txt" | me
 s_pp=$(awk '{print $2 / ($4 / 1000)}' "$OUT/sparrow-times.txt" | median)
 s_peaks=""
 for i in $(seq 0 $((DEVICES - 1))); do s_peaks="$s_peaks $(peak_mib "$i")"; done
-for i in $(seq 0 $((DEVICES - 1))); do
-  while read -r pid; do kill "$pid" 2>/dev/null || true; done <"$CG/sparrow-shard-$i/cgroup.procs"
-done
-sleep 1
+stop_sparrow
 echo "sparrow: decode $s_tg tok/s, prefill $s_pp tok/s, peak MiB per device:$s_peaks"
 
 if [ "$SKIP_LLAMA" = 1 ]; then exit 0; fi

@@ -157,6 +157,14 @@ const std::vector<KeySpec>& Keys() {
        "With workers: hidden states on the wire as f32 (exact) or f16 (half "
        "the bytes)",
        &ServerConfig::shard_encoding},
+      {"shard_objective",
+       "With workers and no shard_layers: place layers for the lowest per-token latency "
+       "(latency) or for the most tokens per second when requests fill the pipeline (throughput)",
+       &ServerConfig::shard_objective},
+      {"shard_micro_batches",
+       "With workers: a step's batch flows through the devices cut into this many parts, so that "
+       "all of them compute at once (EdgeShard's pipeline); 0: one per device; 1: no pipeline",
+       nullptr, &ServerConfig::shard_micro_batches, 0, 64},
       {"worker_timeout_ms",
        "With workers: a step a worker has not answered within this fails its requests", nullptr,
        &ServerConfig::worker_timeout_ms, 100, 3600 * 1000},
@@ -274,6 +282,10 @@ Status ValidateServerConfig(const ServerConfig& c) {
     return InvalidArgument(
         "config: a worker needs an admin key (admin_key or admin_key_file): it computes only for a "
         "coordinator that sends one");
+  }
+  if (c.shard_objective != "latency" && c.shard_objective != "throughput") {
+    return InvalidArgument("config: 'shard_objective' must be latency or throughput, got '" +
+                           c.shard_objective + "'");
   }
   if (c.worker != 0 && !c.workers.empty()) {
     return InvalidArgument(

@@ -114,7 +114,8 @@ Status ForwardPass::Prepare(std::span<const Segment> segments, int64_t* n_out, i
   return Status::Ok();
 }
 
-Status ForwardPass::SetRemoteLayers(std::vector<std::shared_ptr<RemoteLayers>> ranges) {
+Status ForwardPass::SetRemoteLayers(std::vector<std::shared_ptr<RemoteLayers>> ranges,
+                                    int64_t micro_batches) {
   std::sort(ranges.begin(), ranges.end(),
             [](const auto& a, const auto& b) { return a->first_layer() < b->first_layer(); });
   int64_t prev_end = 0;
@@ -128,21 +129,40 @@ Status ForwardPass::SetRemoteLayers(std::vector<std::shared_ptr<RemoteLayers>> r
     }
     prev_end = end;
   }
+  if (micro_batches < 0) {
+    return InvalidArgument("micro_batches " + std::to_string(micro_batches) + " is negative");
+  }
   remote_ = std::move(ranges);
+  // Stages: the remote ranges and the local runs of layers between them, in layer order.
+  stages_.clear();
+  int64_t il = 0;
+  for (const auto& r : remote_) {
+    if (il < r->first_layer()) stages_.push_back({il, r->first_layer(), nullptr});
+    stages_.push_back({r->first_layer(), r->end_layer(), r.get()});
+    il = r->end_layer();
+  }
+  if (il < c_.n_layer) stages_.push_back({il, c_.n_layer, nullptr});
+  // By default as many micro-batches as devices keep every device of the pipeline busy.
+  micro_batches_ = micro_batches > 0 ? micro_batches : static_cast<int64_t>(remote_.size()) + 1;
   return Status::Ok();
 }
 
-Status ForwardPass::RunRemote(RemoteLayers& range, int64_t n, std::span<const Segment> segments) {
+void ForwardPass::StageSegments(std::span<const Segment> segments) {
   stage_segments_.clear();
+  for (const Segment& sg : segments)
+    stage_segments_.push_back({sg.tokens, sg.start_pos, sg.cache->block_table()});
+}
+
+Status ForwardPass::CheckPaged(std::span<const Segment> segments) const {
+  if (remote_.empty()) return Status::Ok();
   for (const Segment& sg : segments) {
     if (sg.cache->block_table().empty()) {
-      return Unsupported("layers " + std::to_string(range.first_layer()) + ".." +
-                         std::to_string(range.end_layer() - 1) + " on " + range.name() +
+      return Unsupported("layers " + std::to_string(remote_[0]->first_layer()) + ".." +
+                         std::to_string(remote_[0]->end_layer() - 1) + " on " + remote_[0]->name() +
                          " need the paged KV cache");
     }
-    stage_segments_.push_back({sg.tokens, sg.start_pos, sg.cache->block_table()});
   }
-  return range.Run(stage_segments_, c_.n_embd, {x_.data(), static_cast<size_t>(n * c_.n_embd)});
+  return Status::Ok();
 }
 
 Status ForwardPass::Layers(int64_t first, int64_t end, int64_t n,
@@ -153,14 +173,85 @@ Status ForwardPass::Layers(int64_t first, int64_t end, int64_t n,
     if (next_remote < remote_.size() && remote_[next_remote]->first_layer() == il) {
       RemoteLayers& range = *remote_[next_remote];
       if (range.end_layer() > end) return Internal("a remote range crosses the layers asked for");
-      SPARROW_RETURN_IF_ERROR(RunRemote(range, n, segments));
+      StageSegments(segments);
+      SPARROW_RETURN_IF_ERROR(
+          range.Run(stage_segments_, c_.n_embd, {x_.data(), static_cast<size_t>(n * c_.n_embd)}));
       il = range.end_layer();
       continue;
     }
-    Layer(il, n, segments);
+    Layer(il, 0, n, segments);
     ++il;
   }
   return Status::Ok();
+}
+
+void ForwardPass::SplitMicroBatches(int64_t n, std::span<const Segment> segments) {
+  const int64_t m_count = std::min(micro_batches_, n);
+  micro_.assign(static_cast<size_t>(m_count), {});
+  // Micro-batch m takes tokens [n*m/M, n*(m+1)/M): a long prompt chunk is cut too, its parts
+  // in order, so that every stage has seen the keys of a part before the next part's attention.
+  size_t seg = 0;
+  int64_t seg_done = 0, t = 0;
+  for (int64_t m = 0; m < m_count; ++m) {
+    MicroBatch& mb = micro_[static_cast<size_t>(m)];
+    mb.t_first = t;
+    const int64_t end = n * (m + 1) / m_count;
+    while (t < end) {
+      const Segment& sg = segments[seg];
+      const int64_t len = static_cast<int64_t>(sg.tokens.size());
+      const int64_t take = std::min(len - seg_done, end - t);
+      mb.segments.push_back(
+          {sg.cache, sg.tokens.subspan(seg_done, take), sg.start_pos + seg_done, false});
+      t += take;
+      seg_done += take;
+      if (seg_done == len) {
+        ++seg;
+        seg_done = 0;
+      }
+    }
+    mb.n = t - mb.t_first;
+  }
+}
+
+Status ForwardPass::Pipeline(int64_t n, std::span<const Segment> segments) {
+  SplitMicroBatches(n, segments);
+  const size_t m_count = micro_.size(), s_count = stages_.size();
+  std::vector<size_t> next(m_count, 0);   // each micro-batch's next stage
+  std::vector<uint8_t> busy(m_count, 0);  // started on a remote stage, not finished
+  Status err;
+  // Every stage takes the micro-batches in order, so a micro-batch never passes one before it;
+  // local work goes to the first one ready, remote stages are started as soon as they can be,
+  // and the thread waits only when no local work is left.
+  for (;;) {
+    for (size_t m = 0; err.ok() && m < m_count; ++m) {
+      if (busy[m] || next[m] == s_count || !stages_[next[m]].remote) continue;
+      MicroBatch& mb = micro_[m];
+      StageSegments(mb.segments);
+      err = stages_[next[m]].remote->Start(
+          stage_segments_, c_.n_embd,
+          {&x_[mb.t_first * c_.n_embd], static_cast<size_t>(mb.n * c_.n_embd)});
+      busy[m] = err.ok();
+    }
+    size_t m = 0;
+    while (err.ok() && m < m_count && (busy[m] || next[m] == s_count)) ++m;
+    if (err.ok() && m < m_count) {
+      const Stage& st = stages_[next[m]];
+      for (int64_t il = st.first; il < st.end; ++il)
+        Layer(il, micro_[m].t_first, micro_[m].n, micro_[m].segments);
+      ++next[m];
+      continue;
+    }
+    m = 0;
+    while (m < m_count && !busy[m]) ++m;
+    if (m == m_count) break;
+    busy[m] = 0;
+    if (Status st = stages_[next[m]].remote->Finish(); !st.ok()) {
+      if (err.ok()) err = st;
+    } else {
+      ++next[m];
+    }
+  }
+  return err;
 }
 
 Status ForwardPass::RunLayers(std::span<const Segment> segments, int64_t first, int64_t end,
@@ -198,7 +289,12 @@ Status ForwardPass::RunBatch(std::span<const Segment> segments, std::vector<floa
 
   // A remote range that fails costs the whole batch.
   remote_failed_ = false;
-  if (Status st = Layers(0, c_.n_layer, n, segments); !st.ok()) {
+  Status layers = CheckPaged(segments);
+  if (layers.ok()) {
+    layers = !remote_.empty() && micro_batches_ > 1 && n > 1 ? Pipeline(n, segments)
+                                                             : Layers(0, c_.n_layer, n, segments);
+  }
+  if (Status st = layers; !st.ok()) {
     remote_failed_ = true;
     ffn_error_ = st;
     std::fill(failed_.begin(), failed_.end(), 1);
@@ -242,12 +338,13 @@ Status ForwardPass::RunBatch(std::span<const Segment> segments, std::vector<floa
   return Status::Ok();
 }
 
-void ForwardPass::Attention(int64_t il, int64_t n, std::span<const Segment> segments) {
+void ForwardPass::Attention(int64_t il, int64_t t_first, int64_t n,
+                            std::span<const Segment> segments) {
   const LayerWeights& l = model_.weights().layers[il];
   const int64_t qd = c_.q_dim(), kvd = c_.kv_dim(), half = c_.n_rot / 2;
   const bool swa = c_.is_swa(il), rope = c_.uses_rope(il);
-  const float* cos_t = swa ? cos_swa_.data() : cos_.data();
-  const float* sin_t = swa ? sin_swa_.data() : sin_.data();
+  const float* cos_t = (swa ? cos_swa_.data() : cos_.data()) + t_first * half;
+  const float* sin_t = (swa ? sin_swa_.data() : sin_.data()) + t_first * half;
   for (int64_t t = 0; t < n; ++t) {
     float* q = &q_[t * qd];
     float* k = &k_[t * kvd];
@@ -286,34 +383,37 @@ void ForwardPass::Attention(int64_t il, int64_t n, std::span<const Segment> segm
   }
 }
 
-void ForwardPass::Layer(int64_t il, int64_t n, std::span<const Segment> segments) {
+void ForwardPass::Layer(int64_t il, int64_t t_first, int64_t n, std::span<const Segment> segments) {
   const LayerWeights& l = model_.weights().layers[il];
   const int64_t d = c_.n_embd, qd = c_.q_dim(), kvd = c_.kv_dim();
+  // The batch's tokens t_first.. (a micro-batch of a pipeline, or all of them): their residual
+  // stream, flags and RoPE rows; the other scratch is the layer's own.
+  float* x = &x_[t_first * d];
 
   // Attention block. A router that reads the layer's input (SmallThinker) gets a copy of it.
-  if (c_.arch->router_on_layer_input) layer_in_.assign(x_.begin(), x_.begin() + n * d);
+  if (c_.arch->router_on_layer_input) layer_in_.assign(x, x + n * d);
   for (int64_t t = 0; t < n; ++t)
-    kernels::RmsNorm(&x_[t * d], l.attn_norm.data(), d, c_.rms_eps, &xn_[t * d]);
+    kernels::RmsNorm(&x[t * d], l.attn_norm.data(), d, c_.rms_eps, &xn_[t * d]);
   kernels::MatMul(l.wq, xn_.data(), n, d, q_.data(), qd, pool_);
   kernels::MatMul(l.wk, xn_.data(), n, d, k_.data(), kvd, pool_);
   kernels::MatMul(l.wv, xn_.data(), n, d, v_.data(), kvd, pool_);
-  Attention(il, n, segments);
+  Attention(il, t_first, n, segments);
   // The attention output projection writes into xn_ (free now), then joins the residual.
   kernels::MatMul(l.wo, att_.data(), n, qd, xn_.data(), d, pool_);
   if (!l.attn_post_norm.empty()) NormRows(xn_.data(), n, d, l.attn_post_norm, c_.rms_eps);
-  kernels::AddInPlace(x_.data(), xn_.data(), n * d);
+  kernels::AddInPlace(x, xn_.data(), n * d);
 
   // Feed-forward block, dense or sparse.
   for (int64_t t = 0; t < n; ++t)
-    kernels::RmsNorm(&x_[t * d], l.ffn_norm.data(), d, c_.rms_eps, &xn_[t * d]);
+    kernels::RmsNorm(&x[t * d], l.ffn_norm.data(), d, c_.rms_eps, &xn_[t * d]);
   // A token whose FFN failed keeps going with a zero FFN (its result is discarded), so that the
   // batch's other tokens are computed as if it had not failed.
-  FfnInput in{x_.data(), xn_.data(), decode_.data(), n, failed_.data()};
+  FfnInput in{x, xn_.data(), &decode_[t_first], n, &failed_[t_first]};
   if (c_.arch->router_on_layer_input) in.layer_input = layer_in_.data();
   Status st = ffn_->Compute(il, in, ffn_out_.data());
   if (!st.ok() && ffn_error_.ok()) ffn_error_ = st;
   if (!l.ffn_post_norm.empty()) NormRows(ffn_out_.data(), n, d, l.ffn_post_norm, c_.rms_eps);
-  kernels::AddInPlace(x_.data(), ffn_out_.data(), n * d);
+  kernels::AddInPlace(x, ffn_out_.data(), n * d);
 }
 
 }  // namespace sparrow

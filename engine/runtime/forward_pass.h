@@ -57,7 +57,12 @@ class ForwardPass {
   // Layers computed by other devices: sorted, disjoint ranges inside the model (errors name the
   // range at fault). RunBatch hands them the hidden state instead of computing those layers; it
   // then needs paged caches (KvCache::block_table). A range that fails fails the whole batch.
-  Status SetRemoteLayers(std::vector<std::shared_ptr<RemoteLayers>> ranges);
+  // A batch of several tokens is cut into `micro_batches` parts (0: one per device, this one
+  // included) that flow through the devices as a pipeline (EdgeShard), each device computing one
+  // part while the next device computes the part before; 1: the whole batch goes from device to
+  // device.
+  Status SetRemoteLayers(std::vector<std::shared_ptr<RemoteLayers>> ranges,
+                         int64_t micro_batches = 0);
   // The last RunBatch failed because a remote range did: its device may have lost the keys and
   // values of every sequence, not only the batch's.
   bool remote_failed() const { return remote_failed_; }
@@ -74,9 +79,15 @@ class ForwardPass {
   Status Prepare(std::span<const Segment> segments, int64_t* n, int64_t* rows);
   // Layers [first, end): local ones here, remote ranges through their device.
   Status Layers(int64_t first, int64_t end, int64_t n, std::span<const Segment> segments);
-  Status RunRemote(RemoteLayers& range, int64_t n, std::span<const Segment> segments);
-  void Layer(int64_t il, int64_t n, std::span<const Segment> segments);
-  void Attention(int64_t il, int64_t n, std::span<const Segment> segments);
+  // All layers, the batch cut into micro-batches that flow through the remote ranges' devices
+  // and this one as a pipeline.
+  Status Pipeline(int64_t n, std::span<const Segment> segments);
+  void SplitMicroBatches(int64_t n, std::span<const Segment> segments);
+  Status CheckPaged(std::span<const Segment> segments) const;
+  void StageSegments(std::span<const Segment> segments);  // into stage_segments_
+  // Layer il for the batch's tokens t_first..t_first + n - 1, which `segments` hold.
+  void Layer(int64_t il, int64_t t_first, int64_t n, std::span<const Segment> segments);
+  void Attention(int64_t il, int64_t t_first, int64_t n, std::span<const Segment> segments);
   void Resize(int64_t n);
 
   const Model& model_;
@@ -87,6 +98,18 @@ class ForwardPass {
   std::unique_ptr<FeedForward> ffn_;
   std::vector<std::shared_ptr<RemoteLayers>> remote_;  // sorted by first layer
   std::vector<StageSegment> stage_segments_;
+  // The layers in order as runs computed here (remote null) or by one remote range.
+  struct Stage {
+    int64_t first = 0, end = 0;
+    RemoteLayers* remote = nullptr;
+  };
+  std::vector<Stage> stages_;
+  int64_t micro_batches_ = 1;
+  struct MicroBatch {
+    int64_t t_first = 0, n = 0;  // the batch's tokens it holds
+    std::vector<Segment> segments;
+  };
+  std::vector<MicroBatch> micro_;
   // Scratch, sized for the largest batch seen so far.
   std::vector<float> x_, xn_, q_, k_, v_, att_, ffn_out_, attn_scratch_, cos_, sin_, cos_swa_,
       sin_swa_, layer_in_;

@@ -27,10 +27,20 @@ class RemoteLayers {
   virtual int64_t end_layer() const = 0;  // one past the last
   // Who computes the range, for messages ("worker 10.0.0.2:50061").
   virtual std::string name() const = 0;
-  // hidden: one row of n_embd floats per token of the batch, segment after segment; replaced by
-  // the output of the range's last layer. An error fails every segment of the batch.
-  virtual Status Run(std::span<const StageSegment> segments, int64_t n_embd,
-                     std::span<float> hidden) = 0;
+  // Hands the range a batch: hidden holds one row of n_embd floats per token, segment after
+  // segment, and receives the output of the range's last layer at Finish. The segments are read
+  // before Start returns; hidden must stay untouched until then. Several batches may be started
+  // before the first finishes (a pipeline of micro-batches); the device computes them in order.
+  // An error of Start leaves nothing to finish.
+  virtual Status Start(std::span<const StageSegment> segments, int64_t n_embd,
+                       std::span<float> hidden) = 0;
+  // Waits for the oldest batch started and not finished. An error fails that batch; once one
+  // has failed, the batches started after it fail too (the device may have lost their keys).
+  virtual Status Finish() = 0;
+  Status Run(std::span<const StageSegment> segments, int64_t n_embd, std::span<float> hidden) {
+    SPARROW_RETURN_IF_ERROR(Start(segments, n_embd, hidden));
+    return Finish();
+  }
   // The coordinator's KV pool copied a block's contents or changed its size (KvBlockObserver):
   // applied by the device before its next Run.
   virtual void OnBlockCopy(int32_t src, int32_t dst) = 0;

@@ -95,7 +95,7 @@ Scheduler::Scheduler(const Model& model, kernels::ThreadPool* pool, SchedulerOpt
   SPARROW_CHECK(opts_.n_ctx > 1 && opts_.max_running > 0 && opts_.step_token_budget > 0);
   opts_.kv_blocks = kv_.n_blocks();
   if (!opts_.remote_layers.empty()) {
-    Status st = fp_.SetRemoteLayers(opts_.remote_layers);
+    Status st = fp_.SetRemoteLayers(opts_.remote_layers, opts_.pipeline_micro_batches);
     SPARROW_CHECK(st.ok());
     kv_.SetObserver(&remote_kv_observer_);
     remote_kv_observer_.OnResize(kv_.n_blocks());

@@ -59,6 +59,9 @@ struct SchedulerOptions {
   // ForwardPass::SetRemoteLayers before the scheduler is built. They hear of every block copy and
   // resize of the KV pool, so their blocks mirror it.
   std::vector<std::shared_ptr<RemoteLayers>> remote_layers;
+  // With remote layers: the parts a step's batch is cut into to flow through the devices as a
+  // pipeline (ForwardPass::SetRemoteLayers); 0: one per device.
+  int64_t pipeline_micro_batches = 0;
 };
 
 struct SchedulerStats {

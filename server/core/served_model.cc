@@ -122,6 +122,7 @@ Result<std::shared_ptr<ServedModel>> LoadServedModel(const ServerConfig& config,
     }
     SPARROW_ASSIGN_OR_RETURN(ConnectedWorkers w, connect(config, *m->model, m->pool.get()));
     opts.remote_layers = w.ranges;
+    opts.pipeline_micro_batches = config.shard_micro_batches;
     m->workers = std::make_shared<const ConnectedWorkers>(std::move(w));
   }
   m->scheduler = std::make_unique<Scheduler>(*m->model, m->pool.get(), opts);

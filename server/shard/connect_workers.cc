@@ -203,7 +203,10 @@ Result<ConnectedWorkers> ConnectWorkers(const ServerConfig& config, const Model&
       // A device that cannot tell its memory is taken to hold the whole model.
       if (d.memory_bytes <= 0) d.memory_bytes = std::numeric_limits<int64_t>::max() / 4;
     }
-    SPARROW_ASSIGN_OR_RETURN(ShardPlan plan, PlanShards(cost, devices, ShardObjective::kLatency));
+    const ShardObjective objective = config.shard_objective == "throughput"
+                                         ? ShardObjective::kThroughput
+                                         : ShardObjective::kLatency;
+    SPARROW_ASSIGN_OR_RETURN(ShardPlan plan, PlanShards(cost, devices, objective));
     ranges = plan.ranges;
     description = DescribeShardPlan(plan, devices);
   } else {
@@ -238,6 +241,13 @@ Result<ConnectedWorkers> ConnectWorkers(const ServerConfig& config, const Model&
     out.ranges.push_back(link);
     out.links.push_back(link);
   }
+  // ForwardPass's default: one micro-batch per device.
+  const int64_t micro = config.shard_micro_batches > 0
+                            ? config.shard_micro_batches
+                            : static_cast<int64_t>(out.ranges.size()) + 1;
+  out.description += micro > 1 ? "a step's batch flows through them as " + std::to_string(micro) +
+                                     " micro-batches\n"
+                               : "a step's batch goes whole from device to device\n";
   return out;
 }
 

@@ -19,6 +19,9 @@ std::shared_ptr<grpc::Channel> Channel(const RemoteLayersOptions& o) {
   // A long prompt chunk's hidden states exceed gRPC's default 4 MiB message limit.
   args.SetMaxReceiveMessageSize(1 << 30);
   args.SetMaxSendMessageSize(1 << 30);
+  // Answers of the pipeline's micro-batches arrive while this side computes: a window that takes
+  // a few of them keeps the worker from waiting on flow control.
+  args.SetInt(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, kShardWindowBytes);
   return grpc::CreateCustomChannel(o.address, o.credentials, args);
 }
 
@@ -36,12 +39,7 @@ GrpcRemoteLayers::~GrpcRemoteLayers() {
   }
   watch_cv_.notify_all();
   watcher_.join();
-  std::lock_guard<std::mutex> lock(mu_);
-  if (stream_) {
-    stream_->WritesDone();
-    call_->TryCancel();
-    stream_->Finish();
-  }
+  if (stream_) Close();
 }
 
 void GrpcRemoteLayers::Watch() {
@@ -62,43 +60,40 @@ void GrpcRemoteLayers::Watch() {
 }
 
 void GrpcRemoteLayers::OnBlockCopy(int32_t src, int32_t dst) {
-  std::lock_guard<std::mutex> lock(mu_);
   if (stream_) pending_.push_back({KvBlockOp::Kind::kCopy, src, dst, 0});
 }
 
 void GrpcRemoteLayers::OnPoolResize(int64_t n_blocks) {
-  std::lock_guard<std::mutex> lock(mu_);
   n_blocks_ = n_blocks;
   if (stream_) pending_.push_back({KvBlockOp::Kind::kResize, 0, 0, n_blocks});
 }
 
-grpc::Status GrpcRemoteLayers::CloseLocked() {
-  stream_->WritesDone();
-  grpc::Status st = stream_->Finish();
-  stream_.reset();
-  call_.reset();
-  return st;
-}
-
-Status GrpcRemoteLayers::FailLocked(const std::string& what) {
-  ++stats_.failures;
-  stats_.last_error = name() + " (" + Range(o_.first_layer, o_.end_layer) + "): " + what;
-  spdlog::warn("shard: {}", stats_.last_error);
-  if (stream_) {
-    call_->TryCancel();
-    stream_->Finish();
+void GrpcRemoteLayers::ReadAnswers(StageStream* stream) {
+  shardpb::StageResponse r;
+  while (stream->Read(&r)) {
+    std::lock_guard<std::mutex> lock(mu_);
+    answers_.push_back(std::move(r));
+    answered_.notify_all();
   }
-  stream_.reset();
-  call_.reset();
-  pending_.clear();
-  retry_after_ = Clock::now() + std::chrono::seconds(1);
-  return Unavailable(stats_.last_error);
+  std::lock_guard<std::mutex> lock(mu_);
+  reader_done_ = true;
+  answered_.notify_all();
 }
 
-Status GrpcRemoteLayers::OpenLocked() {
-  call_ = std::make_unique<grpc::ClientContext>();
-  if (!o_.key.empty()) call_->AddMetadata("authorization", "Bearer " + o_.key);
-  // The session's first answer (the assignment's) must come within a step's timeout too.
+bool GrpcRemoteLayers::NextAnswer(Clock::time_point deadline, shardpb::StageResponse* out,
+                                  bool* late) {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (!answered_.wait_until(lock, deadline, [&] { return !answers_.empty() || reader_done_; })) {
+    *late = true;
+    return false;
+  }
+  if (answers_.empty()) return false;
+  *out = std::move(answers_.front());
+  answers_.pop_front();
+  return true;
+}
+
+bool GrpcRemoteLayers::WriteWatched(bool* late) {
   {
     std::lock_guard<std::mutex> lock(watch_mu_);
     watched_ = call_.get();
@@ -106,7 +101,68 @@ Status GrpcRemoteLayers::OpenLocked() {
     timed_out_ = false;
   }
   watch_cv_.notify_all();
+  const bool ok = stream_->Write(req_);
+  std::lock_guard<std::mutex> lock(watch_mu_);
+  watched_ = nullptr;
+  *late = timed_out_;
+  return ok;
+}
+
+grpc::Status GrpcRemoteLayers::Close() {
+  bool ended = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ended = reader_done_;
+  }
+  // A session still open is cancelled: its worker may be stalled, and nothing in flight matters.
+  if (!ended) call_->TryCancel();
+  reader_.join();
+  grpc::Status st = stream_->Finish();
+  stream_.reset();
+  call_.reset();
+  std::lock_guard<std::mutex> lock(mu_);
+  answers_.clear();
+  stats_.connected = false;
+  return st;
+}
+
+std::string GrpcRemoteLayers::Ended() {
+  const grpc::Status st = Close();
+  return st.ok()                      ? std::string("the worker ended the session")
+         : st.error_message().empty() ? "unreachable"
+                                      : st.error_message();
+}
+
+Status GrpcRemoteLayers::Fail(const std::string& what) {
+  if (stream_) Close();
+  failure_ = Unavailable(name() + " (" + Range(o_.first_layer, o_.end_layer) + "): " + what);
+  failed_in_flight_ = static_cast<int64_t>(in_flight_.size());
+  in_flight_.clear();
+  pending_.clear();
+  retry_after_ = Clock::now() + std::chrono::seconds(1);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++stats_.failures;
+    stats_.last_error = failure_.message();
+  }
+  spdlog::warn("shard: {}", failure_.message());
+  return failure_;
+}
+
+std::string GrpcRemoteLayers::Late() const {
+  return "no answer within " + std::to_string(o_.step_timeout.count()) + " ms (worker_timeout_ms)";
+}
+
+Status GrpcRemoteLayers::Open() {
+  call_ = std::make_unique<grpc::ClientContext>();
+  if (!o_.key.empty()) call_->AddMetadata("authorization", "Bearer " + o_.key);
   stream_ = stub_->Serve(call_.get());
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    answers_.clear();
+    reader_done_ = false;
+  }
+  reader_ = std::thread([this, stream = stream_.get()] { ReadAnswers(stream); });
   req_.Clear();
   auto* a = req_.mutable_assign();
   a->set_first_layer(o_.first_layer);
@@ -114,29 +170,31 @@ Status GrpcRemoteLayers::OpenLocked() {
   a->set_kv_block_size(o_.kv_block_size);
   a->set_kv_blocks(n_blocks_);
   a->set_model_digest(o_.model_digest);
-  const bool ok = stream_->Write(req_) && stream_->Read(&resp_);
-  {
-    std::lock_guard<std::mutex> lock(watch_mu_);
-    watched_ = nullptr;
+  // The session's first answer (the assignment's) must come within a step's timeout too.
+  const auto deadline = Clock::now() + o_.step_timeout;
+  bool late = false;
+  shardpb::StageResponse ack;
+  if (!WriteWatched(&late) || !NextAnswer(deadline, &ack, &late)) {
+    return Fail("session refused: " + (late ? Late() : Ended()));
   }
-  if (!ok) {
-    const grpc::Status st = CloseLocked();
-    return FailLocked("session refused: " + (st.ok() ? std::string("the worker closed the stream")
-                                             : st.error_message().empty() ? "unreachable"
-                                                                          : st.error_message()));
-  }
-  ++stats_.sessions;
   pending_.clear();
+  last_answer_ = Clock::now();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++stats_.sessions;
+    stats_.connected = true;
+  }
   spdlog::info("shard: {} computes {}", name(), Range(o_.first_layer, o_.end_layer));
   return Status::Ok();
 }
 
-Status GrpcRemoteLayers::Run(std::span<const StageSegment> segments, int64_t n_embd,
-                             std::span<float> hidden) {
-  std::lock_guard<std::mutex> lock(mu_);
+Status GrpcRemoteLayers::Start(std::span<const StageSegment> segments, int64_t n_embd,
+                               std::span<float> hidden) {
+  (void)n_embd;
+  if (failed_in_flight_ > 0) return failure_;
   if (!stream_) {
-    if (Clock::now() < retry_after_) return Unavailable(stats_.last_error);
-    SPARROW_RETURN_IF_ERROR(OpenLocked());
+    if (Clock::now() < retry_after_) return failure_;
+    SPARROW_RETURN_IF_ERROR(Open());
   }
   req_.Clear();
   auto* step = req_.mutable_step();
@@ -152,40 +210,40 @@ Status GrpcRemoteLayers::Run(std::span<const StageSegment> segments, int64_t n_e
   }
   step->set_encoding(o_.encoding);
   EncodeHidden(hidden, o_.encoding, step->mutable_hidden());
-  const auto t0 = Clock::now();
-  {
-    std::lock_guard<std::mutex> w(watch_mu_);
-    watched_ = call_.get();
-    deadline_ = t0 + o_.step_timeout;
-    timed_out_ = false;
-  }
-  watch_cv_.notify_all();
-  const bool ok = stream_->Write(req_) && stream_->Read(&resp_);
+  const auto sent = Clock::now();
   bool late = false;
-  {
-    std::lock_guard<std::mutex> w(watch_mu_);
-    watched_ = nullptr;
-    late = timed_out_;
+  if (!WriteWatched(&late)) return Fail(late ? Late() : Ended());
+  in_flight_.push_back({id, hidden, sent, static_cast<int64_t>(req_.ByteSizeLong())});
+  return Status::Ok();
+}
+
+Status GrpcRemoteLayers::Finish() {
+  if (in_flight_.empty()) {
+    if (failed_in_flight_ == 0) return Internal(name() + ": no step in flight to finish");
+    --failed_in_flight_;
+    return failure_;
   }
-  if (!ok) {
-    if (late) {
-      return FailLocked("no answer within " + std::to_string(o_.step_timeout.count()) +
-                        " ms (worker_timeout_ms)");
-    }
-    const grpc::Status st = CloseLocked();
-    return FailLocked(st.ok() ? "the worker ended the session" : st.error_message());
+  const InFlight f = in_flight_.front();
+  in_flight_.pop_front();
+  // The worker computes its steps in order: this one's clock starts when the one before it came
+  // back, or when it was sent.
+  const auto deadline = std::max(f.sent, last_answer_) + o_.step_timeout;
+  shardpb::StageResponse resp;
+  bool late = false;
+  if (!NextAnswer(deadline, &resp, &late)) return Fail(late ? Late() : Ended());
+  last_answer_ = Clock::now();
+  if (resp.id() != f.id) return Fail("answered step " + std::to_string(resp.id()));
+  if (Status st = DecodeHidden(resp.hidden(), resp.encoding(), f.hidden.size(), f.hidden);
+      !st.ok()) {
+    return Fail(st.message());
   }
-  stats_.bytes_sent += static_cast<int64_t>(req_.ByteSizeLong());
-  stats_.bytes_received += static_cast<int64_t>(resp_.ByteSizeLong());
-  if (resp_.id() != id) return FailLocked("answered step " + std::to_string(resp_.id()));
-  if (Status st = DecodeHidden(resp_.hidden(), resp_.encoding(), hidden.size(), hidden); !st.ok()) {
-    return FailLocked(st.message());
-  }
-  (void)n_embd;
+  std::lock_guard<std::mutex> lock(mu_);
   ++stats_.steps;
-  stats_.worker_ms += resp_.compute_ms();
-  stats_.wall_ms += std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-  stats_.worker_kv_bytes = resp_.kv_bytes();
+  stats_.bytes_sent += f.bytes_sent;
+  stats_.bytes_received += static_cast<int64_t>(resp.ByteSizeLong());
+  stats_.worker_ms += resp.compute_ms();
+  stats_.wall_ms += std::chrono::duration<double, std::milli>(last_answer_ - f.sent).count();
+  stats_.worker_kv_bytes = resp.kv_bytes();
   return Status::Ok();
 }
 
@@ -195,7 +253,6 @@ ShardLinkStats GrpcRemoteLayers::link_stats() const {
   s.address = o_.address;
   s.first_layer = o_.first_layer;
   s.end_layer = o_.end_layer;
-  s.connected = stream_ != nullptr;
   return s;
 }
 

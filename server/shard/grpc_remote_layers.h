@@ -3,14 +3,18 @@
 // (sparrow.shard.v1.ShardWorker/Serve). The session opens at the first step, assigned the range
 // and the coordinator's KV pool size; each step carries the pool's block copies since the last
 // one, the batch's token ids, positions and block tables, and the hidden state.
-// A worker that fails, refuses or stays silent past the step timeout fails the step (and its
-// session: its KV is gone, which ForwardPass::remote_failed tells the scheduler); the next step
-// opens a new session, at most once a second, so a worker that comes back is taken in again.
-// Run and the KV callbacks come from the scheduler thread; thread-safe anyway.
+// Several steps may be in flight (the micro-batches of a pipeline): a reader thread takes the
+// answers as they come, so the worker is never held up writing one while this side writes the
+// next step. A worker that fails, refuses or stays silent past the step timeout fails the step
+// (and its session and every step in flight: its KV is gone, which ForwardPass::remote_failed
+// tells the scheduler); the next step opens a new session, at most once a second, so a worker
+// that comes back is taken in again.
+// Start, Finish and the KV callbacks come from one thread (the scheduler's); link_stats from any.
 #include <grpcpp/grpcpp.h>
 
 #include <chrono>
 #include <condition_variable>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -43,37 +47,66 @@ class GrpcRemoteLayers final : public RemoteLayers, public ShardLink {
   int64_t first_layer() const override { return o_.first_layer; }
   int64_t end_layer() const override { return o_.end_layer; }
   std::string name() const override { return "worker " + o_.address; }
-  Status Run(std::span<const StageSegment> segments, int64_t n_embd,
-             std::span<float> hidden) override;
+  Status Start(std::span<const StageSegment> segments, int64_t n_embd,
+               std::span<float> hidden) override;
+  Status Finish() override;
   void OnBlockCopy(int32_t src, int32_t dst) override;
   void OnPoolResize(int64_t n_blocks) override;
 
   ShardLinkStats link_stats() const override;
 
  private:
-  Status OpenLocked();
-  // Ends the session's stream; the worker's status says why it ended.
-  grpc::Status CloseLocked();
-  Status FailLocked(const std::string& what);
+  using StageStream = grpc::ClientReaderWriter<::sparrow::shard::v1::StageRequest,
+                                               ::sparrow::shard::v1::StageResponse>;
+  struct InFlight {
+    uint64_t id = 0;
+    std::span<float> hidden;
+    std::chrono::steady_clock::time_point sent;
+    int64_t bytes_sent = 0;
+  };
+
+  Status Open();
+  // Writes req_ with the stall watchdog armed (a stopped worker stops reading, and a write then
+  // waits for it).
+  bool WriteWatched(bool* late);
+  // The session's next answer, or false when it ended or none came by `deadline`.
+  bool NextAnswer(std::chrono::steady_clock::time_point deadline,
+                  ::sparrow::shard::v1::StageResponse* out, bool* late);
+  // Ends the session: its stream, its reader; the worker's status says why it ended.
+  grpc::Status Close();
+  // Close, and why the session ended, for an error.
+  std::string Ended();
+  std::string Late() const;
+  Status Fail(const std::string& what);
+  void ReadAnswers(StageStream* stream);
   void Watch();
 
   RemoteLayersOptions o_;
   std::unique_ptr<::sparrow::shard::v1::ShardWorker::Stub> stub_;
 
-  mutable std::mutex mu_;
+  // The session (the scheduler thread's, but for the reader and the watchdog).
   std::unique_ptr<grpc::ClientContext> call_;
-  std::unique_ptr<grpc::ClientReaderWriter<::sparrow::shard::v1::StageRequest,
-                                           ::sparrow::shard::v1::StageResponse>>
-      stream_;
+  std::unique_ptr<StageStream> stream_;
+  std::thread reader_;
   int64_t n_blocks_ = 1;
   std::vector<KvBlockOp> pending_;
   uint64_t next_id_ = 1;
+  std::deque<InFlight> in_flight_;
+  // Steps in flight when the session failed: each one's Finish returns this.
+  int64_t failed_in_flight_ = 0;
+  Status failure_;
   std::chrono::steady_clock::time_point retry_after_{};
-  ShardLinkStats stats_;
+  std::chrono::steady_clock::time_point last_answer_{};
   ::sparrow::shard::v1::StageRequest req_;
-  ::sparrow::shard::v1::StageResponse resp_;
 
-  // The stall watchdog: cancels the call when a step's answer is late.
+  // What the reader hands over, and the stats.
+  mutable std::mutex mu_;
+  std::condition_variable answered_;
+  std::deque<::sparrow::shard::v1::StageResponse> answers_;  // guarded by mu_
+  bool reader_done_ = false;                                 // guarded by mu_
+  ShardLinkStats stats_;                                     // guarded by mu_
+
+  // The stall watchdog: cancels the call when a write is stuck.
   std::mutex watch_mu_;
   std::condition_variable watch_cv_;
   grpc::ClientContext* watched_ = nullptr;  // guarded by watch_mu_

@@ -3,6 +3,7 @@
 #include <thread>
 
 #include "server/grpc/grpc_server.h"
+#include "server/shard/shard_wire.h"
 
 namespace sparrow::server {
 
@@ -32,6 +33,7 @@ Result<std::unique_ptr<WorkerServer>> WorkerServer::Start(const ServerConfig& co
   // Hidden states of a long prompt chunk exceed gRPC's default 4 MiB message limit.
   builder.SetMaxReceiveMessageSize(1 << 30);
   builder.SetMaxSendMessageSize(1 << 30);
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, kShardWindowBytes);
   builder.RegisterService(w->service_.get());
   w->server_ = builder.BuildAndStart();
   if (!w->server_ || w->port_ == 0) {

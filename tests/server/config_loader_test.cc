@@ -128,6 +128,18 @@ TEST(ConfigLoaderTest, AWorkerNeedsAnAdminKeyAndNoApiKey) {
   auto bad = LoadServerConfig({"--worker-timeout-ms", "5"}, env.lookup());
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("'worker_timeout_ms'"), std::string::npos);
+  auto objective = LoadServerConfig({"--shard-objective", "fastest"}, env.lookup());
+  ASSERT_FALSE(objective.ok());
+  EXPECT_NE(objective.status().message().find("'shard_objective' must be latency or throughput"),
+            std::string::npos);
+  auto micro = LoadServerConfig({"--shard-micro-batches", "65"}, env.lookup());
+  ASSERT_FALSE(micro.ok());
+  EXPECT_NE(micro.status().message().find("'shard_micro_batches'"), std::string::npos);
+  auto pipeline = LoadServerConfig(
+      {"--shard-objective", "throughput", "--shard-micro-batches", "3"}, env.lookup());
+  ASSERT_TRUE(pipeline.ok()) << pipeline.status().message();
+  EXPECT_EQ(pipeline->config.shard_objective, "throughput");
+  EXPECT_EQ(pipeline->config.shard_micro_batches, 3);
 }
 
 TEST(ConfigLoaderTest, NonLoopbackNeedsTlsOrAllowInsecure) {

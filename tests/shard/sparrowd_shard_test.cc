@@ -162,6 +162,52 @@ TEST(SparrowdShardTest, TwoAndThreeWorkersGenerateWhatOneDeviceDoes) {
   }
 }
 
+// Clients at once: their steps are batches that flow through the devices as micro-batches
+// (prompt chunks cut in parts), and each still gets what one device generates for it alone.
+TEST(SparrowdShardTest, ConcurrentClientsThroughThePipelineGetWhatOneDeviceGives) {
+  const std::vector<std::string> prompts = {"Once upon a time", "The little bird", "Lily and Ben",
+                                            "One day, a big", "The sun was"};
+  auto run = [&](int port) {
+    std::vector<std::string> out(prompts.size());
+    std::vector<std::thread> clients;
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      clients.emplace_back([&, i] {
+        Reply r = Post(port, "/v1/completions",
+                       {{"prompt", prompts[i]}, {"max_tokens", 20}, {"temperature", 0}});
+        EXPECT_EQ(r.status, 200) << r.body.dump();
+        if (r.status == 200) out[i] = r.body["choices"][0]["text"];
+      });
+    }
+    for (auto& c : clients) c.join();
+    return out;
+  };
+  std::vector<std::string> alone;
+  {
+    std::string error;
+    auto one =
+        Start({"--model", Stories(), "--port", "0", "--grpc-port", "-1", "--threads", "1"}, &error);
+    ASSERT_NE(one, nullptr) << error;
+    // Each prompt on its own: no batch at all.
+    for (const auto& p : prompts) {
+      Reply r = Post(one->http_port(), "/v1/completions",
+                     {{"prompt", p}, {"max_tokens", 20}, {"temperature", 0}});
+      ASSERT_EQ(r.status, 200) << r.body.dump();
+      alone.push_back(r.body["choices"][0]["text"]);
+    }
+  }
+  std::vector<std::unique_ptr<SparrowdProcess>> ws;
+  ws.push_back(StartWorker(Stories()));
+  ws.push_back(StartWorker(Stories()));
+  ASSERT_TRUE(ws[0] && ws[1]);
+  std::string error;
+  std::vector<std::string> args = CoordinatorArgs(Stories(), Workers(ws), "2,2,1");
+  args.insert(args.end(), {"--shard-micro-batches", "4"});
+  auto coord = Start(args, &error);
+  ASSERT_NE(coord, nullptr) << error;
+  EXPECT_EQ(run(coord->http_port()), alone);
+  EXPECT_NE(coord->Stdout().find("4 micro-batches"), std::string::npos) << coord->Stdout();
+}
+
 TEST(SparrowdShardTest, NewerFamiliesAcrossTwoWorkers) {
   // (file, layers per device): with two layers the coordinator keeps only the embedding and the
   // output; gemma3's six put its sliding-window and global layers on different devices.

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <deque>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -30,21 +31,19 @@ class InProcessLayers final : public RemoteLayers {
   int64_t first_layer() const override { return a_.first_layer; }
   int64_t end_layer() const override { return a_.end_layer; }
   std::string name() const override { return "in-process " + std::to_string(a_.first_layer); }
-  Status Run(std::span<const StageSegment> segments, int64_t, std::span<float> hidden) override {
+  // Computes at Start (in order, as a worker does), answers at Finish.
+  Status Start(std::span<const StageSegment> segments, int64_t, std::span<float> hidden) override {
     std::lock_guard<std::mutex> lock(mu_);
-    if (fail_next_) {
-      fail_next_ = false;
-      return Unavailable(name() + " did not answer");
-    }
-    if (!runner_) {
-      auto r = LayerRangeRunner::Create(model_, nullptr, a_);
-      if (!r.ok()) return r.status();
-      runner_ = std::move(r).value();
-    }
-    SPARROW_RETURN_IF_ERROR(runner_->Apply(ops_));
-    ops_.clear();
-    ++runs_;
-    return runner_->Run(segments, hidden);
+    done_.push_back(Compute(segments, hidden));
+    max_in_flight_ = std::max(max_in_flight_, static_cast<int64_t>(done_.size()));
+    return Status::Ok();
+  }
+  Status Finish() override {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (done_.empty()) return Internal("nothing started");
+    Status st = done_.front();
+    done_.pop_front();
+    return st;
   }
   void OnBlockCopy(int32_t src, int32_t dst) override {
     std::lock_guard<std::mutex> lock(mu_);
@@ -64,15 +63,38 @@ class InProcessLayers final : public RemoteLayers {
     std::lock_guard<std::mutex> lock(mu_);
     return runs_;
   }
+  // The most batches started and not yet finished at once: the pipeline's micro-batches.
+  int64_t max_in_flight() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return max_in_flight_;
+  }
 
  private:
+  Status Compute(std::span<const StageSegment> segments, std::span<float> hidden) {
+    if (fail_next_) {
+      fail_next_ = false;
+      return Unavailable(name() + " did not answer");
+    }
+    if (!runner_) {
+      auto r = LayerRangeRunner::Create(model_, nullptr, a_);
+      if (!r.ok()) return r.status();
+      runner_ = std::move(r).value();
+    }
+    SPARROW_RETURN_IF_ERROR(runner_->Apply(ops_));
+    ops_.clear();
+    ++runs_;
+    return runner_->Run(segments, hidden);
+  }
+
   const Model& model_;
   std::mutex mu_;
   ShardAssignment a_;
   std::unique_ptr<LayerRangeRunner> runner_;
   std::vector<KvBlockOp> ops_;
+  std::deque<Status> done_;
   bool fail_next_ = false;
   int64_t runs_ = 0;
+  int64_t max_in_flight_ = 0;
 };
 
 using testing::CollectingSink;
@@ -164,20 +186,49 @@ TEST_P(LayerRangeRunnerTest, TwoRemoteRangesGenerateWhatOneDeviceDoes) {
   ASSERT_GE(n_layer, 2);
   for (bool shrink : {false, true}) {
     const Outcome alone = Generate(Options(), shrink);
-    SchedulerOptions o = Options();
-    // With two layers the coordinator keeps only the embedding and the output.
-    const int64_t a = n_layer / 3, b = std::max(a + 1, 2 * n_layer / 3);
-    auto middle = std::make_shared<InProcessLayers>(*model_, a, b);
-    auto last = std::make_shared<InProcessLayers>(*model_, b, n_layer);
-    middle->set_block_size(o.kv_block_size);
-    last->set_block_size(o.kv_block_size);
-    o.remote_layers = {last, middle};  // any order
-    const Outcome split = Generate(std::move(o), shrink);
-    EXPECT_EQ(split.tokens, alone.tokens) << "shrink " << shrink;
-    EXPECT_GT(split.prefix_hits, 0);
-    EXPECT_GT(middle->runs(), 0);
-    EXPECT_EQ(middle->runs(), last->runs());
+    // 1: the batch goes whole from device to device; 0: one micro-batch per device (3); 5: more
+    // micro-batches than devices, prompt chunks cut in parts.
+    for (int64_t micro : {1, 0, 5}) {
+      SchedulerOptions o = Options();
+      o.pipeline_micro_batches = micro;
+      // With two layers the coordinator keeps only the embedding and the output.
+      const int64_t a = n_layer / 3, b = std::max(a + 1, 2 * n_layer / 3);
+      auto middle = std::make_shared<InProcessLayers>(*model_, a, b);
+      auto last = std::make_shared<InProcessLayers>(*model_, b, n_layer);
+      middle->set_block_size(o.kv_block_size);
+      last->set_block_size(o.kv_block_size);
+      o.remote_layers = {last, middle};  // any order
+      const Outcome split = Generate(std::move(o), shrink);
+      EXPECT_EQ(split.tokens, alone.tokens) << "shrink " << shrink << " micro " << micro;
+      EXPECT_GT(split.prefix_hits, 0);
+      EXPECT_GT(middle->runs(), 0);
+      EXPECT_EQ(middle->runs(), last->runs());
+      if (micro == 1) {
+        EXPECT_EQ(middle->max_in_flight(), 1);
+      } else {
+        // The pipeline is full: the middle device had the next micro-batch before it answered.
+        EXPECT_GE(middle->max_in_flight(), 2) << "micro " << micro;
+      }
+    }
   }
+}
+
+TEST_P(LayerRangeRunnerTest, APipelineAroundTheCoordinatorsLayersGeneratesWhatOneDeviceDoes) {
+  const int64_t n_layer = model_->config().n_layer;
+  if (n_layer < 3) GTEST_SKIP() << "needs a layer on each of three devices";
+  const Outcome alone = Generate(Options(), false);
+  SchedulerOptions o = Options();
+  // The first and the last layers remote, the coordinator's between them.
+  auto first = std::make_shared<InProcessLayers>(*model_, 0, 1);
+  auto last = std::make_shared<InProcessLayers>(*model_, n_layer - 1, n_layer);
+  first->set_block_size(o.kv_block_size);
+  last->set_block_size(o.kv_block_size);
+  o.remote_layers = {first, last};
+  o.pipeline_micro_batches = 4;
+  const Outcome split = Generate(std::move(o), false);
+  EXPECT_EQ(split.tokens, alone.tokens);
+  EXPECT_GE(first->max_in_flight(), 2);
+  EXPECT_EQ(first->runs(), last->runs());
 }
 
 TEST_P(LayerRangeRunnerTest, AFailedRangeFailsItsStepAndTheNextRequestRuns) {
