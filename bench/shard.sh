@@ -33,6 +33,7 @@ PIN=${PIN:-1}  # 1: device i runs on CPU i mod nproc; 0: every device may use ev
 SHARD_LAYERS=${SHARD_LAYERS:-}  # "" = sparrowd places the layers
 SKIP_LLAMA=${SKIP_LLAMA:-0}
 CLIENTS=${CLIENTS:-1}
+EXTRA=${EXTRA:-}  # more coordinator flags, e.g. "--shard-micro-batches 1"
 OUT=${OUT:-/tmp/sparrow-shard-bench}
 KEY=shard-bench-admin-key-0123456789
 CG=/sys/fs/cgroup/memory
@@ -128,7 +129,7 @@ start_sparrow() {  # extra coordinator flags...; with "--workers" among them, th
   fi
   run_in 0 "$SPARROWD" --model "$MODEL" --host 127.0.0.1 --port 8080 --grpc-port -1 \
     --admin-key "$KEY" --threads "$THREADS" --n-ctx 256 --max-running "$((CLIENTS > 2 ? CLIENTS : 2))" \
-    --kv-blocks "$((32 * (CLIENTS > 2 ? CLIENTS : 2)))" --memory-pressure 0 --hw-profile none "$@" \
+    --kv-blocks "$((32 * (CLIENTS > 2 ? CLIENTS : 2)))" --memory-pressure 0 --hw-profile none $EXTRA "$@" \
     >"$OUT/sparrow-coordinator.log" 2>&1 &
   wait_for "$OUT/sparrow-coordinator.log" "HTTP listening" 600 || exit 1
   grep -A"$DEVICES" "layers placed" "$OUT/sparrow-coordinator.log" | sed 's/^/  /' || true

@@ -50,19 +50,12 @@ void ForwardPass::Resize(int64_t n) {
   auto grow = [](std::vector<float>& v, int64_t size) {
     if (v.size() < static_cast<size_t>(size)) v.resize(size);
   };
-  grow(x_, n * c_.n_embd);
   grow(xn_, n * c_.n_embd);
   grow(q_, n * c_.q_dim());
   grow(k_, n * c_.kv_dim());
   grow(v_, n * c_.kv_dim());
   grow(att_, n * c_.q_dim());
   grow(ffn_out_, n * c_.n_embd);
-  grow(cos_, n * (c_.n_rot / 2));
-  grow(sin_, n * (c_.n_rot / 2));
-  if (!c_.swa_layers.empty()) {
-    grow(cos_swa_, n * (c_.n_rot / 2));
-    grow(sin_swa_, n * (c_.n_rot / 2));
-  }
 }
 
 Status ForwardPass::Run(std::span<const int32_t> tokens, int64_t start_pos, KvCache& cache,
@@ -71,7 +64,7 @@ Status ForwardPass::Run(std::span<const int32_t> tokens, int64_t start_pos, KvCa
   return RunBatch({&seg, 1}, logits);
 }
 
-Status ForwardPass::Prepare(std::span<const Segment> segments, int64_t* n_out, int64_t* rows_out) {
+Status ForwardPass::Prepare(std::span<const Segment> segments, Flight& f) {
   int64_t n = 0, rows = 0;
   for (const Segment& sg : segments) {
     const int64_t len = static_cast<int64_t>(sg.tokens.size());
@@ -92,30 +85,41 @@ Status ForwardPass::Prepare(std::span<const Segment> segments, int64_t* n_out, i
   }
   if (n == 0) return InvalidArgument("no tokens to evaluate");
   Resize(n);
-  decode_.clear();
-  for (const Segment& sg : segments)
-    decode_.resize(decode_.size() + sg.tokens.size(), sg.tokens.size() == 1);
+  f.segments.assign(segments.begin(), segments.end());
+  f.n = n;
+  f.rows = rows;
   const int64_t half = c_.n_rot / 2;
+  f.x.resize(static_cast<size_t>(n * c_.n_embd));
+  f.cos.resize(static_cast<size_t>(n * half));
+  f.sin.resize(static_cast<size_t>(n * half));
+  if (!c_.swa_layers.empty()) {
+    f.cos_swa.resize(static_cast<size_t>(n * half));
+    f.sin_swa.resize(static_cast<size_t>(n * half));
+  }
+  f.decode.clear();
+  for (const Segment& sg : segments)
+    f.decode.resize(f.decode.size() + sg.tokens.size(), sg.tokens.size() == 1);
   int64_t t0 = 0;
   for (const Segment& sg : segments) {
     const int64_t len = static_cast<int64_t>(sg.tokens.size());
     for (int64_t t = 0; t < len; ++t) {
-      rope_.Compute(sg.start_pos + t, &cos_[(t0 + t) * half], &sin_[(t0 + t) * half]);
+      rope_.Compute(sg.start_pos + t, &f.cos[(t0 + t) * half], &f.sin[(t0 + t) * half]);
       if (!c_.swa_layers.empty()) {
-        rope_swa_.Compute(sg.start_pos + t, &cos_swa_[(t0 + t) * half], &sin_swa_[(t0 + t) * half]);
+        rope_swa_.Compute(sg.start_pos + t, &f.cos_swa[(t0 + t) * half],
+                          &f.sin_swa[(t0 + t) * half]);
       }
     }
     t0 += len;
   }
-  failed_.assign(static_cast<size_t>(n), 0);
-  ffn_error_ = Status::Ok();
-  *n_out = n;
-  *rows_out = rows;
+  f.failed.assign(static_cast<size_t>(n), 0);
+  f.ffn_error = Status::Ok();
+  f.micro.clear();
   return Status::Ok();
 }
 
 Status ForwardPass::SetRemoteLayers(std::vector<std::shared_ptr<RemoteLayers>> ranges,
                                     int64_t micro_batches) {
+  if (!flights_.empty()) return Internal("remote layers changed with batches in flight");
   std::sort(ranges.begin(), ranges.end(),
             [](const auto& a, const auto& b) { return a->first_layer() < b->first_layer(); });
   int64_t prev_end = 0;
@@ -154,7 +158,6 @@ void ForwardPass::StageSegments(std::span<const Segment> segments) {
 }
 
 Status ForwardPass::CheckPaged(std::span<const Segment> segments) const {
-  if (remote_.empty()) return Status::Ok();
   for (const Segment& sg : segments) {
     if (sg.cache->block_table().empty()) {
       return Unsupported("layers " + std::to_string(remote_[0]->first_layer()) + ".." +
@@ -165,39 +168,19 @@ Status ForwardPass::CheckPaged(std::span<const Segment> segments) const {
   return Status::Ok();
 }
 
-Status ForwardPass::Layers(int64_t first, int64_t end, int64_t n,
-                           std::span<const Segment> segments) {
-  size_t next_remote = 0;
-  for (int64_t il = first; il < end;) {
-    while (next_remote < remote_.size() && remote_[next_remote]->end_layer() <= il) ++next_remote;
-    if (next_remote < remote_.size() && remote_[next_remote]->first_layer() == il) {
-      RemoteLayers& range = *remote_[next_remote];
-      if (range.end_layer() > end) return Internal("a remote range crosses the layers asked for");
-      StageSegments(segments);
-      SPARROW_RETURN_IF_ERROR(
-          range.Run(stage_segments_, c_.n_embd, {x_.data(), static_cast<size_t>(n * c_.n_embd)}));
-      il = range.end_layer();
-      continue;
-    }
-    Layer(il, 0, n, segments);
-    ++il;
-  }
-  return Status::Ok();
-}
-
-void ForwardPass::SplitMicroBatches(int64_t n, std::span<const Segment> segments) {
-  const int64_t m_count = std::min(micro_batches_, n);
-  micro_.assign(static_cast<size_t>(m_count), {});
+void ForwardPass::SplitMicroBatches(Flight& f, int64_t count) {
+  const int64_t n = f.n, m_count = std::min(count, n);
+  f.micro.assign(static_cast<size_t>(m_count), {});
   // Micro-batch m takes tokens [n*m/M, n*(m+1)/M): a long prompt chunk is cut too, its parts
   // in order, so that every stage has seen the keys of a part before the next part's attention.
   size_t seg = 0;
   int64_t seg_done = 0, t = 0;
   for (int64_t m = 0; m < m_count; ++m) {
-    MicroBatch& mb = micro_[static_cast<size_t>(m)];
+    MicroBatch& mb = f.micro[static_cast<size_t>(m)];
     mb.t_first = t;
     const int64_t end = n * (m + 1) / m_count;
     while (t < end) {
-      const Segment& sg = segments[seg];
+      const Segment& sg = f.segments[seg];
       const int64_t len = static_cast<int64_t>(sg.tokens.size());
       const int64_t take = std::min(len - seg_done, end - t);
       mb.segments.push_back(
@@ -213,45 +196,67 @@ void ForwardPass::SplitMicroBatches(int64_t n, std::span<const Segment> segments
   }
 }
 
-Status ForwardPass::Pipeline(int64_t n, std::span<const Segment> segments) {
-  SplitMicroBatches(n, segments);
-  const size_t m_count = micro_.size(), s_count = stages_.size();
-  std::vector<size_t> next(m_count, 0);   // each micro-batch's next stage
-  std::vector<uint8_t> busy(m_count, 0);  // started on a remote stage, not finished
-  Status err;
-  // Every stage takes the micro-batches in order, so a micro-batch never passes one before it;
-  // local work goes to the first one ready, remote stages are started as soon as they can be,
-  // and the thread waits only when no local work is left.
+bool ForwardPass::Landed(const Flight& f) const {
+  for (const MicroBatch& mb : f.micro) {
+    if (mb.busy || (remote_error_.ok() && mb.next < stages_.size())) return false;
+  }
+  return true;
+}
+
+void ForwardPass::Drive(bool until_oldest_lands) {
+  const size_t s_count = stages_.size();
+  // The micro-batches of every flight, oldest first, go through each stage in that order, so
+  // that none passes one before it (a later part of a prompt needs the keys of the earlier
+  // ones). Remote stages are started as soon as they can be; local work goes to the first
+  // micro-batch ready; the thread waits only when none is.
   for (;;) {
-    for (size_t m = 0; err.ok() && m < m_count; ++m) {
-      if (busy[m] || next[m] == s_count || !stages_[next[m]].remote) continue;
-      MicroBatch& mb = micro_[m];
-      StageSegments(mb.segments);
-      err = stages_[next[m]].remote->Start(
-          stage_segments_, c_.n_embd,
-          {&x_[mb.t_first * c_.n_embd], static_cast<size_t>(mb.n * c_.n_embd)});
-      busy[m] = err.ok();
+    for (auto& f : flights_) {
+      for (MicroBatch& mb : f->micro) {
+        if (!remote_error_.ok()) break;
+        if (mb.busy || mb.next == s_count || !stages_[mb.next].remote) continue;
+        StageSegments(mb.segments);
+        remote_error_ = stages_[mb.next].remote->Start(
+            stage_segments_, c_.n_embd,
+            {&f->x[mb.t_first * c_.n_embd], static_cast<size_t>(mb.n * c_.n_embd)});
+        mb.busy = remote_error_.ok();
+      }
     }
-    size_t m = 0;
-    while (err.ok() && m < m_count && (busy[m] || next[m] == s_count)) ++m;
-    if (err.ok() && m < m_count) {
-      const Stage& st = stages_[next[m]];
-      for (int64_t il = st.first; il < st.end; ++il)
-        Layer(il, micro_[m].t_first, micro_[m].n, micro_[m].segments);
-      ++next[m];
-      continue;
+    bool worked = false;
+    for (auto& f : flights_) {
+      for (MicroBatch& mb : f->micro) {
+        if (!remote_error_.ok() || mb.busy || mb.next == s_count) continue;
+        const Stage& st = stages_[mb.next];
+        for (int64_t il = st.first; il < st.end; ++il) Layer(il, *f, mb.t_first, mb.n, mb.segments);
+        ++mb.next;
+        worked = true;
+        break;
+      }
+      if (worked) break;
     }
-    m = 0;
-    while (m < m_count && !busy[m]) ++m;
-    if (m == m_count) break;
-    busy[m] = 0;
-    if (Status st = stages_[next[m]].remote->Finish(); !st.ok()) {
-      if (err.ok()) err = st;
+    if (worked) continue;
+    if (!until_oldest_lands || Landed(*flights_.front())) return;
+    MicroBatch* wait = nullptr;
+    for (auto& f : flights_) {
+      for (MicroBatch& mb : f->micro) {
+        if (mb.busy) {
+          wait = &mb;
+          break;
+        }
+      }
+      if (wait) break;
+    }
+    if (!wait) return;
+    wait->busy = false;
+    if (Status st = stages_[wait->next].remote->Finish(); !st.ok()) {
+      if (remote_error_.ok()) remote_error_ = st;
     } else {
-      ++next[m];
+      ++wait->next;
     }
   }
-  return err;
+}
+
+void ForwardPass::LocalLayers(Flight& f, int64_t first, int64_t end) {
+  for (int64_t il = first; il < end; ++il) Layer(il, f, 0, f.n, f.segments);
 }
 
 Status ForwardPass::RunLayers(std::span<const Segment> segments, int64_t first, int64_t end,
@@ -260,57 +265,99 @@ Status ForwardPass::RunLayers(std::span<const Segment> segments, int64_t first, 
     return InvalidArgument("layers " + std::to_string(first) + ".." + std::to_string(end - 1) +
                            " fall outside the model's " + std::to_string(c_.n_layer) + " layers");
   }
-  int64_t n = 0, rows = 0;
-  SPARROW_RETURN_IF_ERROR(Prepare(segments, &n, &rows));
-  if (static_cast<int64_t>(hidden.size()) != n * c_.n_embd) {
+  if (!remote_.empty()) return Internal("a worker's layers run without remote ranges of its own");
+  Flight& f = worker_flight_;
+  SPARROW_RETURN_IF_ERROR(Prepare(segments, f));
+  if (static_cast<int64_t>(hidden.size()) != f.n * c_.n_embd) {
     return InvalidArgument("hidden state of " + std::to_string(hidden.size()) + " floats for " +
-                           std::to_string(n) + " tokens of " + std::to_string(c_.n_embd));
+                           std::to_string(f.n) + " tokens of " + std::to_string(c_.n_embd));
   }
-  std::copy(hidden.begin(), hidden.end(), x_.begin());
-  SPARROW_RETURN_IF_ERROR(Layers(first, end, n, segments));
-  if (!ffn_error_.ok()) return ffn_error_;
-  std::copy_n(x_.begin(), hidden.size(), hidden.begin());
+  std::copy(hidden.begin(), hidden.end(), f.x.begin());
+  LocalLayers(f, first, end);
+  if (!f.ffn_error.ok()) return f.ffn_error;
+  std::copy_n(f.x.begin(), hidden.size(), hidden.begin());
   return Status::Ok();
 }
 
 Status ForwardPass::RunBatch(std::span<const Segment> segments, std::vector<float>* logits,
                              std::vector<Status>* failures) {
-  int64_t n = 0, rows = 0;
-  SPARROW_RETURN_IF_ERROR(Prepare(segments, &n, &rows));
+  if (!flights_.empty()) return Internal("RunBatch with batches in flight");
+  SPARROW_RETURN_IF_ERROR(Submit(segments));
+  return Collect(logits, failures);
+}
+
+Status ForwardPass::Submit(std::span<const Segment> segments) {
+  std::unique_ptr<Flight> f;
+  if (spare_.empty()) {
+    f = std::make_unique<Flight>();
+  } else {
+    f = std::move(spare_.back());
+    spare_.pop_back();
+  }
+  if (Status st = Prepare(segments, *f); !st.ok()) {
+    spare_.push_back(std::move(f));
+    return st;
+  }
   const ModelWeights& w = model_.weights();
   int64_t t0 = 0;
   for (const Segment& sg : segments) {
     const int64_t len = static_cast<int64_t>(sg.tokens.size());
-    kernels::GetRows(w.token_embd, sg.tokens.data(), len, &x_[t0 * c_.n_embd]);
+    kernels::GetRows(w.token_embd, sg.tokens.data(), len, &f->x[t0 * c_.n_embd]);
     t0 += len;
   }
+  if (c_.embed_scale != 0.0f) kernels::ScaleInPlace(f->x.data(), f->n * c_.n_embd, c_.embed_scale);
+  if (remote_.empty()) {
+    LocalLayers(*f, 0, c_.n_layer);
+    flights_.push_back(std::move(f));
+    return Status::Ok();
+  }
+  if (Status st = CheckPaged(segments); !st.ok()) {
+    spare_.push_back(std::move(f));
+    return st;
+  }
+  // A batch alone in the pipeline is cut so that the devices share it; behind others, it is
+  // one more micro-batch filling the pipeline.
+  SplitMicroBatches(*f, flights_.empty() ? micro_batches_ : 1);
+  flights_.push_back(std::move(f));
+  Drive(false);
+  return Status::Ok();
+}
 
-  if (c_.embed_scale != 0.0f) kernels::ScaleInPlace(x_.data(), n * c_.n_embd, c_.embed_scale);
+Status ForwardPass::Collect(std::vector<float>* logits, std::vector<Status>* failures) {
+  if (flights_.empty()) return Internal("Collect with no batch in flight");
+  if (!remote_.empty()) Drive(true);
+  std::unique_ptr<Flight> owned = std::move(flights_.front());
+  flights_.pop_front();
+  Flight& f = *owned;
+  struct Recycle {
+    ForwardPass* fp;
+    std::unique_ptr<Flight>& f;
+    ~Recycle() { fp->spare_.push_back(std::move(f)); }
+  } recycle{this, owned};
+  const std::span<const Segment> segments = f.segments;
 
-  // A remote range that fails costs the whole batch.
+  // A remote range that fails costs the whole batch (and every batch in flight with it).
   remote_failed_ = false;
-  Status layers = CheckPaged(segments);
-  if (layers.ok()) {
-    layers = !remote_.empty() && micro_batches_ > 1 && n > 1 ? Pipeline(n, segments)
-                                                             : Layers(0, c_.n_layer, n, segments);
+  for (const MicroBatch& mb : f.micro) {
+    if (mb.next < stages_.size()) remote_failed_ = true;
   }
-  if (Status st = layers; !st.ok()) {
-    remote_failed_ = true;
-    ffn_error_ = st;
-    std::fill(failed_.begin(), failed_.end(), 1);
+  if (remote_failed_) {
+    f.ffn_error = remote_error_;
+    std::fill(f.failed.begin(), f.failed.end(), 1);
   }
-  if (!ffn_error_.ok()) {
-    if (!failures) return ffn_error_;
+  if (flights_.empty()) remote_error_ = Status::Ok();
+  if (!f.ffn_error.ok()) {
+    if (!failures) return f.ffn_error;
     // An FFN that failed without saying which tokens it cost failed them all.
-    if (std::none_of(failed_.begin(), failed_.end(), [](uint8_t f) { return f != 0; })) {
-      std::fill(failed_.begin(), failed_.end(), 1);
+    if (std::none_of(f.failed.begin(), f.failed.end(), [](uint8_t x) { return x != 0; })) {
+      std::fill(f.failed.begin(), f.failed.end(), 1);
     }
     failures->assign(segments.size(), Status::Ok());
     int64_t t = 0;
     for (size_t i = 0; i < segments.size(); ++i) {
       const auto len = static_cast<int64_t>(segments[i].tokens.size());
-      if (std::any_of(&failed_[t], &failed_[t] + len, [](uint8_t f) { return f != 0; })) {
-        (*failures)[i] = ffn_error_;
+      if (std::any_of(&f.failed[t], &f.failed[t] + len, [](uint8_t x) { return x != 0; })) {
+        (*failures)[i] = f.ffn_error;
       }
       t += len;
     }
@@ -319,18 +366,19 @@ Status ForwardPass::RunBatch(std::span<const Segment> segments, std::vector<floa
   }
 
   // Only the rows whose logits are wanted go through the output layer; gather them first.
-  int64_t row = 0;
-  t0 = 0;
+  const ModelWeights& w = model_.weights();
+  Resize(f.rows);
+  int64_t row = 0, t0 = 0;
   for (const Segment& sg : segments) {
     const int64_t len = static_cast<int64_t>(sg.tokens.size());
     for (int64_t t = sg.all_logits ? 0 : len - 1; t < len; ++t, ++row) {
-      kernels::RmsNorm(&x_[(t0 + t) * c_.n_embd], w.output_norm.data(), c_.n_embd, c_.rms_eps,
+      kernels::RmsNorm(&f.x[(t0 + t) * c_.n_embd], w.output_norm.data(), c_.n_embd, c_.rms_eps,
                        &xn_[row * c_.n_embd]);
     }
     t0 += len;
   }
-  logits->resize(rows * c_.n_vocab);
-  kernels::MatMul(w.output, xn_.data(), rows, c_.n_embd, logits->data(), c_.n_vocab, pool_);
+  logits->resize(f.rows * c_.n_vocab);
+  kernels::MatMul(w.output, xn_.data(), f.rows, c_.n_embd, logits->data(), c_.n_vocab, pool_);
   if (c_.final_softcap > 0.0f) {
     const float cap = c_.final_softcap, inv = 1.0f / cap;
     for (float& v : *logits) v = std::tanh(v * inv) * cap;
@@ -338,13 +386,13 @@ Status ForwardPass::RunBatch(std::span<const Segment> segments, std::vector<floa
   return Status::Ok();
 }
 
-void ForwardPass::Attention(int64_t il, int64_t t_first, int64_t n,
+void ForwardPass::Attention(int64_t il, Flight& f, int64_t t_first, int64_t n,
                             std::span<const Segment> segments) {
   const LayerWeights& l = model_.weights().layers[il];
   const int64_t qd = c_.q_dim(), kvd = c_.kv_dim(), half = c_.n_rot / 2;
   const bool swa = c_.is_swa(il), rope = c_.uses_rope(il);
-  const float* cos_t = (swa ? cos_swa_.data() : cos_.data()) + t_first * half;
-  const float* sin_t = (swa ? sin_swa_.data() : sin_.data()) + t_first * half;
+  const float* cos_t = (swa ? f.cos_swa.data() : f.cos.data()) + t_first * half;
+  const float* sin_t = (swa ? f.sin_swa.data() : f.sin.data()) + t_first * half;
   for (int64_t t = 0; t < n; ++t) {
     float* q = &q_[t * qd];
     float* k = &k_[t * kvd];
@@ -383,12 +431,13 @@ void ForwardPass::Attention(int64_t il, int64_t t_first, int64_t n,
   }
 }
 
-void ForwardPass::Layer(int64_t il, int64_t t_first, int64_t n, std::span<const Segment> segments) {
+void ForwardPass::Layer(int64_t il, Flight& f, int64_t t_first, int64_t n,
+                        std::span<const Segment> segments) {
   const LayerWeights& l = model_.weights().layers[il];
   const int64_t d = c_.n_embd, qd = c_.q_dim(), kvd = c_.kv_dim();
   // The batch's tokens t_first.. (a micro-batch of a pipeline, or all of them): their residual
   // stream, flags and RoPE rows; the other scratch is the layer's own.
-  float* x = &x_[t_first * d];
+  float* x = &f.x[t_first * d];
 
   // Attention block. A router that reads the layer's input (SmallThinker) gets a copy of it.
   if (c_.arch->router_on_layer_input) layer_in_.assign(x, x + n * d);
@@ -397,7 +446,7 @@ void ForwardPass::Layer(int64_t il, int64_t t_first, int64_t n, std::span<const 
   kernels::MatMul(l.wq, xn_.data(), n, d, q_.data(), qd, pool_);
   kernels::MatMul(l.wk, xn_.data(), n, d, k_.data(), kvd, pool_);
   kernels::MatMul(l.wv, xn_.data(), n, d, v_.data(), kvd, pool_);
-  Attention(il, t_first, n, segments);
+  Attention(il, f, t_first, n, segments);
   // The attention output projection writes into xn_ (free now), then joins the residual.
   kernels::MatMul(l.wo, att_.data(), n, qd, xn_.data(), d, pool_);
   if (!l.attn_post_norm.empty()) NormRows(xn_.data(), n, d, l.attn_post_norm, c_.rms_eps);
@@ -408,10 +457,10 @@ void ForwardPass::Layer(int64_t il, int64_t t_first, int64_t n, std::span<const 
     kernels::RmsNorm(&x[t * d], l.ffn_norm.data(), d, c_.rms_eps, &xn_[t * d]);
   // A token whose FFN failed keeps going with a zero FFN (its result is discarded), so that the
   // batch's other tokens are computed as if it had not failed.
-  FfnInput in{x, xn_.data(), &decode_[t_first], n, &failed_[t_first]};
+  FfnInput in{x, xn_.data(), &f.decode[t_first], n, &f.failed[t_first]};
   if (c_.arch->router_on_layer_input) in.layer_input = layer_in_.data();
   Status st = ffn_->Compute(il, in, ffn_out_.data());
-  if (!st.ok() && ffn_error_.ok()) ffn_error_ = st;
+  if (!st.ok() && f.ffn_error.ok()) f.ffn_error = st;
   if (!l.ffn_post_norm.empty()) NormRows(ffn_out_.data(), n, d, l.ffn_post_norm, c_.rms_eps);
   kernels::AddInPlace(x, ffn_out_.data(), n * d);
 }

@@ -4,6 +4,7 @@
 // Owns reusable scratch; one ForwardPass per thread of use (not thread-safe), many may
 // share one Model.
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <span>
 #include <vector>
@@ -51,20 +52,31 @@ class ForwardPass {
   // A failure of the FFN's flash reads costs only the segments whose tokens needed the failed
   // weights: with `failures`, it receives one status per segment (their logits rows are
   // meaningless) and the call succeeds for the others; without it, the call fails.
+  // Submit then Collect, with nothing else in flight.
   Status RunBatch(std::span<const Segment> segments, std::vector<float>* logits,
                   std::vector<Status>* failures = nullptr);
 
+  // The two halves of RunBatch, so that with remote layers several batches are in flight at
+  // once, each device computing one while the others compute the rest (EdgeShard's pipeline).
+  // Submit validates the batch (an error submits nothing) and computes what this device can
+  // without waiting; the batch's tokens and caches must stay as they are until it is collected.
+  // Collect completes the oldest batch submitted, as RunBatch would. Without remote layers
+  // Submit computes every layer.
+  Status Submit(std::span<const Segment> segments);
+  Status Collect(std::vector<float>* logits, std::vector<Status>* failures = nullptr);
+  int64_t in_flight() const { return static_cast<int64_t>(flights_.size()); }
+
   // Layers computed by other devices: sorted, disjoint ranges inside the model (errors name the
-  // range at fault). RunBatch hands them the hidden state instead of computing those layers; it
-  // then needs paged caches (KvCache::block_table). A range that fails fails the whole batch.
-  // A batch of several tokens is cut into `micro_batches` parts (0: one per device, this one
-  // included) that flow through the devices as a pipeline (EdgeShard), each device computing one
-  // part while the next device computes the part before; 1: the whole batch goes from device to
-  // device.
+  // range at fault). Batches hand them the hidden state instead of computing those layers; they
+  // then need paged caches (KvCache::block_table). A range that fails fails the batch and every
+  // batch in flight with it.
+  // A batch alone in the pipeline is cut into `micro_batches` parts (0: one per device, this
+  // one included) that flow through the devices in turn, each device computing one part while
+  // the next computes the part before; 1: the whole batch goes from device to device.
   Status SetRemoteLayers(std::vector<std::shared_ptr<RemoteLayers>> ranges,
                          int64_t micro_batches = 0);
-  // The last RunBatch failed because a remote range did: its device may have lost the keys and
-  // values of every sequence, not only the batch's.
+  // The last batch collected failed because a remote range did: its device may have lost the
+  // keys and values of every sequence, not only the batch's.
   bool remote_failed() const { return remote_failed_; }
 
   // A shard worker's part: layers [first, end) of the batch, from the hidden state entering
@@ -74,20 +86,43 @@ class ForwardPass {
                    std::span<float> hidden);
 
  private:
-  // Checks the segments and readies scratch, decode flags and RoPE tables for their n tokens;
-  // rows: how many logits rows they want.
-  Status Prepare(std::span<const Segment> segments, int64_t* n, int64_t* rows);
-  // Layers [first, end): local ones here, remote ranges through their device.
-  Status Layers(int64_t first, int64_t end, int64_t n, std::span<const Segment> segments);
-  // All layers, the batch cut into micro-batches that flow through the remote ranges' devices
-  // and this one as a pipeline.
-  Status Pipeline(int64_t n, std::span<const Segment> segments);
-  void SplitMicroBatches(int64_t n, std::span<const Segment> segments);
+  // A part of a batch on its way through the stages.
+  struct MicroBatch {
+    int64_t t_first = 0, n = 0;  // the batch's tokens it holds
+    std::vector<Segment> segments;
+    size_t next = 0;    // the stage it goes through next
+    bool busy = false;  // started on a remote stage, not finished
+  };
+  // A batch submitted and not collected: its residual stream, flags and RoPE rows.
+  struct Flight {
+    std::vector<Segment> segments;
+    int64_t n = 0, rows = 0;  // tokens; logits rows wanted
+    std::vector<float> x, cos, sin, cos_swa, sin_swa;
+    std::vector<uint8_t> decode;  // per token: its segment is one token
+    std::vector<uint8_t> failed;  // per token: the FFN could not compute it
+    Status ffn_error;             // the first FFN failure of the batch
+    std::vector<MicroBatch> micro;
+  };
+  // The layers in order as runs computed here (remote null) or by one remote range.
+  struct Stage {
+    int64_t first = 0, end = 0;
+    RemoteLayers* remote = nullptr;
+  };
+
+  // Checks the segments and readies f's buffers, decode flags and RoPE tables for them.
+  Status Prepare(std::span<const Segment> segments, Flight& f);
+  void LocalLayers(Flight& f, int64_t first, int64_t end);
+  // Moves the flights' micro-batches along the stages: until the oldest flight has landed, or
+  // (until_oldest_lands false) while there is work that needs no waiting.
+  void Drive(bool until_oldest_lands);
+  bool Landed(const Flight& f) const;
+  void SplitMicroBatches(Flight& f, int64_t count);
   Status CheckPaged(std::span<const Segment> segments) const;
   void StageSegments(std::span<const Segment> segments);  // into stage_segments_
-  // Layer il for the batch's tokens t_first..t_first + n - 1, which `segments` hold.
-  void Layer(int64_t il, int64_t t_first, int64_t n, std::span<const Segment> segments);
-  void Attention(int64_t il, int64_t t_first, int64_t n, std::span<const Segment> segments);
+  // Layer il for f's tokens t_first..t_first + n - 1, which `segments` hold.
+  void Layer(int64_t il, Flight& f, int64_t t_first, int64_t n, std::span<const Segment> segments);
+  void Attention(int64_t il, Flight& f, int64_t t_first, int64_t n,
+                 std::span<const Segment> segments);
   void Resize(int64_t n);
 
   const Model& model_;
@@ -97,26 +132,16 @@ class ForwardPass {
   RopeTable rope_, rope_swa_;
   std::unique_ptr<FeedForward> ffn_;
   std::vector<std::shared_ptr<RemoteLayers>> remote_;  // sorted by first layer
-  std::vector<StageSegment> stage_segments_;
-  // The layers in order as runs computed here (remote null) or by one remote range.
-  struct Stage {
-    int64_t first = 0, end = 0;
-    RemoteLayers* remote = nullptr;
-  };
   std::vector<Stage> stages_;
   int64_t micro_batches_ = 1;
-  struct MicroBatch {
-    int64_t t_first = 0, n = 0;  // the batch's tokens it holds
-    std::vector<Segment> segments;
-  };
-  std::vector<MicroBatch> micro_;
-  // Scratch, sized for the largest batch seen so far.
-  std::vector<float> x_, xn_, q_, k_, v_, att_, ffn_out_, attn_scratch_, cos_, sin_, cos_swa_,
-      sin_swa_, layer_in_;
-  std::vector<uint8_t> decode_;  // per token of the batch: its segment is one token
-  std::vector<uint8_t> failed_;  // per token of the batch: the FFN could not compute it
-  Status ffn_error_;             // the first FFN failure of the batch
+  std::vector<StageSegment> stage_segments_;
+  std::deque<std::unique_ptr<Flight>> flights_;  // submitted, oldest first
+  std::vector<std::unique_ptr<Flight>> spare_;   // collected, their buffers kept
+  Flight worker_flight_;                         // RunLayers'
+  Status remote_error_;  // the first remote failure since the pipeline was last empty
   bool remote_failed_ = false;
+  // Scratch of one layer (or the output head), sized for the largest batch seen so far.
+  std::vector<float> xn_, q_, k_, v_, att_, ffn_out_, attn_scratch_, layer_in_;
 };
 
 }  // namespace sparrow

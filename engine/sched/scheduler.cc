@@ -78,6 +78,7 @@ struct Scheduler::Sequence {
   Clock::time_point submitted, admitted, first_token;
   bool has_first_token = false;
   bool done = false;
+  bool in_flight = false;  // in a batch the forward pass has not landed yet
   // Other members of this sequence's group (same prompt): they fork from it once its prompt
   // is computed.
   std::vector<std::unique_ptr<Sequence>> followers;
@@ -97,6 +98,10 @@ Scheduler::Scheduler(const Model& model, kernels::ThreadPool* pool, SchedulerOpt
   if (!opts_.remote_layers.empty()) {
     Status st = fp_.SetRemoteLayers(opts_.remote_layers, opts_.pipeline_micro_batches);
     SPARROW_CHECK(st.ok());
+    // One batch in flight per device keeps them all busy.
+    if (opts_.pipeline_micro_batches != 1) {
+      pipeline_depth_ = static_cast<int64_t>(opts_.remote_layers.size()) + 1;
+    }
     kv_.SetObserver(&remote_kv_observer_);
     remote_kv_observer_.OnResize(kv_.n_blocks());
   }
@@ -279,8 +284,11 @@ void Scheduler::Finish(Sequence& s, FinishReason reason, Status status) {
 }
 
 Scheduler::Sequence* Scheduler::PreemptNewest() {
-  std::unique_ptr<Sequence> s = std::move(running_.back());
-  running_.pop_back();
+  auto it =
+      std::find_if(running_.rbegin(), running_.rend(), [](const auto& s) { return !s->in_flight; });
+  if (it == running_.rend()) return nullptr;
+  std::unique_ptr<Sequence> s = std::move(*it);
+  running_.erase(std::next(it).base());
   // Its full blocks stay in the prefix cache: the recompute may find them there.
   s->kv->PublishFullBlocks(s->tokens, s->n_computed);
   s->kv->ReleaseAll();
@@ -353,9 +361,10 @@ void Scheduler::Admit() {
 }
 
 bool Scheduler::Step() {
-  // Drop cancelled sequences first: their blocks go back to the pool before we allocate.
+  // Drop cancelled sequences first: their blocks go back to the pool before we allocate. One in
+  // flight is finished when its batch lands (its blocks are in use until then).
   for (auto& s : running_) {
-    if (!s->done && s->req.sink->Cancelled()) Finish(*s, FinishReason::kCancelled);
+    if (!s->done && !s->in_flight && s->req.sink->Cancelled()) Finish(*s, FinishReason::kCancelled);
   }
   std::erase_if(running_, [](const auto& s) { return s->done; });
   // Waiting requests whose clients left must not hold queue slots until they would have been
@@ -377,85 +386,133 @@ bool Scheduler::Step() {
   Admit();
   if (running_.empty()) return false;
 
-  // Decoding sequences need one more position each; when the pool is dry, preempt the newest.
+  // Decoding sequences need one more position each; when the pool is dry, preempt the newest
+  // (not one in flight: if only those are left, the sequence waits for their batches to land).
+  std::vector<Sequence*> blocked;
   for (size_t i = 0; i < running_.size(); ++i) {
     Sequence& s = *running_[i];
     const int64_t n = static_cast<int64_t>(s.tokens.size());
-    if (s.n_computed != n - 1) continue;  // still prefilling: its blocks were reserved
+    if (s.in_flight || s.n_computed != n - 1) continue;  // still prefilling: blocks reserved
     // The write at n - 1 may land in a block shared with a group member: copied first.
     while (!s.kv->Reserve(n, n - 1)) {
-      if (PreemptNewest() == &s) break;
+      Sequence* p = PreemptNewest();
+      if (p == nullptr) {
+        blocked.push_back(&s);
+        break;
+      }
+      if (p == &s) break;
     }
   }
   if (running_.empty()) return true;
 
   // Decode tokens first (they keep streams flowing), then prefill chunks within the budget.
-  std::vector<ForwardPass::Segment> segs;
-  std::vector<Sequence*> owners;
+  // In a pipeline each batch takes its share of the decoding sequences, so that the devices
+  // have as many batches to work on as there are devices.
+  Flight fl;
+  auto ready = [&](const Sequence& s) {
+    return !s.in_flight && s.kv && std::find(blocked.begin(), blocked.end(), &s) == blocked.end();
+  };
+  int64_t decoding = 0;
+  for (auto& s : running_) decoding += s->n_computed == static_cast<int64_t>(s->tokens.size()) - 1;
+  int64_t decode_cap = (decoding + pipeline_depth_ - 1) / pipeline_depth_;
   int64_t budget = opts_.step_token_budget;
   for (auto& s : running_) {
     const int64_t n = static_cast<int64_t>(s->tokens.size());
-    if (s->n_computed == n - 1 && s->kv && budget > 0) {
-      segs.push_back({s.get()->kv.get(), {&s->tokens[n - 1], 1}, n - 1, false});
-      owners.push_back(s.get());
+    if (s->n_computed == n - 1 && ready(*s) && budget > 0 && decode_cap > 0) {
+      fl.segs.push_back({s.get()->kv.get(), {&s->tokens[n - 1], 1}, n - 1, false});
+      fl.owners.push_back(s.get());
       --budget;
+      --decode_cap;
     }
   }
-  const int64_t decoded = static_cast<int64_t>(segs.size());
-  budget = step_time_.PrefillCap(decoded, budget);
-  int64_t prompt_computed = 0;
+  fl.decoded = static_cast<int64_t>(fl.segs.size());
+  budget = step_time_.PrefillCap(fl.decoded, budget);
   for (auto& s : running_) {
     const int64_t n = static_cast<int64_t>(s->tokens.size());
-    if (s->n_computed < n - 1 && budget > 0) {
+    if (s->n_computed < n - 1 && ready(*s) && budget > 0) {
       const int64_t len = std::min(budget, n - s->n_computed);
-      segs.push_back({s->kv.get(),
-                      {&s->tokens[s->n_computed], static_cast<size_t>(len)},
-                      s->n_computed,
-                      false});
-      owners.push_back(s.get());
+      fl.segs.push_back({s->kv.get(),
+                         {&s->tokens[s->n_computed], static_cast<size_t>(len)},
+                         s->n_computed,
+                         false});
+      fl.owners.push_back(s.get());
       budget -= len;
-      prompt_computed += len;
+      fl.prompt_computed += len;
     }
   }
-  if (segs.empty()) return true;
+  const bool submitting = !fl.segs.empty();
+  if (submitting) {
+    fl.start = Clock::now();
+    if (Status st = fp_.Submit(fl.segs); !st.ok()) {
+      spdlog::error("forward pass failed: {}", st.ToString());
+      for (Sequence* s : fl.owners) Finish(*s, FinishReason::kError, st);
+      std::erase_if(running_, [](const auto& s) { return s->done; });
+      return true;
+    }
+    for (Sequence* s : fl.owners) s->in_flight = true;
+    flights_.push_back(std::move(fl));
+  }
+  if (flights_.empty()) return true;
+  // Land the oldest batch once the pipeline is full, or when nothing more can be sent.
+  if (static_cast<int64_t>(flights_.size()) >= pipeline_depth_ || !submitting) LandOldest();
+  return true;
+}
 
+void Scheduler::LandAll() {
+  while (!flights_.empty()) LandOldest();
+}
+
+void Scheduler::LandOldest() {
+  Flight fl = std::move(flights_.front());
+  flights_.pop_front();
   std::vector<float> logits;
-  const auto step_start = Clock::now();
   std::vector<Status> failures;
-  Status st = fp_.RunBatch(segs, &logits, &failures);
-  step_time_.Observe(decoded, prompt_computed, MsBetween(step_start, Clock::now()));
+  Status st = fp_.Collect(&logits, &failures);
+  for (Sequence* s : fl.owners) s->in_flight = false;
+  // Alone in the pipeline, the time from submit to landing is the step's.
+  if (pipeline_depth_ == 1) {
+    step_time_.Observe(fl.decoded, fl.prompt_computed, MsBetween(fl.start, Clock::now()));
+  }
   if (!st.ok()) {
     spdlog::error("forward pass failed: {}", st.ToString());
-    for (Sequence* s : owners) Finish(*s, FinishReason::kError, st);
+    for (Sequence* s : fl.owners) Finish(*s, FinishReason::kError, st);
     std::erase_if(running_, [](const auto& s) { return s->done; });
-    return true;
-  }
-  // A failed flash read costs only the sequences that needed it; their KV goes back to the pool
-  // and the others carry on.
-  for (size_t i = 0; i < segs.size(); ++i) {
-    if (failures[i].ok()) continue;
-    spdlog::error("a request failed in the forward pass: {}", failures[i].ToString());
-    Finish(*owners[i], FinishReason::kError, failures[i]);
+    return;
   }
   if (fp_.remote_failed()) {
     // The device of a remote range may have lost the keys and values of every sequence and of
-    // the cached prefixes: the running sequences fail with the step's, and the prefix cache is
-    // forgotten, so that later requests compute everything afresh.
+    // the cached prefixes: the batches in flight land (failed too), the running sequences fail
+    // with the step's error, and the prefix cache is forgotten, so that later requests compute
+    // everything afresh.
     const Status why = failures.empty() ? Unavailable("a remote layer range failed") : failures[0];
+    while (!flights_.empty()) {
+      Flight rest = std::move(flights_.front());
+      flights_.pop_front();
+      std::vector<float> ignored;
+      (void)fp_.Collect(&ignored, nullptr);
+      for (Sequence* s : rest.owners) s->in_flight = false;
+    }
     for (auto& s : running_) {
       if (!s->done) Finish(*s, FinishReason::kError, why);
     }
     std::erase_if(running_, [](const auto& s) { return s->done; });
     kv_.DropCached();
-    return true;
+    return;
+  }
+  // A failed flash read costs only the sequences that needed it; their KV goes back to the pool
+  // and the others carry on.
+  for (size_t i = 0; i < fl.segs.size(); ++i) {
+    if (failures[i].ok()) continue;
+    spdlog::error("a request failed in the forward pass: {}", failures[i].ToString());
+    Finish(*fl.owners[i], FinishReason::kError, failures[i]);
   }
 
   const int64_t n_vocab = model_.config().n_vocab;
   int64_t generated = 0;
-  for (size_t i = 0; i < segs.size(); ++i) {
-    Sequence& s = *owners[i];
+  for (size_t i = 0; i < fl.segs.size(); ++i) {
+    Sequence& s = *fl.owners[i];
     if (s.done) continue;
-    s.n_computed += static_cast<int64_t>(segs[i].tokens.size());
+    s.n_computed += static_cast<int64_t>(fl.segs[i].tokens.size());
     const int64_t n = static_cast<int64_t>(s.tokens.size());
     s.kv->PublishFullBlocks(s.tokens, s.n_computed);
     if (s.n_computed < n) continue;  // mid-prompt chunk: no token yet
@@ -481,6 +538,11 @@ bool Scheduler::Step() {
         if (!f->done) running_.push_back(std::move(f));
       }
     }
+    // A sequence cancelled while its batch was in flight ends here.
+    if (s.req.sink->Cancelled()) {
+      Finish(s, FinishReason::kCancelled);
+      continue;
+    }
     EmitToken(s, row);
     ++generated;
   }
@@ -488,11 +550,10 @@ bool Scheduler::Step() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     stats_.generated_tokens += generated;
-    stats_.prompt_tokens += prompt_computed;
+    stats_.prompt_tokens += fl.prompt_computed;
     ++stats_.steps;
     stats_.ffn = fp_.ffn().counters();
   }
-  return true;
 }
 
 void Scheduler::EmitToken(Sequence& s, std::span<const float> row) {
@@ -561,6 +622,8 @@ void Scheduler::ApplyPendingPlan() {
     plan.swap(pending_plan_);
   }
   if (!plan) return;
+  // A plan may move KV blocks and change the FFN: the batches in flight land first.
+  LandAll();
   const auto start = std::chrono::steady_clock::now();
   if (plan->kv_pool_bytes) {
     const int64_t want = static_cast<int64_t>(*plan->kv_pool_bytes) / kv_block_bytes_;
@@ -639,6 +702,7 @@ void Scheduler::Loop() {
           // Out of time: cancel what is left (cancelling a group leader queues its members,
           // hence the loop).
           lock.unlock();
+          LandAll();
           for (auto& s : running_) Finish(*s, FinishReason::kCancelled);
           running_.clear();
           for (;;) {

@@ -60,7 +60,10 @@ struct SchedulerOptions {
   // resize of the KV pool, so their blocks mirror it.
   std::vector<std::shared_ptr<RemoteLayers>> remote_layers;
   // With remote layers: the parts a step's batch is cut into to flow through the devices as a
-  // pipeline (ForwardPass::SetRemoteLayers); 0: one per device.
+  // pipeline (ForwardPass::SetRemoteLayers); 0: one per device; 1: no pipeline (one batch at a
+  // time goes whole from device to device). Otherwise the scheduler keeps one batch per device
+  // in flight, each with its share of the decoding sequences, and samples one while the others
+  // are computed (EdgeShard's pipeline without bubbles); step_time_target_ms is then not learnt.
   int64_t pipeline_micro_batches = 0;
 };
 
@@ -131,6 +134,16 @@ class Scheduler {
   void Loop();
   void Admit();
   bool Step();
+  // A batch submitted to the forward pass and not landed yet.
+  struct Flight {
+    std::vector<ForwardPass::Segment> segs;
+    std::vector<Sequence*> owners;  // per segment
+    int64_t decoded = 0, prompt_computed = 0;
+    std::chrono::steady_clock::time_point start;
+  };
+  // Collects the oldest batch in flight: samples, streams and finishes its sequences.
+  void LandOldest();
+  void LandAll();
   void Finish(Sequence& s, FinishReason reason, Status status = Status::Ok());
   Status Validate(const GenerationRequest& request) const;
   // Samples the next token of `s` from its logits row, streams it and finishes `s` when done.
@@ -184,6 +197,9 @@ class Scheduler {
   SchedulerStats stats_;                    // guarded by mu_
 
   std::vector<std::unique_ptr<Sequence>> running_;  // scheduler thread only
+  std::deque<Flight> flights_;                      // scheduler thread only; oldest first
+  // Batches kept in flight: 1, or one per device of a pipeline (remote layers).
+  int64_t pipeline_depth_ = 1;
   std::thread thread_;
 };
 

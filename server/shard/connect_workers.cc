@@ -241,13 +241,14 @@ Result<ConnectedWorkers> ConnectWorkers(const ServerConfig& config, const Model&
     out.ranges.push_back(link);
     out.links.push_back(link);
   }
-  // ForwardPass's default: one micro-batch per device.
-  const int64_t micro = config.shard_micro_batches > 0
-                            ? config.shard_micro_batches
-                            : static_cast<int64_t>(out.ranges.size()) + 1;
-  out.description += micro > 1 ? "a step's batch flows through them as " + std::to_string(micro) +
-                                     " micro-batches\n"
-                               : "a step's batch goes whole from device to device\n";
+  // The scheduler's and ForwardPass's defaults: one batch in flight per device, a lone batch cut
+  // in one micro-batch per device.
+  const int64_t stages = static_cast<int64_t>(out.ranges.size()) + 1;
+  const int64_t micro = config.shard_micro_batches > 0 ? config.shard_micro_batches : stages;
+  out.description += micro > 1 ? "pipeline: " + std::to_string(stages) +
+                                     " batches in flight, a lone batch cut in " +
+                                     std::to_string(micro) + " micro-batches\n"
+                               : "no pipeline: one batch at a time goes from device to device\n";
   return out;
 }
 
