@@ -189,7 +189,7 @@ print(sum(json.load(open(f))['usage']['completion_tokens'] for f in sys.argv[1:]
   exit 0
 fi
 
-start_sparrow --workers "$workers" "${layers_arg[@]}"
+if [ "$DEVICES" -gt 1 ]; then start_sparrow --workers "$workers" "${layers_arg[@]}"; else start_sparrow; fi
 for r in $(seq 0 "$R"); do  # run 0 warms the pages
   complete 0 "$OUT/sparrow-reply-$r.json"
 done

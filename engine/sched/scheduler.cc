@@ -95,6 +95,9 @@ Scheduler::Scheduler(const Model& model, kernels::ThreadPool* pool, SchedulerOpt
   SPARROW_CHECK(opts_.is_eog != nullptr);
   SPARROW_CHECK(opts_.n_ctx > 1 && opts_.max_running > 0 && opts_.step_token_budget > 0);
   opts_.kv_blocks = kv_.n_blocks();
+  // Remote layer ranges hear of every block copy and resize (ReplaceRemoteLayers may bring them
+  // later).
+  kv_.SetObserver(&remote_kv_observer_);
   if (!opts_.remote_layers.empty()) {
     Status st = fp_.SetRemoteLayers(opts_.remote_layers, opts_.pipeline_micro_batches);
     SPARROW_CHECK(st.ok());
@@ -102,7 +105,6 @@ Scheduler::Scheduler(const Model& model, kernels::ThreadPool* pool, SchedulerOpt
     if (opts_.pipeline_micro_batches != 1) {
       pipeline_depth_ = static_cast<int64_t>(opts_.remote_layers.size()) + 1;
     }
-    kv_.SetObserver(&remote_kv_observer_);
     remote_kv_observer_.OnResize(kv_.n_blocks());
   }
   kv_block_bytes_ =
@@ -615,6 +617,42 @@ void Scheduler::ShrinkNeuronCacheNow(size_t bytes) {
       bytes >> 20, ms);
 }
 
+void Scheduler::ReplaceRemoteLayers(std::vector<std::shared_ptr<RemoteLayers>> ranges) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    pending_remote_ = std::move(ranges);
+  }
+  cv_.notify_one();
+}
+
+void Scheduler::ApplyPendingRemote() {
+  std::optional<std::vector<std::shared_ptr<RemoteLayers>>> ranges;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ranges.swap(pending_remote_);
+  }
+  if (!ranges) return;
+  LandAll();
+  if (Status st = fp_.SetRemoteLayers(*ranges, opts_.pipeline_micro_batches); !st.ok()) {
+    spdlog::error("shard: the new placement is refused: {}", st.ToString());
+    (void)fp_.SetRemoteLayers(opts_.remote_layers, opts_.pipeline_micro_batches);
+    return;
+  }
+  int64_t preempted = 0;
+  while (!running_.empty()) {
+    PreemptNewest();
+    ++preempted;
+  }
+  kv_.DropCached();
+  opts_.remote_layers = std::move(*ranges);
+  pipeline_depth_ = opts_.remote_layers.empty() || opts_.pipeline_micro_batches == 1
+                        ? 1
+                        : static_cast<int64_t>(opts_.remote_layers.size()) + 1;
+  remote_kv_observer_.OnResize(kv_.n_blocks());
+  spdlog::info("shard: {} remote layer ranges now; {} running sequences resume from the start",
+               opts_.remote_layers.size(), preempted);
+}
+
 void Scheduler::ApplyPendingPlan() {
   std::optional<MemoryPlan> plan;
   {
@@ -693,7 +731,8 @@ void Scheduler::Loop() {
     {
       std::unique_lock<std::mutex> lock(mu_);
       cv_.wait(lock, [this] {
-        return draining_ || pending_plan_ || !waiting_.empty() || !running_.empty();
+        return draining_ || pending_plan_ || pending_remote_ || !waiting_.empty() ||
+               !running_.empty();
       });
       if (draining_) {
         const bool idle = waiting_.empty() && running_.empty();
@@ -720,6 +759,7 @@ void Scheduler::Loop() {
         }
       }
     }
+    ApplyPendingRemote();
     ApplyPendingPlan();
     Step();
     {

@@ -117,6 +117,13 @@ class Scheduler {
   // pinned until released). Only ever down; the plan that follows applies the rest between
   // steps as usual. Nothing without a neuron store.
   void ShrinkNeuronCacheNow(size_t bytes);
+  // Other devices' layer ranges change (a device left or came back and the layers were placed
+  // again): applied between steps, after the batches in flight land. The devices that take new
+  // layers hold no keys for them, so every running sequence is preempted (it resumes later,
+  // recomputing what it had) and the prefix cache is forgotten. Empty: this device computes
+  // every layer. The ranges are checked as SetRemoteLayers does; a bad set is logged and
+  // ignored.
+  void ReplaceRemoteLayers(std::vector<std::shared_ptr<RemoteLayers>> ranges);
   // kv_blocks: the pool's size as configured, the most a budget may give it.
   const SchedulerOptions& options() const { return opts_; }
   // The KV pool's bounds under a budget: a block's bytes, the fewest blocks it may shrink to (one
@@ -154,6 +161,7 @@ class Scheduler {
   void CountWaitingLocked();
   // Applies the pending memory plan, if any (scheduler thread, between steps).
   void ApplyPendingPlan();
+  void ApplyPendingRemote();  // scheduler thread, between steps
   // Resizes the KV pool to `blocks`, preempting sequences while the blocks in use do not fit.
   void ResizeKv(int64_t blocks);
   // Preempts the newest running sequence and puts it back at the head of the queue; returns it
@@ -193,8 +201,9 @@ class Scheduler {
   bool stop_ = false;                              // guarded by mu_
   std::chrono::steady_clock::time_point drain_deadline_;
   bool draining_ = false;
-  std::optional<MemoryPlan> pending_plan_;  // guarded by mu_
-  SchedulerStats stats_;                    // guarded by mu_
+  std::optional<MemoryPlan> pending_plan_;                                    // guarded by mu_
+  std::optional<std::vector<std::shared_ptr<RemoteLayers>>> pending_remote_;  // guarded by mu_
+  SchedulerStats stats_;                                                      // guarded by mu_
 
   std::vector<std::unique_ptr<Sequence>> running_;  // scheduler thread only
   std::deque<Flight> flights_;                      // scheduler thread only; oldest first

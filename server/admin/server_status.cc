@@ -200,31 +200,34 @@ nlohmann::json ShardsJson(const ServedModel& served) {
     placement.push_back({{"device", "this device"},
                          {"first_layer", 0},
                          {"end_layer", served.model->config().n_layer}});
-  } else {
-    for (const ShardPlacement& p : served.workers->placement) {
-      placement.push_back(
-          {{"device", p.device}, {"first_layer", p.first_layer}, {"end_layer", p.end_layer}});
-    }
-    for (const auto& link : served.workers->links) {
-      const ShardLinkStats s = link->link_stats();
-      links.push_back({{"address", s.address},
-                       {"first_layer", s.first_layer},
-                       {"end_layer", s.end_layer},
-                       {"connected", s.connected},
-                       {"steps", s.steps},
-                       {"sessions", s.sessions},
-                       {"failures", s.failures},
-                       {"bytes_sent", s.bytes_sent},
-                       {"bytes_received", s.bytes_received},
-                       {"worker_ms", s.worker_ms},
-                       {"wall_ms", s.wall_ms},
-                       {"worker_kv_bytes", s.worker_kv_bytes},
-                       {"last_error", s.last_error}});
-    }
+    return {{"placement", placement}, {"links", links}, {"description", ""}};
+  }
+  const ShardTopology::View v = served.workers->topology->view();
+  for (const ShardPlacement& p : v.placement) {
+    placement.push_back(
+        {{"device", p.device}, {"first_layer", p.first_layer}, {"end_layer", p.end_layer}});
+  }
+  for (const auto& link : v.links) {
+    const ShardLinkStats s = link->link_stats();
+    links.push_back({{"address", s.address},
+                     {"first_layer", s.first_layer},
+                     {"end_layer", s.end_layer},
+                     {"connected", s.connected},
+                     {"steps", s.steps},
+                     {"sessions", s.sessions},
+                     {"failures", s.failures},
+                     {"bytes_sent", s.bytes_sent},
+                     {"bytes_received", s.bytes_received},
+                     {"worker_ms", s.worker_ms},
+                     {"wall_ms", s.wall_ms},
+                     {"worker_kv_bytes", s.worker_kv_bytes},
+                     {"last_error", s.last_error}});
   }
   return {{"placement", placement},
           {"links", links},
-          {"description", served.workers ? served.workers->description : ""}};
+          {"description", v.description},
+          {"replans", v.replans},
+          {"devices_down", v.devices_down}};
 }
 
 }  // namespace sparrow::server

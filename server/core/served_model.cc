@@ -126,6 +126,11 @@ Result<std::shared_ptr<ServedModel>> LoadServedModel(const ServerConfig& config,
     m->workers = std::make_shared<const ConnectedWorkers>(std::move(w));
   }
   m->scheduler = std::make_unique<Scheduler>(*m->model, m->pool.get(), opts);
+  if (m->workers) {
+    m->workers->topology->Start([scheduler = m->scheduler.get()](auto ranges) {
+      scheduler->ReplaceRemoteLayers(std::move(ranges));
+    });
+  }
   if (config.memory_pressure != 0) {
     // Under pressure the KV pool shrinks to one full context and the neuron cache to nothing
     // (every neuron then comes from flash: slower, never stuck); both grow back to what the

@@ -35,9 +35,10 @@ struct ServedModel {
   std::unique_ptr<Tokenizer> tokenizer;
   std::unique_ptr<kernels::ThreadPool> pool;
   std::shared_ptr<const SparsePlan> sparse_plan;  // null: dense
-  // With `workers`: the layer ranges other devices compute, and where each layer went.
-  std::shared_ptr<const ConnectedWorkers> workers;
   std::unique_ptr<Scheduler> scheduler;
+  // With `workers`: the layer ranges other devices compute, and where each layer went (destroyed
+  // before the scheduler: its watcher places layers into it).
+  std::shared_ptr<const ConnectedWorkers> workers;
   // With `memory_pressure` on: resizes the KV pool and the neuron cache as the device's memory
   // pressure moves (destroyed first: it plans into the scheduler).
   std::unique_ptr<MemoryGovernor> memory;

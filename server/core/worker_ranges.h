@@ -47,11 +47,27 @@ class ShardLink {
   virtual ShardLinkStats link_stats() const = 0;
 };
 
+// Where the layers are now: the placement changes when a device leaves or comes back.
+// Thread-safe.
+class ShardTopology {
+ public:
+  struct View {
+    std::vector<ShardPlacement> placement;  // every device with layers, in layer order
+    std::vector<std::shared_ptr<const ShardLink>> links;  // the workers with layers
+    std::string description;                              // one line per device
+    int64_t replans = 0;                                  // placements since the first
+    std::vector<std::string> devices_down;                // workers left out, by address
+  };
+  virtual ~ShardTopology() = default;
+  virtual View view() const = 0;
+  // Starts watching the devices: when one leaves or comes back and the layers are placed anew,
+  // `apply` gets the new remote ranges (from the watching thread). Stops at destruction.
+  virtual void Start(std::function<void(std::vector<std::shared_ptr<RemoteLayers>>)> apply) = 0;
+};
+
 struct ConnectedWorkers {
-  std::vector<std::shared_ptr<RemoteLayers>> ranges;
-  std::vector<std::shared_ptr<const ShardLink>> links;  // the same workers, for their stats
-  std::vector<ShardPlacement> placement;                // every device with layers, in layer order
-  std::string description;                              // one line per device
+  std::vector<std::shared_ptr<RemoteLayers>> ranges;  // the first placement's, for the scheduler
+  std::shared_ptr<ShardTopology> topology;
 };
 
 // Reaches the workers of config.workers for `model` (ConnectWorkers, when built with gRPC).

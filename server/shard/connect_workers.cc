@@ -16,6 +16,7 @@
 #include "server/core/key_ring.h"
 #include "server/grpc/grpc_server.h"
 #include "server/shard/grpc_remote_layers.h"
+#include "server/shard/shard_supervisor.h"
 #include "server/shard/shard_wire.h"
 
 namespace sparrow::server {
@@ -191,64 +192,40 @@ Result<ConnectedWorkers> ConnectWorkers(const ServerConfig& config, const Model&
                      ? std::string()
                      : fmt::format(", round trip {:.2f} ms, {:.0f} Mbit/s", d.rtt_ms, d.link_mbps));
   }
-  std::vector<ShardRange> ranges;
-  std::string description;
-  if (planned) {
-    // The context the served model gets (LoadServedModel's rule).
-    const int64_t train = model.config().n_ctx_train;
-    const int64_t n_ctx = config.n_ctx > 0 ? config.n_ctx : (train > 0 ? train : 2048);
-    const ShardModelCost cost =
-        ModelShardCost(model, n_ctx, encoding == shardpb::ENCODING_F16 ? 2 : 4);
-    for (auto& d : devices) {
-      // A device that cannot tell its memory is taken to hold the whole model.
-      if (d.memory_bytes <= 0) d.memory_bytes = std::numeric_limits<int64_t>::max() / 4;
-    }
-    const ShardObjective objective = config.shard_objective == "throughput"
-                                         ? ShardObjective::kThroughput
-                                         : ShardObjective::kLatency;
-    SPARROW_ASSIGN_OR_RETURN(ShardPlan plan, PlanShards(cost, devices, objective));
-    ranges = plan.ranges;
-    description = DescribeShardPlan(plan, devices);
-  } else {
+  ShardSupervisorOptions so;
+  // The context the served model gets (LoadServedModel's rule): the KV of a layer is part of
+  // what a device must hold for it.
+  const int64_t train = model.config().n_ctx_train;
+  const int64_t n_ctx = config.n_ctx > 0 ? config.n_ctx : (train > 0 ? train : 2048);
+  so.cost = ModelShardCost(model, n_ctx, encoding == shardpb::ENCODING_F16 ? 2 : 4);
+  for (auto& d : devices) {
+    // A device that cannot tell its memory is taken to hold the whole model.
+    if (d.memory_bytes <= 0) d.memory_bytes = std::numeric_limits<int64_t>::max() / 4;
+  }
+  so.objective = config.shard_objective == "throughput" ? ShardObjective::kThroughput
+                                                        : ShardObjective::kLatency;
+  if (!planned) {
     SPARROW_ASSIGN_OR_RETURN(auto counts,
                              ParseCounts(config.shard_layers, devices.size(), n_layer));
     int64_t first = 0;
     for (size_t i = 0; i < devices.size(); ++i) {
       if (counts[i] == 0) continue;
-      ranges.push_back({static_cast<int>(i), first, first + counts[i]});
-      description += devices[i].name + ": layers " + std::to_string(first) + ".." +
-                     std::to_string(first + counts[i] - 1) + "\n";
+      so.fixed.push_back({static_cast<int>(i), first, first + counts[i]});
       first += counts[i];
     }
   }
+  so.devices = std::move(devices);
+  so.link.key = key;
+  so.link.credentials = creds;
+  so.link.kv_block_size = config.kv_block_size;
+  so.link.model_digest = digest;
+  so.link.encoding = encoding;
+  so.link.step_timeout = std::chrono::milliseconds(config.worker_timeout_ms);
+  so.micro_batches = config.shard_micro_batches;
+  SPARROW_ASSIGN_OR_RETURN(auto supervisor, ShardSupervisor::Create(std::move(so)));
   ConnectedWorkers out;
-  out.description = std::move(description);
-  for (const ShardRange& r : ranges) {
-    const std::string& name = devices[static_cast<size_t>(r.device)].name;
-    out.placement.push_back({name, r.first, r.end});
-    if (r.device == 0) continue;
-    RemoteLayersOptions o;
-    o.address = name;
-    o.key = key;
-    o.credentials = creds;
-    o.first_layer = r.first;
-    o.end_layer = r.end;
-    o.kv_block_size = config.kv_block_size;
-    o.model_digest = digest;
-    o.encoding = encoding;
-    o.step_timeout = std::chrono::milliseconds(config.worker_timeout_ms);
-    auto link = std::make_shared<GrpcRemoteLayers>(std::move(o));
-    out.ranges.push_back(link);
-    out.links.push_back(link);
-  }
-  // The scheduler's and ForwardPass's defaults: one batch in flight per device, a lone batch cut
-  // in one micro-batch per device.
-  const int64_t stages = static_cast<int64_t>(out.ranges.size()) + 1;
-  const int64_t micro = config.shard_micro_batches > 0 ? config.shard_micro_batches : stages;
-  out.description += micro > 1 ? "pipeline: " + std::to_string(stages) +
-                                     " batches in flight, a lone batch cut in " +
-                                     std::to_string(micro) + " micro-batches\n"
-                               : "no pipeline: one batch at a time goes from device to device\n";
+  out.ranges = supervisor->ranges();
+  out.topology = std::move(supervisor);
   return out;
 }
 

@@ -313,7 +313,7 @@ TEST(SparrowdShardTest, AWorkerNeedsAnAdminKey) {
   EXPECT_NE(error.find("a worker needs an admin key"), std::string::npos) << error;
 }
 
-TEST(SparrowdShardTest, AKilledWorkerFailsItsRequestsAndIsTakenBackWhenItReturns) {
+TEST(SparrowdShardTest, AKilledWorkerFailsItsRequestsTheRestServesAndItIsTakenBack) {
   const std::vector<std::string> alone = Alone(Stories());
   std::vector<std::unique_ptr<SparrowdProcess>> ws;
   ws.push_back(StartWorker(Stories()));
@@ -349,12 +349,44 @@ TEST(SparrowdShardTest, AKilledWorkerFailsItsRequestsAndIsTakenBackWhenItReturns
                 "GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")),
             200);
 
-  // Back on the same port: taken in again at a later request (reconnection is tried at most
-  // once a second).
+  // The model still fits this device: its layers are placed again without the worker, and the
+  // server answers as one device would.
+  auto shards = [&] {
+    const std::string raw = testing::RawExchange(
+        "127.0.0.1", coord->http_port(),
+        std::string("GET /admin/v1/shards HTTP/1.1\r\nHost: x\r\nConnection: close\r\n") +
+            "Authorization: Bearer " + kKey + "\r\n\r\n");
+    return nlohmann::json::parse(raw.substr(raw.find("\r\n\r\n") + 4), nullptr, false);
+  };
+  auto wait_for = [&](auto done) {
+    for (int i = 0; i < 200 && !done(shards()); ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    return shards();
+  };
+  nlohmann::json s =
+      wait_for([](const nlohmann::json& j) { return j["devices_down"].size() == 1; });
+  ASSERT_EQ(s["devices_down"].size(), 1u) << s.dump();
+  EXPECT_EQ(s["devices_down"][0], "127.0.0.1:" + std::to_string(port));
+  ASSERT_EQ(s["placement"].size(), 1u) << s.dump();
+  EXPECT_EQ(s["placement"][0]["device"], "this device");
+  EXPECT_EQ(s["placement"][0]["end_layer"], 5);
+  EXPECT_EQ(s["replans"], 1);
+  EXPECT_EQ(Texts(coord->http_port()), alone);
+  EXPECT_NE(coord->Stdout().find("left ("), std::string::npos) << coord->Stdout();
+
+  // Back on the same port: taken in again, with the layers it had.
   ws[0] = StartWorker(Stories(), port);
   ASSERT_NE(ws[0], nullptr);
-  std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+  s = wait_for([](const nlohmann::json& j) { return j["devices_down"].empty(); });
+  ASSERT_TRUE(s["devices_down"].empty()) << s.dump();
+  ASSERT_EQ(s["placement"].size(), 2u) << s.dump();
+  EXPECT_EQ(s["placement"][1]["first_layer"], 2);
+  EXPECT_EQ(s["replans"], 2);
   EXPECT_EQ(Texts(coord->http_port()), alone);
+  s = shards();
+  ASSERT_EQ(s["links"].size(), 1u);
+  EXPECT_GT(s["links"][0]["steps"].get<int64_t>(), 10) << s.dump();
+  EXPECT_EQ(s["links"][0]["failures"], 0) << s.dump();
 }
 
 TEST(SparrowdShardTest, AStalledWorkerFailsItsStepAfterTheTimeout) {

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <deque>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -98,6 +99,20 @@ class InProcessLayers final : public RemoteLayers {
 };
 
 using testing::CollectingSink;
+
+// Calls `on_token` with the count of tokens so far, from the scheduler's thread.
+class PlacingSink final : public CollectingSink {
+ public:
+  explicit PlacingSink(std::function<void(size_t)> on_token) : on_token_(std::move(on_token)) {}
+  bool OnToken(const TokenEvent& ev) override {
+    CollectingSink::OnToken(ev);
+    on_token_(count());
+    return true;
+  }
+
+ private:
+  std::function<void(size_t)> on_token_;
+};
 
 struct Outcome {
   std::vector<std::vector<int32_t>> tokens;
@@ -229,6 +244,65 @@ TEST_P(LayerRangeRunnerTest, APipelineAroundTheCoordinatorsLayersGeneratesWhatOn
   EXPECT_EQ(split.tokens, alone.tokens);
   EXPECT_GE(first->max_in_flight(), 2);
   EXPECT_EQ(first->runs(), last->runs());
+}
+
+// A device leaves or comes back and the layers are placed again while requests run: they
+// resume (recomputing what they had) and generate what one device does.
+TEST_P(LayerRangeRunnerTest, LayersPlacedAgainMidStreamGenerateWhatOneDeviceDoes) {
+  const int64_t n_layer = model_->config().n_layer;
+  auto run = [&](bool split) {
+    kernels::ThreadPool pool(1);
+    SchedulerOptions o = Options();
+    std::vector<std::shared_ptr<InProcessLayers>> used;
+    auto range = [&](int64_t first, int64_t end) {
+      auto r = std::make_shared<InProcessLayers>(*model_, first, end);
+      r->set_block_size(o.kv_block_size);
+      used.push_back(r);
+      return r;
+    };
+    if (split) o.remote_layers = {range(n_layer / 2, n_layer)};
+    Scheduler s(*model_, &pool, o);
+    std::vector<std::shared_ptr<CollectingSink>> sinks;
+    // The placement changes as the first request's tokens 5, 12 and 20 come out (the sink runs
+    // on the scheduler's thread, so this is mid-stream, with the others running too).
+    std::vector<std::vector<std::shared_ptr<RemoteLayers>>> placements;
+    if (split) {
+      placements = {{range(0, 1), range(n_layer - 1, n_layer)}, {}, {range(1, n_layer)}};
+    }
+    auto submit = [&](int salt, std::function<void(size_t)> on_token = nullptr) {
+      GenerationRequest r;
+      r.prompt = Prompt(salt, 12);
+      r.max_tokens = 30;
+      r.sampling.temperature = 0;
+      std::shared_ptr<CollectingSink> sink;
+      if (on_token) {
+        sink = std::make_shared<PlacingSink>(std::move(on_token));
+      } else {
+        sink = std::make_shared<CollectingSink>();
+      }
+      r.sink = sinks.emplace_back(sink);
+      EXPECT_TRUE(s.Submit(std::move(r)).ok());
+    };
+    submit(1, [&](size_t n) {
+      const size_t at[] = {5, 12, 20};
+      for (size_t i = 0; i < placements.size(); ++i)
+        if (n == at[i]) s.ReplaceRemoteLayers(placements[i]);
+    });
+    submit(2);
+    submit(3);
+    std::vector<std::vector<int32_t>> out;
+    for (auto& sink : sinks) {
+      EXPECT_EQ(sink->WaitInfo().reason, FinishReason::kLength);
+      out.push_back(sink->Wait());
+    }
+    if (split) {
+      // Each placement computed tokens, and the running requests started over at each change.
+      for (const auto& r : used) EXPECT_GT(r->runs(), 0);
+      EXPECT_GE(s.Stats().preemptions, 3 * 2);
+    }
+    return out;
+  };
+  EXPECT_EQ(run(true), run(false));
 }
 
 TEST_P(LayerRangeRunnerTest, AFailedRangeFailsItsStepAndTheNextRequestRuns) {
