@@ -154,8 +154,8 @@ const std::vector<KeySpec>& Keys() {
        "empty: placed by each device's measured speed and link (EdgeShard's dynamic program)",
        &ServerConfig::shard_layers},
       {"shard_encoding",
-       "With workers: hidden states on the wire as f32 (exact) or f16 (half "
-       "the bytes)",
+       "With workers: hidden states on the wire as f32 (exact), f16 (half the bytes) or q8_0 "
+       "(int8 blocks, 27% of the bytes, for the slowest links)",
        &ServerConfig::shard_encoding},
       {"shard_objective",
        "With workers and no shard_layers: place layers for the lowest per-token latency "

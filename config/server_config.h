@@ -76,7 +76,7 @@ struct ServerConfig {
   int64_t worker = 0;
   std::string workers;       // "host:port,host:port"
   std::string shard_layers;  // "" -> placed by measured speed; or counts, coordinator first
-  std::string shard_encoding = "f32";       // f32 | f16: the hidden state on the wire
+  std::string shard_encoding = "f32";       // f32 | f16 | q8_0: the hidden state on the wire
   int64_t worker_timeout_ms = 10000;        // a step a worker has not answered by then fails
   std::string shard_objective = "latency";  // latency | throughput: what the placement optimises
   int64_t shard_micro_batches = 0;  // parts a batch is cut into for the pipeline; 0: one per device

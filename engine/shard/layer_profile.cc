@@ -73,7 +73,7 @@ std::vector<double> ProfileLayerDecodeMs(const Model& model, kernels::ThreadPool
   return ms;
 }
 
-ShardModelCost ModelShardCost(const Model& model, int64_t n_ctx, int value_bytes) {
+ShardModelCost ModelShardCost(const Model& model, int64_t n_ctx, double value_bytes) {
   const ModelConfig& c = model.config();
   ShardModelCost cost;
   cost.layer_bytes.assign(static_cast<size_t>(c.n_layer), 2 * n_ctx * c.kv_dim() * 4);
@@ -85,7 +85,7 @@ ShardModelCost ModelShardCost(const Model& model, int64_t n_ctx, int value_bytes
       cost.coordinator_fixed_bytes += static_cast<int64_t>(t.n_bytes);
     }
   }
-  cost.activation_bytes = c.n_embd * value_bytes;
+  cost.activation_bytes = static_cast<int64_t>(static_cast<double>(c.n_embd) * value_bytes);
   return cost;
 }
 

@@ -18,6 +18,6 @@ std::vector<double> ProfileLayerDecodeMs(const Model& model, kernels::ThreadPool
 // What the planner weighs a layer by: its weights (tensors blk.N.*) plus the keys and values of
 // one full context of `n_ctx` positions (f32, the KV pool's floor); the rest of the file
 // (embedding, output) is the coordinator's; `value_bytes` per hidden value on the wire.
-ShardModelCost ModelShardCost(const Model& model, int64_t n_ctx, int value_bytes);
+ShardModelCost ModelShardCost(const Model& model, int64_t n_ctx, double value_bytes);
 
 }  // namespace sparrow

@@ -63,8 +63,8 @@ void RegisterShardPlanCommand(CLI::App& app, ShardPlanOptions& opts, int& exit_c
   cmd->add_option("-c,--n-ctx", opts.n_ctx, "Context whose KV each layer must hold")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 24));
   cmd->add_option("-t,--threads", opts.threads, "Threads for timing the layers (0: all)");
-  cmd->add_option("--encoding", opts.encoding, "Hidden states on the wire: f32 or f16")
-      ->check(CLI::IsMember({"f32", "f16"}));
+  cmd->add_option("--encoding", opts.encoding, "Hidden states on the wire: f32, f16 or q8_0")
+      ->check(CLI::IsMember({"f32", "f16", "q8_0"}));
   cmd->add_flag("--json", opts.json, "Print the plan as JSON");
   cmd->callback([&opts, &exit_code] { exit_code = RunShardPlan(opts); });
 }
@@ -93,7 +93,10 @@ int RunShardPlan(const ShardPlanOptions& opts) {
     }
     devices.push_back(*d);
   }
-  const ShardModelCost cost = ModelShardCost(**model, opts.n_ctx, opts.encoding == "f16" ? 2 : 4);
+  const ShardModelCost cost = ModelShardCost(**model, opts.n_ctx,
+                                             opts.encoding == "f16"    ? 2
+                                             : opts.encoding == "q8_0" ? 34.0 / 32
+                                                                       : 4);
   auto plan = PlanShards(
       cost, devices,
       opts.objective == "throughput" ? ShardObjective::kThroughput : ShardObjective::kLatency);

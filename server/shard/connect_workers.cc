@@ -143,6 +143,10 @@ Result<ConnectedWorkers> ConnectWorkers(const ServerConfig& config, const Model&
   SPARROW_ASSIGN_OR_RETURN(std::string key, WorkerKey(config));
   SPARROW_ASSIGN_OR_RETURN(auto creds, Credentials(config));
   SPARROW_ASSIGN_OR_RETURN(auto encoding, ParseShardEncoding(config.shard_encoding));
+  if (encoding == shardpb::ENCODING_Q8_0 && model.config().n_embd % 32 != 0) {
+    return InvalidArgument("config: 'shard_encoding' q8_0 needs the model's n_embd (" +
+                           std::to_string(model.config().n_embd) + ") a multiple of 32");
+  }
   const std::string digest = ModelDigest(model.file());
   const int64_t n_layer = model.config().n_layer;
   const bool planned = config.shard_layers.empty();
@@ -197,7 +201,11 @@ Result<ConnectedWorkers> ConnectWorkers(const ServerConfig& config, const Model&
   // what a device must hold for it.
   const int64_t train = model.config().n_ctx_train;
   const int64_t n_ctx = config.n_ctx > 0 ? config.n_ctx : (train > 0 ? train : 2048);
-  so.cost = ModelShardCost(model, n_ctx, encoding == shardpb::ENCODING_F16 ? 2 : 4);
+  // Bytes per value on the wire (q8_0: 34 bytes per 32).
+  const double value_bytes = encoding == shardpb::ENCODING_F16    ? 2
+                             : encoding == shardpb::ENCODING_Q8_0 ? 34.0 / 32
+                                                                  : 4;
+  so.cost = ModelShardCost(model, n_ctx, value_bytes);
   for (auto& d : devices) {
     // A device that cannot tell its memory is taken to hold the whole model.
     if (d.memory_bytes <= 0) d.memory_bytes = std::numeric_limits<int64_t>::max() / 4;

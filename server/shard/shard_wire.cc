@@ -2,18 +2,36 @@
 
 #include <cstring>
 
+#include "engine/common/check.h"
 #include "engine/common/result.h"
+#include "engine/kernels/dequantize.h"
 #include "engine/kernels/fp16.h"
+#include "engine/kernels/quantize.h"
 
 namespace sparrow::server {
 
 Result<shardpb::Encoding> ParseShardEncoding(const std::string& name) {
   if (name == "f32") return shardpb::ENCODING_F32;
   if (name == "f16") return shardpb::ENCODING_F16;
-  return InvalidArgument("config: 'shard_encoding' must be f32 or f16, got '" + name + "'");
+  if (name == "q8_0") return shardpb::ENCODING_Q8_0;
+  return InvalidArgument("config: 'shard_encoding' must be f32, f16 or q8_0, got '" + name + "'");
 }
 
+namespace {
+
+constexpr size_t kQ8Block = 32, kQ8BlockBytes = 34;
+
+}  // namespace
+
 void EncodeHidden(std::span<const float> hidden, shardpb::Encoding encoding, std::string* out) {
+  if (encoding == shardpb::ENCODING_Q8_0) {
+    // ConnectWorkers refuses q8_0 for a model whose n_embd is not a multiple of 32.
+    SPARROW_CHECK(hidden.size() % kQ8Block == 0);
+    out->resize(hidden.size() / kQ8Block * kQ8BlockBytes);
+    kernels::QuantizeRow(TensorType::kQ8_0, hidden.data(), out->data(),
+                         static_cast<int64_t>(hidden.size()));
+    return;
+  }
   if (encoding == shardpb::ENCODING_F16) {
     out->resize(hidden.size() * 2);
     auto* p = reinterpret_cast<uint8_t*>(out->data());
@@ -28,24 +46,41 @@ void EncodeHidden(std::span<const float> hidden, shardpb::Encoding encoding, std
 
 Status DecodeHidden(const std::string& bytes, shardpb::Encoding encoding, size_t expected,
                     std::span<float> out) {
-  const size_t width = encoding == shardpb::ENCODING_F16 ? 2 : sizeof(float);
-  if (encoding != shardpb::ENCODING_F16 && encoding != shardpb::ENCODING_F32) {
-    return InvalidArgument("hidden state encoding " + std::to_string(encoding) + " is unknown");
+  size_t want = 0;
+  switch (encoding) {
+    case shardpb::ENCODING_F32:
+      want = expected * sizeof(float);
+      break;
+    case shardpb::ENCODING_F16:
+      want = expected * 2;
+      break;
+    case shardpb::ENCODING_Q8_0:
+      if (expected % kQ8Block != 0) {
+        return InvalidArgument("a q8_0 hidden state of " + std::to_string(expected) +
+                               " values, not a multiple of " + std::to_string(kQ8Block));
+      }
+      want = expected / kQ8Block * kQ8BlockBytes;
+      break;
+    default:
+      return InvalidArgument("hidden state encoding " + std::to_string(encoding) + " is unknown");
   }
-  if (bytes.size() != expected * width || out.size() != expected) {
+  if (bytes.size() != want || out.size() != expected) {
     return InvalidArgument("hidden state of " + std::to_string(bytes.size()) + " bytes where " +
-                           std::to_string(expected) + " values of " + std::to_string(width) +
-                           " bytes were expected");
+                           std::to_string(want) + " bytes for " + std::to_string(expected) +
+                           " values were expected");
   }
-  if (width == sizeof(float)) {
+  if (encoding == shardpb::ENCODING_F32) {
     std::memcpy(out.data(), bytes.data(), bytes.size());
-    return Status::Ok();
-  }
-  const auto* p = reinterpret_cast<const uint8_t*>(bytes.data());
-  for (size_t i = 0; i < expected; ++i) {
-    uint16_t h;
-    std::memcpy(&h, p + 2 * i, 2);
-    out[i] = kernels::Fp16ToFp32(h);
+  } else if (encoding == shardpb::ENCODING_Q8_0) {
+    kernels::DequantizeRow(TensorType::kQ8_0, bytes.data(), out.data(),
+                           static_cast<int64_t>(expected));
+  } else {
+    const auto* p = reinterpret_cast<const uint8_t*>(bytes.data());
+    for (size_t i = 0; i < expected; ++i) {
+      uint16_t h;
+      std::memcpy(&h, p + 2 * i, 2);
+      out[i] = kernels::Fp16ToFp32(h);
+    }
   }
   return Status::Ok();
 }
