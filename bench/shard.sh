@@ -14,7 +14,8 @@
 # device); prints generated tokens/s over the wall time, medians of R rounds, and ratios.
 # llama.cpp is not run in this mode.
 #
-# Sparrow's figures come from its request log: decode = (completion tokens - 1) / (total - time to
+# Every request has a prompt of its own (no prefix cache hits). Sparrow's figures come from its
+# request log: decode = (completion tokens - 1) / (total - time to
 # first token), prefill = prompt tokens / time to first token (which includes one decode step);
 # llama-bench's are its own pp and tg. Needs root (namespaces, tc, cgroup v1); everything made is
 # removed at exit.
@@ -142,7 +143,7 @@ stop_sparrow() {
   sleep 1
 }
 
-prompt_of() {  # client number: prompts differ, so that no prefix is shared
+prompt_of() {  # a number: each run and client gets its own prompt, so that no prefix is cached
   python3 -c "print([1] + [100 + ($1 * 7919 + i * 37) % 20000 for i in range($P - 1)])"
 }
 
@@ -161,7 +162,7 @@ if [ "$CLIENTS" -gt 1 ]; then
       t0=$(date +%s.%N)
       local pids=()
       for c in $(seq 1 "$CLIENTS"); do
-        complete "$c" "$OUT/sparrow-reply-$c.json" &
+        complete "$((r * 1000 + c))" "$OUT/sparrow-reply-$c.json" &
         pids+=($!)
       done
       wait "${pids[@]}"
@@ -191,11 +192,14 @@ fi
 
 if [ "$DEVICES" -gt 1 ]; then start_sparrow --workers "$workers" "${layers_arg[@]}"; else start_sparrow; fi
 for r in $(seq 0 "$R"); do  # run 0 warms the pages
-  complete 0 "$OUT/sparrow-reply-$r.json"
+  complete "$r" "$OUT/sparrow-reply-$r.json"
 done
 grep 'POST /v1/completions 200' "$OUT/sparrow-coordinator.log" | tail -n "$R" |
   sed -E 's/.* 200 ([0-9.]+)ms .*prompt_tokens=([0-9]+).*completion_tokens=([0-9]+) ttft=([0-9.]+)ms.*/\1 \2 \3 \4/' \
     >"$OUT/sparrow-times.txt"
+if grep 'POST /v1/completions 200' "$OUT/sparrow-coordinator.log" | tail -n "$R" | grep -q 'cached_tokens=[1-9]'; then
+  echo "shard.sh: a measured request found its prompt in the prefix cache; its prefill is not" >&2
+fi
 s_tg=$(awk '{print ($3 - 1) / (($1 - $4) / 1000)}' "$OUT/sparrow-times.txt" | median)
 s_pp=$(awk '{print $2 / ($4 / 1000)}' "$OUT/sparrow-times.txt" | median)
 s_peaks=""
