@@ -80,6 +80,11 @@ test('the admin key logs in and the live status shows the model', async () => {
   await page.waitForFunction(() => document.querySelector('#link').textContent === 'live');
   assert.match(await page.textContent('#model-id'), /stories260K/);
   assert.equal(await page.textContent('#state'), 'serving');
+  // Where the layers are: all on this device (a coordinator lists its workers' links too).
+  await page.waitForFunction(() => /one device computes every layer/.test(
+    document.querySelector('#shards-note').textContent));
+  assert.match(await page.textContent('#shards tbody'), /this device/);
+  assert.match(await page.textContent('#shards tbody'), /0\.\.4 \(5\)/);
   // Kept in this tab's session storage only.
   assert.equal(await page.evaluate(() => sessionStorage.getItem('sparrow-admin-key')), ADMIN_KEY);
   assert.equal(await page.evaluate(() => localStorage.length), 0);

@@ -8,6 +8,7 @@ const HISTORY = 120;                   // chart points: two minutes of one-secon
 const $ = (id) => document.getElementById(id);
 
 let abort = null;  // ends the current event stream
+let shardTimer = null;  // polls where the model's layers are (GET /admin/v1/shards)
 const history = { tps: [], ttft50: [], ttft99: [], tbt99: [], running: [], waiting: [] };
 
 function key() { return sessionStorage.getItem(KEY_ITEM) || ''; }
@@ -31,6 +32,7 @@ async function api(method, path, body) {
 
 function showLogin(message) {
   if (abort) abort.abort();
+  clearInterval(shardTimer);
   $('main').hidden = true;
   $('logout').hidden = true;
   $('login').hidden = false;
@@ -46,6 +48,9 @@ async function connect() {
     $('logout').hidden = false;
     render(status);
     loadModels();
+    loadShards();
+    clearInterval(shardTimer);
+    shardTimer = setInterval(loadShards, 2000);
     watch();
   } catch (e) {
     sessionStorage.removeItem(KEY_ITEM);
@@ -228,6 +233,40 @@ function logAction(a) {
                    `${a.detail ? `: ${a.detail}` : ''} (${a.key_id || a.remote})`;
   $('action-log').prepend(li);
   if (a.action === 'reload') loadModels();
+}
+
+// Which device computes which layers, and each worker link's counters.
+async function loadShards() {
+  let s;
+  try {
+    s = await api('GET', '/admin/v1/shards');
+  } catch (e) {
+    $('shards-note').textContent = e.message;
+    return;
+  }
+  const body = $('shards').querySelector('tbody');
+  body.replaceChildren(...s.placement.map((p) => {
+    const link = s.links.find((l) => l.address === p.device && l.first_layer === p.first_layer);
+    const cells = [p.device, `${p.first_layer}..${p.end_layer - 1} (${p.end_layer - p.first_layer})`];
+    if (link) {
+      cells.push(link.connected ? 'connected' : 'reconnecting', link.steps, link.failures,
+                 `${fmtBytes(link.bytes_sent)} / ${fmtBytes(link.bytes_received)}`,
+                 `${Math.round(link.worker_ms)} / ${Math.round(link.wall_ms)}`, link.last_error);
+    } else {
+      cells.push('this device', '', '', '', '', '');
+    }
+    const tr = document.createElement('tr');
+    for (const c of cells) {
+      const td = document.createElement('td');
+      td.textContent = String(c);
+      tr.append(td);
+    }
+    return tr;
+  }));
+  const down = s.devices_down?.length ? `; down: ${s.devices_down.join(', ')}` : '';
+  $('shards-note').textContent = s.links.length || s.replans
+    ? `placed ${s.replans ? `again ${s.replans} times` : 'once'}${down}`
+    : 'one device computes every layer';
 }
 
 async function loadModels() {
