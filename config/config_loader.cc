@@ -162,8 +162,9 @@ const std::vector<KeySpec>& Keys() {
        "(latency) or for the most tokens per second when requests fill the pipeline (throughput)",
        &ServerConfig::shard_objective},
       {"shard_micro_batches",
-       "With workers: a step's batch flows through the devices cut into this many parts, so that "
-       "all of them compute at once (EdgeShard's pipeline); 0: one per device; 1: no pipeline",
+       "With workers: the devices work as a pipeline, one batch in flight per device; a batch "
+       "alone in it (one long prompt) is cut into this many parts; 0: one per device; 1: no "
+       "pipeline (one batch at a time goes from device to device)",
        nullptr, &ServerConfig::shard_micro_batches, 0, 64},
       {"worker_timeout_ms",
        "With workers: a step a worker has not answered within this fails its requests", nullptr,

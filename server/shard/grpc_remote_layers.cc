@@ -22,6 +22,9 @@ std::shared_ptr<grpc::Channel> Channel(const RemoteLayersOptions& o) {
   // Answers of the pipeline's micro-batches arrive while this side computes: a window that takes
   // a few of them keeps the worker from waiting on flow control.
   args.SetInt(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, kShardWindowBytes);
+  // A worker that comes back is tried within a second, however long it was away (gRPC's own
+  // reconnection backoff grows to two minutes).
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, kShardReconnectMs);
   return grpc::CreateCustomChannel(o.address, o.credentials, args);
 }
 

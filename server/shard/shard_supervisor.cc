@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "server/shard/shard_wire.h"
+
 namespace sparrow::server {
 
 namespace {
@@ -12,7 +14,9 @@ namespace shardpb = ::sparrow::shard::v1;
 
 std::shared_ptr<grpc::Channel> ProbeChannel(const RemoteLayersOptions& o,
                                             const std::string& address) {
-  return grpc::CreateChannel(address, o.credentials);
+  grpc::ChannelArguments args;
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, kShardReconnectMs);
+  return grpc::CreateCustomChannel(address, o.credentials, args);
 }
 
 bool SameRanges(const std::vector<ShardRange>& a, const std::vector<ShardRange>& b) {

@@ -17,6 +17,8 @@ namespace shardpb = ::sparrow::shard::v1;
 // The HTTP/2 stream window both ends of a shard stream announce: room for a few micro-batches'
 // hidden states, so that neither side's writes wait for the other's compute.
 constexpr int kShardWindowBytes = 8 << 20;
+// The longest a coordinator's channel to a worker waits between connection attempts.
+constexpr int kShardReconnectMs = 1000;
 
 // "f32" or "f16"; InvalidArgument naming the setting otherwise.
 Result<shardpb::Encoding> ParseShardEncoding(const std::string& name);
