@@ -156,7 +156,8 @@ int main(int argc, char** argv) {
                                     ? std::string("Jinja (the model's own or chat_template_file)")
                                     : ChatTemplateName(first->chat->family()))));
   if (first->workers) {
-    spdlog::info(Msg(config, "layers placed across devices:\n" + first->workers->topology->view().description));
+    spdlog::info(Msg(
+        config, "layers placed across devices:\n" + first->workers->topology->view().description));
   }
   first.reset();
   if (!config.model_dir.empty()) {
