@@ -64,7 +64,6 @@ class ForwardPass {
   // Submit computes every layer.
   Status Submit(std::span<const Segment> segments);
   Status Collect(std::vector<float>* logits, std::vector<Status>* failures = nullptr);
-  int64_t in_flight() const { return static_cast<int64_t>(flights_.size()); }
 
   // Layers computed by other devices: sorted, disjoint ranges inside the model (errors name the
   // range at fault). Batches hand them the hidden state instead of computing those layers; they

@@ -101,10 +101,6 @@ Scheduler::Scheduler(const Model& model, kernels::ThreadPool* pool, SchedulerOpt
   if (!opts_.remote_layers.empty()) {
     Status st = fp_.SetRemoteLayers(opts_.remote_layers, opts_.pipeline_micro_batches);
     SPARROW_CHECK(st.ok());
-    // One batch in flight per device keeps them all busy.
-    if (opts_.pipeline_micro_batches != 1) {
-      pipeline_depth_ = static_cast<int64_t>(opts_.remote_layers.size()) + 1;
-    }
     remote_kv_observer_.OnResize(kv_.n_blocks());
   }
   kv_block_bytes_ =
@@ -416,7 +412,8 @@ bool Scheduler::Step() {
   };
   int64_t decoding = 0;
   for (auto& s : running_) decoding += s->n_computed == static_cast<int64_t>(s->tokens.size()) - 1;
-  int64_t decode_cap = (decoding + pipeline_depth_ - 1) / pipeline_depth_;
+  const int64_t depth = PipelineDepth();
+  int64_t decode_cap = (decoding + depth - 1) / depth;
   int64_t budget = opts_.step_token_budget;
   for (auto& s : running_) {
     const int64_t n = static_cast<int64_t>(s->tokens.size());
@@ -456,8 +453,15 @@ bool Scheduler::Step() {
   }
   if (flights_.empty()) return true;
   // Land the oldest batch once the pipeline is full, or when nothing more can be sent.
-  if (static_cast<int64_t>(flights_.size()) >= pipeline_depth_ || !submitting) LandOldest();
+  if (static_cast<int64_t>(flights_.size()) >= depth || !submitting) LandOldest();
   return true;
+}
+
+int64_t Scheduler::PipelineDepth() const {
+  // One batch in flight per device keeps them all busy.
+  return opts_.remote_layers.empty() || opts_.pipeline_micro_batches == 1
+             ? 1
+             : static_cast<int64_t>(opts_.remote_layers.size()) + 1;
 }
 
 void Scheduler::LandAll() {
@@ -472,7 +476,7 @@ void Scheduler::LandOldest() {
   Status st = fp_.Collect(&logits, &failures);
   for (Sequence* s : fl.owners) s->in_flight = false;
   // Alone in the pipeline, the time from submit to landing is the step's.
-  if (pipeline_depth_ == 1) {
+  if (PipelineDepth() == 1) {
     step_time_.Observe(fl.decoded, fl.prompt_computed, MsBetween(fl.start, Clock::now()));
   }
   if (!st.ok()) {
@@ -635,7 +639,6 @@ void Scheduler::ApplyPendingRemote() {
   LandAll();
   if (Status st = fp_.SetRemoteLayers(*ranges, opts_.pipeline_micro_batches); !st.ok()) {
     spdlog::error("shard: the new placement is refused: {}", st.ToString());
-    (void)fp_.SetRemoteLayers(opts_.remote_layers, opts_.pipeline_micro_batches);
     return;
   }
   int64_t preempted = 0;
@@ -645,9 +648,6 @@ void Scheduler::ApplyPendingRemote() {
   }
   kv_.DropCached();
   opts_.remote_layers = std::move(*ranges);
-  pipeline_depth_ = opts_.remote_layers.empty() || opts_.pipeline_micro_batches == 1
-                        ? 1
-                        : static_cast<int64_t>(opts_.remote_layers.size()) + 1;
   remote_kv_observer_.OnResize(kv_.n_blocks());
   spdlog::info("shard: {} remote layer ranges now; {} running sequences resume from the start",
                opts_.remote_layers.size(), preempted);

@@ -122,7 +122,7 @@ class Scheduler {
   // layers hold no keys for them, so every running sequence is preempted (it resumes later,
   // recomputing what it had) and the prefix cache is forgotten. Empty: this device computes
   // every layer. The ranges are checked as SetRemoteLayers does; a bad set is logged and
-  // ignored.
+  // ignored (the old ranges stay).
   void ReplaceRemoteLayers(std::vector<std::shared_ptr<RemoteLayers>> ranges);
   // kv_blocks: the pool's size as configured, the most a budget may give it.
   const SchedulerOptions& options() const { return opts_; }
@@ -151,6 +151,8 @@ class Scheduler {
   // Collects the oldest batch in flight: samples, streams and finishes its sequences.
   void LandOldest();
   void LandAll();
+  // Batches kept in flight: 1, or one per device of a pipeline (remote layers).
+  int64_t PipelineDepth() const;
   void Finish(Sequence& s, FinishReason reason, Status status = Status::Ok());
   Status Validate(const GenerationRequest& request) const;
   // Samples the next token of `s` from its logits row, streams it and finishes `s` when done.
@@ -207,8 +209,6 @@ class Scheduler {
 
   std::vector<std::unique_ptr<Sequence>> running_;  // scheduler thread only
   std::deque<Flight> flights_;                      // scheduler thread only; oldest first
-  // Batches kept in flight: 1, or one per device of a pipeline (remote layers).
-  int64_t pipeline_depth_ = 1;
   std::thread thread_;
 };
 
