@@ -161,6 +161,12 @@ const std::vector<KeySpec>& Keys() {
        "With workers and no shard_layers: place layers for the lowest per-token latency "
        "(latency) or for the most tokens per second when requests fill the pipeline (throughput)",
        &ServerConfig::shard_objective},
+      {"shard_split",
+       "With workers: how the model is cut: layers (each device computes a run of whole layers, "
+       "EdgeShard's pipeline) or tensor (every device computes a slice of every layer: its "
+       "share of the attention heads and FFN neurons, Galaxy's tensor split; lower latency "
+       "when the devices' compute outweighs two round trips per layer)",
+       &ServerConfig::shard_split},
       {"shard_micro_batches",
        "With workers: the devices work as a pipeline, one batch in flight per device; a batch "
        "alone in it (one long prompt) is cut into this many parts; 0: one per device; 1: no "
@@ -287,6 +293,15 @@ Status ValidateServerConfig(const ServerConfig& c) {
   if (c.shard_objective != "latency" && c.shard_objective != "throughput") {
     return InvalidArgument("config: 'shard_objective' must be latency or throughput, got '" +
                            c.shard_objective + "'");
+  }
+  if (c.shard_split != "layers" && c.shard_split != "tensor") {
+    return InvalidArgument("config: 'shard_split' must be layers or tensor, got '" + c.shard_split +
+                           "'");
+  }
+  if (c.shard_split == "tensor" && !c.shard_layers.empty()) {
+    return InvalidArgument(
+        "config: 'shard_layers' places whole layers; with 'shard_split' tensor every device "
+        "computes a slice of every layer (leave shard_layers empty)");
   }
   if (c.worker != 0 && !c.workers.empty()) {
     return InvalidArgument(

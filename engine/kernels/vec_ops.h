@@ -9,6 +9,10 @@ namespace sparrow::kernels {
 // out = x / sqrt(mean(x^2) + eps) * w (ggml_rms_norm then ggml_mul: x is scaled first, then
 // multiplied by w). `w` may be null for no weight.
 void RmsNorm(const float* x, const float* w, int64_t n, float eps, float* out);
+// Each of `rows` rows of `len` floats at x RMS-normed with weight w, in place.
+inline void RmsNormRows(float* x, int64_t rows, int64_t len, const float* w, float eps) {
+  for (int64_t r = 0; r < rows; ++r) RmsNorm(&x[r * len], w, len, eps, &x[r * len]);
+}
 
 // dst += src.
 void AddInPlace(float* dst, const float* src, int64_t n);

@@ -284,12 +284,12 @@ std::string DescribeShardPlan(const ShardPlan& plan, std::span<const ShardDevice
                                 ? devices[d].name
                                 : "device " + std::to_string(d);
     char buf[256];
-    std::snprintf(buf, sizeof buf,
-                  ": layers %lld..%lld (%lld), %.2f ms (%.2f compute + %.2f link), ",
+    std::snprintf(buf, sizeof buf, "layers %lld..%lld (%lld), %.2f ms (%.2f compute + %.2f link), ",
                   static_cast<long long>(r.first), static_cast<long long>(r.end - 1),
                   static_cast<long long>(r.end - r.first), r.compute_ms + r.transfer_ms,
                   r.compute_ms, r.transfer_ms);
-    out += who + buf + Bytes(r.bytes) + "\n";
+    const std::string what = r.slice ? ": a slice (" + r.slice->ToString() + ") of " : ": ";
+    out += who + what + buf + Bytes(r.bytes) + "\n";
   }
   return out;
 }

@@ -14,11 +14,13 @@
 //                range), which sets a pipeline's pace; ties go to the lower token_ms.
 // Of equally good plans, the one with the fewest ranges.
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "engine/common/result.h"
+#include "engine/runtime/tensor_slice.h"
 
 namespace sparrow {
 
@@ -47,11 +49,15 @@ struct ShardRange {
   double compute_ms = 0;       // the range's layers on its device
   double transfer_ms = 0;      // the hidden state there and back (0 on the coordinator)
   int64_t bytes = 0;           // the range's layer_bytes (without the coordinator's fixed bytes)
+  // Galaxy's tensor split (PlanTensorSplit): the device's slice of every layer of the range.
+  std::optional<TensorSlice> slice;
 };
 
 struct ShardPlan {
-  std::vector<ShardRange> ranges;  // in layer order, covering 0..n_layer exactly, each non-empty
-  double token_ms = 0;             // predicted per-token latency (compute + transfers)
+  // In layer order, covering 0..n_layer exactly, each non-empty; in a tensor split, one per
+  // device with a slice, each over the whole model.
+  std::vector<ShardRange> ranges;
+  double token_ms = 0;  // predicted per-token latency (compute + transfers)
   // The slowest stage (compute + its transfers): 1000 / bottleneck_ms tokens/s when pipelined.
   double bottleneck_ms = 0;
 };

@@ -28,11 +28,6 @@ RopeParams RopeFor(const ModelConfig& c, const ModelWeights& w, bool swa) {
   return p;
 }
 
-// Each row of x (n rows of `len`) RMS-normed with weight w, in place.
-void NormRows(float* x, int64_t n, int64_t len, const std::vector<float>& w, float eps) {
-  for (int64_t r = 0; r < n; ++r) kernels::RmsNorm(&x[r * len], w.data(), len, eps, &x[r * len]);
-}
-
 }  // namespace
 
 ForwardPass::ForwardPass(const Model& model, kernels::ThreadPool* pool,
@@ -113,6 +108,7 @@ Status ForwardPass::Prepare(std::span<const Segment> segments, Flight& f) {
   }
   f.failed.assign(static_cast<size_t>(n), 0);
   f.ffn_error = Status::Ok();
+  f.split_failed = false;
   f.micro.clear();
   return Status::Ok();
 }
@@ -122,10 +118,17 @@ Status ForwardPass::SetRemoteLayers(std::vector<std::shared_ptr<RemoteLayers>> r
   if (!flights_.empty()) return Internal("remote layers changed with batches in flight");
   std::sort(ranges.begin(), ranges.end(),
             [](const auto& a, const auto& b) { return a->first_layer() < b->first_layer(); });
+  std::vector<RemoteLayers*> whole, sliced;
+  for (const auto& r : ranges) (r->slice() ? sliced : whole).push_back(r.get());
+  std::unique_ptr<SplitGroup> split;
+  if (!sliced.empty()) {
+    SPARROW_ASSIGN_OR_RETURN(split, MakeSplitGroup(sliced));
+  }
   int64_t prev_end = 0;
-  for (const auto& r : ranges) {
+  for (const RemoteLayers* r : whole) {
     const int64_t first = r->first_layer(), end = r->end_layer();
-    if (first < prev_end || first >= end || end > c_.n_layer) {
+    const bool on_split = split && first < split->end && split->first < end;
+    if (first < prev_end || first >= end || end > c_.n_layer || on_split) {
       return InvalidArgument("remote layers " + std::to_string(first) + ".." +
                              std::to_string(end - 1) + " (" + r->name() +
                              ") overlap another range or fall outside the model's " +
@@ -137,17 +140,19 @@ Status ForwardPass::SetRemoteLayers(std::vector<std::shared_ptr<RemoteLayers>> r
     return InvalidArgument("micro_batches " + std::to_string(micro_batches) + " is negative");
   }
   remote_ = std::move(ranges);
-  // Stages: the remote ranges and the local runs of layers between them, in layer order.
+  split_ = std::move(split);
+  // Stages: the remote ranges and the local runs of layers between them, in layer order (a
+  // split range is local: this device waits for the slices of each of its layers).
   stages_.clear();
   int64_t il = 0;
-  for (const auto& r : remote_) {
+  for (RemoteLayers* r : whole) {
     if (il < r->first_layer()) stages_.push_back({il, r->first_layer(), nullptr});
-    stages_.push_back({r->first_layer(), r->end_layer(), r.get()});
+    stages_.push_back({r->first_layer(), r->end_layer(), r});
     il = r->end_layer();
   }
   if (il < c_.n_layer) stages_.push_back({il, c_.n_layer, nullptr});
   // By default as many micro-batches as devices keep every device of the pipeline busy.
-  micro_batches_ = micro_batches > 0 ? micro_batches : static_cast<int64_t>(remote_.size()) + 1;
+  micro_batches_ = micro_batches > 0 ? micro_batches : static_cast<int64_t>(whole.size()) + 1;
   return Status::Ok();
 }
 
@@ -337,7 +342,7 @@ Status ForwardPass::Collect(std::vector<float>* logits, std::vector<Status>* fai
   const std::span<const Segment> segments = f.segments;
 
   // A remote range that fails costs the whole batch (and every batch in flight with it).
-  remote_failed_ = false;
+  remote_failed_ = f.split_failed;
   for (const MicroBatch& mb : f.micro) {
     if (mb.next < stages_.size()) remote_failed_ = true;
   }
@@ -386,38 +391,38 @@ Status ForwardPass::Collect(std::vector<float>* logits, std::vector<Status>* fai
   return Status::Ok();
 }
 
-void ForwardPass::Attention(int64_t il, Flight& f, int64_t t_first, int64_t n,
+void ForwardPass::Attention(int64_t il, const Heads& h, Flight& f, int64_t t_first, int64_t n,
                             std::span<const Segment> segments) {
   const LayerWeights& l = model_.weights().layers[il];
-  const int64_t qd = c_.q_dim(), kvd = c_.kv_dim(), half = c_.n_rot / 2;
+  const int64_t hd = c_.head_dim, qd = h.n_head * hd, kvd = h.n_head_kv * hd, half = c_.n_rot / 2;
   const bool swa = c_.is_swa(il), rope = c_.uses_rope(il);
   const float* cos_t = (swa ? f.cos_swa.data() : f.cos.data()) + t_first * half;
   const float* sin_t = (swa ? f.sin_swa.data() : f.sin.data()) + t_first * half;
   for (int64_t t = 0; t < n; ++t) {
     float* q = &q_[t * qd];
     float* k = &k_[t * kvd];
-    if (!l.bq.empty()) kernels::AddInPlace(q, l.bq.data(), qd);
-    if (!l.bk.empty()) kernels::AddInPlace(k, l.bk.data(), kvd);
-    if (!l.bv.empty()) kernels::AddInPlace(&v_[t * kvd], l.bv.data(), kvd);
+    if (!h.bq->empty()) kernels::AddInPlace(q, h.bq->data(), qd);
+    if (!h.bk->empty()) kernels::AddInPlace(k, h.bk->data(), kvd);
+    if (!h.bv->empty()) kernels::AddInPlace(&v_[t * kvd], h.bv->data(), kvd);
     if (c_.arch->qk_norm_whole) {
-      NormRows(q, 1, qd, l.attn_q_norm, c_.rms_eps);
-      NormRows(k, 1, kvd, l.attn_k_norm, c_.rms_eps);
+      kernels::RmsNormRows(q, 1, qd, l.attn_q_norm.data(), c_.rms_eps);
+      kernels::RmsNormRows(k, 1, kvd, l.attn_k_norm.data(), c_.rms_eps);
     } else if (!l.attn_q_norm.empty()) {
-      NormRows(q, c_.n_head, c_.head_dim, l.attn_q_norm, c_.rms_eps);
-      NormRows(k, c_.n_head_kv, c_.head_dim, l.attn_k_norm, c_.rms_eps);
+      kernels::RmsNormRows(q, h.n_head, hd, l.attn_q_norm.data(), c_.rms_eps);
+      kernels::RmsNormRows(k, h.n_head_kv, hd, l.attn_k_norm.data(), c_.rms_eps);
     }
     if (rope) {
-      ApplyRope(c_.arch->rope_style, q, c_.n_head, c_.head_dim, c_.n_rot, &cos_t[t * half],
-                &sin_t[t * half]);
-      ApplyRope(c_.arch->rope_style, k, c_.n_head_kv, c_.head_dim, c_.n_rot, &cos_t[t * half],
+      ApplyRope(c_.arch->rope_style, q, h.n_head, hd, c_.n_rot, &cos_t[t * half], &sin_t[t * half]);
+      ApplyRope(c_.arch->rope_style, k, h.n_head_kv, hd, c_.n_rot, &cos_t[t * half],
                 &sin_t[t * half]);
     }
     if (c_.q_scale != 0.0f) kernels::ScaleInPlace(q, qd, c_.q_scale);
   }
-  const AttentionShape shape{c_.n_head,          c_.n_head_kv,
-                             c_.head_dim,        c_.q_scale != 0.0f ? 1.0f : 0.0f,
-                             swa ? c_.n_swa : 0, c_.attn_softcap};
-  // Keys and values join each sequence's cache; attention stays within the sequence.
+  const AttentionShape shape{
+      h.n_head,           h.n_head_kv,    hd, c_.q_scale != 0.0f ? 1.0f : 0.0f,
+      swa ? c_.n_swa : 0, c_.attn_softcap};
+  // Keys and values join each sequence's cache (a slice's heads at the start of each row);
+  // attention stays within the sequence.
   int64_t t0 = 0;
   for (const Segment& sg : segments) {
     const int64_t len = static_cast<int64_t>(sg.tokens.size());
@@ -433,6 +438,10 @@ void ForwardPass::Attention(int64_t il, Flight& f, int64_t t_first, int64_t n,
 
 void ForwardPass::Layer(int64_t il, Flight& f, int64_t t_first, int64_t n,
                         std::span<const Segment> segments) {
+  if (split_ && il >= split_->first && il < split_->end) {
+    SplitLayer(il, f, t_first, n, segments);
+    return;
+  }
   const LayerWeights& l = model_.weights().layers[il];
   const int64_t d = c_.n_embd, qd = c_.q_dim(), kvd = c_.kv_dim();
   // The batch's tokens t_first.. (a micro-batch of a pipeline, or all of them): their residual
@@ -446,10 +455,11 @@ void ForwardPass::Layer(int64_t il, Flight& f, int64_t t_first, int64_t n,
   kernels::MatMul(l.wq, xn_.data(), n, d, q_.data(), qd, pool_);
   kernels::MatMul(l.wk, xn_.data(), n, d, k_.data(), kvd, pool_);
   kernels::MatMul(l.wv, xn_.data(), n, d, v_.data(), kvd, pool_);
-  Attention(il, f, t_first, n, segments);
+  Attention(il, {c_.n_head, c_.n_head_kv, &l.bq, &l.bk, &l.bv}, f, t_first, n, segments);
   // The attention output projection writes into xn_ (free now), then joins the residual.
   kernels::MatMul(l.wo, att_.data(), n, qd, xn_.data(), d, pool_);
-  if (!l.attn_post_norm.empty()) NormRows(xn_.data(), n, d, l.attn_post_norm, c_.rms_eps);
+  if (!l.attn_post_norm.empty())
+    kernels::RmsNormRows(xn_.data(), n, d, l.attn_post_norm.data(), c_.rms_eps);
   kernels::AddInPlace(x, xn_.data(), n * d);
 
   // Feed-forward block, dense or sparse.
@@ -461,7 +471,8 @@ void ForwardPass::Layer(int64_t il, Flight& f, int64_t t_first, int64_t n,
   if (c_.arch->router_on_layer_input) in.layer_input = layer_in_.data();
   Status st = ffn_->Compute(il, in, ffn_out_.data());
   if (!st.ok() && f.ffn_error.ok()) f.ffn_error = st;
-  if (!l.ffn_post_norm.empty()) NormRows(ffn_out_.data(), n, d, l.ffn_post_norm, c_.rms_eps);
+  if (!l.ffn_post_norm.empty())
+    kernels::RmsNormRows(ffn_out_.data(), n, d, l.ffn_post_norm.data(), c_.rms_eps);
   kernels::AddInPlace(x, ffn_out_.data(), n * d);
 }
 

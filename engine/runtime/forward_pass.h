@@ -9,12 +9,14 @@
 #include <span>
 #include <vector>
 
+#include "engine/common/result.h"
 #include "engine/common/status.h"
 #include "engine/model/model.h"
 #include "engine/runtime/feed_forward.h"
 #include "engine/runtime/kv_cache.h"
 #include "engine/runtime/remote_layers.h"
 #include "engine/runtime/rope.h"
+#include "engine/runtime/tensor_slice.h"
 
 namespace sparrow {
 namespace kernels {
@@ -66,17 +68,24 @@ class ForwardPass {
   Status Collect(std::vector<float>* logits, std::vector<Status>* failures = nullptr);
 
   // Layers computed by other devices: sorted, disjoint ranges inside the model (errors name the
-  // range at fault). Batches hand them the hidden state instead of computing those layers; they
-  // then need paged caches (KvCache::block_table). A range that fails fails the batch and every
-  // batch in flight with it.
-  // A batch alone in the pipeline is cut into `micro_batches` parts (0: one per device, this
-  // one included) that flow through the devices in turn, each device computing one part while
+  // range at fault). Ranges with a slice (RemoteLayers::slice, Galaxy's tensor split) share one
+  // range of layers with this device: their slices and this device's (what they leave: one run
+  // of heads and one of neurons) cut every layer of it, and their partial sums are added here.
+  // Batches hand them the hidden state instead of computing those layers; they then need paged
+  // caches (KvCache::block_table). A range that fails fails the batch and every batch in flight
+  // with it. A batch alone in the pipeline is cut into `micro_batches` parts (0: one per device,
+  // this one included) that flow through the devices in turn, each device computing one part while
   // the next computes the part before; 1: the whole batch goes from device to device.
   Status SetRemoteLayers(std::vector<std::shared_ptr<RemoteLayers>> ranges,
                          int64_t micro_batches = 0);
   // The last batch collected failed because a remote range did: its device may have lost the
   // keys and values of every sequence, not only the batch's.
   bool remote_failed() const { return remote_failed_; }
+
+  // A sliced worker's part of layer il: hidden holds the part's normed input (one row of n_embd
+  // per token) and receives the slice's partial output; `w` is the layer cut to `s`.
+  Status RunSlicePart(std::span<const Segment> segments, LayerPart part, int64_t il,
+                      const SlicedLayer& w, const TensorSlice& s, std::span<float> hidden);
 
   // A shard worker's part: layers [first, end) of the batch, from the hidden state entering
   // `first` (one row of n_embd per token, segment after segment) to the one leaving end - 1,
@@ -100,8 +109,26 @@ class ForwardPass {
     std::vector<uint8_t> decode;  // per token: its segment is one token
     std::vector<uint8_t> failed;  // per token: the FFN could not compute it
     Status ffn_error;             // the first FFN failure of the batch
+    bool split_failed = false;    // a sliced remote failed one of its layers
     std::vector<MicroBatch> micro;
   };
+  // Galaxy's tensor split: layers [first, end) cut between this device and the sliced remotes.
+  struct SplitGroup {
+    int64_t first = 0, end = 0;
+    TensorSlice local;
+    std::vector<SlicedLayer> layers;  // this device's slice of each
+    std::vector<RemoteLayers*> remotes;
+    std::vector<std::vector<float>> parts;  // each remote's input, then its partial sum
+  };
+  // The group of `sliced` (one range of layers; this device takes the heads and neurons they
+  // leave); errors name the slices at fault.
+  Result<std::unique_ptr<SplitGroup>> MakeSplitGroup(std::span<RemoteLayers* const> sliced) const;
+  // Which query and KV heads an attention computes (all, or a slice's) and their biases.
+  struct Heads {
+    int64_t n_head = 0, n_head_kv = 0;
+    const std::vector<float>*bq, *bk, *bv;
+  };
+
   // The layers in order as runs computed here (remote null) or by one remote range.
   struct Stage {
     int64_t first = 0, end = 0;
@@ -120,8 +147,17 @@ class ForwardPass {
   void StageSegments(std::span<const Segment> segments);  // into stage_segments_
   // Layer il for f's tokens t_first..t_first + n - 1, which `segments` hold.
   void Layer(int64_t il, Flight& f, int64_t t_first, int64_t n, std::span<const Segment> segments);
-  void Attention(int64_t il, Flight& f, int64_t t_first, int64_t n,
+  // q_, k_ and v_ hold the heads' projections; att_ receives their attention.
+  void Attention(int64_t il, const Heads& h, Flight& f, int64_t t_first, int64_t n,
                  std::span<const Segment> segments);
+  // Layer il cut between the devices of split_.
+  void SplitLayer(int64_t il, Flight& f, int64_t t_first, int64_t n,
+                  std::span<const Segment> segments);
+  // The slice's part of layer il from its normed input `in` to its partial output `out`.
+  void SliceAttention(int64_t il, const SlicedLayer& w, const TensorSlice& s, Flight& f,
+                      int64_t t_first, int64_t n, std::span<const Segment> segments,
+                      const float* in, float* out);
+  void SliceFfn(const SlicedLayer& w, const TensorSlice& s, int64_t n, const float* in, float* out);
   void Resize(int64_t n);
 
   const Model& model_;
@@ -131,6 +167,7 @@ class ForwardPass {
   RopeTable rope_, rope_swa_;
   std::unique_ptr<FeedForward> ffn_;
   std::vector<std::shared_ptr<RemoteLayers>> remote_;  // sorted by first layer
+  std::unique_ptr<SplitGroup> split_;
   std::vector<Stage> stages_;
   int64_t micro_batches_ = 1;
   std::vector<StageSegment> stage_segments_;
@@ -141,6 +178,7 @@ class ForwardPass {
   bool remote_failed_ = false;
   // Scratch of one layer (or the output head), sized for the largest batch seen so far.
   std::vector<float> xn_, q_, k_, v_, att_, ffn_out_, attn_scratch_, layer_in_;
+  std::vector<float> slice_gate_, slice_up_;  // a slice's FFN
 };
 
 }  // namespace sparrow

@@ -10,8 +10,13 @@
 #include <string>
 
 #include "engine/common/status.h"
+#include "engine/runtime/tensor_slice.h"
 
 namespace sparrow {
+
+// What a step asks of a device: its layers whole, or (Galaxy's tensor split) its slice of one
+// layer's attention or FFN.
+enum class LayerPart { kLayers, kAttention, kFfn };
 
 // One sequence's part of a batch, as a remote range sees it.
 struct StageSegment {
@@ -37,6 +42,17 @@ class RemoteLayers {
   // Waits for the oldest batch started and not finished. An error fails that batch; once one
   // has failed, the batches started after it fail too (the device may have lost their keys).
   virtual Status Finish() = 0;
+  // Galaxy's tensor split: the slice of every layer of the range this device computes, or null
+  // when it computes the layers whole (the pipeline).
+  virtual const TensorSlice* slice() const { return nullptr; }
+  // A sliced device's part of layer `layer` (kAttention or kFfn): hidden holds the part's normed
+  // input and receives, at Finish, the device's partial sum of the part's output (n_embd floats
+  // per token each). Steps and parts are computed in the order they are started.
+  virtual Status StartPart(LayerPart part, int64_t layer, std::span<const StageSegment> segments,
+                           int64_t n_embd, std::span<float> hidden) {
+    (void)part, (void)layer, (void)segments, (void)n_embd, (void)hidden;
+    return Internal(name() + " computes whole layers, not a slice of one");
+  }
   Status Run(std::span<const StageSegment> segments, int64_t n_embd, std::span<float> hidden) {
     SPARROW_RETURN_IF_ERROR(Start(segments, n_embd, hidden));
     return Finish();

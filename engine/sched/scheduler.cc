@@ -458,10 +458,11 @@ bool Scheduler::Step() {
 }
 
 int64_t Scheduler::PipelineDepth() const {
-  // One batch in flight per device keeps them all busy.
-  return opts_.remote_layers.empty() || opts_.pipeline_micro_batches == 1
-             ? 1
-             : static_cast<int64_t>(opts_.remote_layers.size()) + 1;
+  // One batch in flight per device of the pipeline keeps them all busy; the devices of a tensor
+  // split compute each layer of a batch together.
+  const auto stages = std::count_if(opts_.remote_layers.begin(), opts_.remote_layers.end(),
+                                    [](const auto& r) { return r->slice() == nullptr; });
+  return stages == 0 || opts_.pipeline_micro_batches == 1 ? 1 : stages + 1;
 }
 
 void Scheduler::LandAll() {

@@ -38,7 +38,7 @@ std::vector<std::pair<int64_t, bool>> LayerKinds(const Model& model) {
 
 double TimeLayer(const Model& model, kernels::ThreadPool* pool, int64_t layer) {
   using Clock = std::chrono::steady_clock;
-  auto runner = LayerRangeRunner::Create(model, pool, {layer, layer + 1, 16, 1});
+  auto runner = LayerRangeRunner::Create(model, pool, {layer, layer + 1, 16, 1, std::nullopt});
   if (!runner.ok()) return 0;
   const std::vector<int32_t> token = {1};
   const std::vector<int32_t> table = {0};

@@ -204,8 +204,10 @@ nlohmann::json ShardsJson(const ServedModel& served) {
   }
   const ShardTopology::View v = served.workers->topology->view();
   for (const ShardPlacement& p : v.placement) {
-    placement.push_back(
-        {{"device", p.device}, {"first_layer", p.first_layer}, {"end_layer", p.end_layer}});
+    placement.push_back({{"device", p.device},
+                         {"first_layer", p.first_layer},
+                         {"end_layer", p.end_layer},
+                         {"slice", p.slice}});
   }
   for (const auto& link : v.links) {
     const ShardLinkStats s = link->link_stats();

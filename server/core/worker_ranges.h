@@ -24,6 +24,7 @@ namespace sparrow::server {
 struct ShardPlacement {
   std::string device;  // "this device" or the worker's host:port
   int64_t first_layer = 0, end_layer = 0;
+  std::string slice;  // in a tensor split, its slice of each layer ("kv heads 0..3, neurons ..")
 };
 
 // How a coordinator's link to one worker has gone, for the admin API.

@@ -218,7 +218,10 @@ Result<ConnectedWorkers> ConnectWorkers(const ServerConfig& config, const Model&
     int64_t first = 0;
     for (size_t i = 0; i < devices.size(); ++i) {
       if (counts[i] == 0) continue;
-      so.fixed.push_back({static_cast<int>(i), first, first + counts[i]});
+      ShardRange& r = so.fixed.emplace_back();
+      r.device = static_cast<int>(i);
+      r.first = first;
+      r.end = first + counts[i];
       first += counts[i];
     }
   }
@@ -230,6 +233,7 @@ Result<ConnectedWorkers> ConnectWorkers(const ServerConfig& config, const Model&
   so.link.encoding = encoding;
   so.link.step_timeout = std::chrono::milliseconds(config.worker_timeout_ms);
   so.micro_batches = config.shard_micro_batches;
+  if (config.shard_split == "tensor") so.split_model = &model;
   SPARROW_ASSIGN_OR_RETURN(auto supervisor, ShardSupervisor::Create(std::move(so)));
   ConnectedWorkers out;
   out.ranges = supervisor->ranges();

@@ -173,6 +173,13 @@ Status GrpcRemoteLayers::Open() {
   a->set_kv_block_size(o_.kv_block_size);
   a->set_kv_blocks(n_blocks_);
   a->set_model_digest(o_.model_digest);
+  if (o_.slice) {
+    auto* sl = a->mutable_slice();
+    sl->set_kv_head_begin(o_.slice->kv_head_begin);
+    sl->set_kv_head_end(o_.slice->kv_head_end);
+    sl->set_ff_begin(o_.slice->ff_begin);
+    sl->set_ff_end(o_.slice->ff_end);
+  }
   // The session's first answer (the assignment's) must come within a step's timeout too.
   const auto deadline = Clock::now() + o_.step_timeout;
   bool late = false;
@@ -193,7 +200,17 @@ Status GrpcRemoteLayers::Open() {
 
 Status GrpcRemoteLayers::Start(std::span<const StageSegment> segments, int64_t n_embd,
                                std::span<float> hidden) {
+  return StartPart(LayerPart::kLayers, 0, segments, n_embd, hidden);
+}
+
+Status GrpcRemoteLayers::StartPart(LayerPart part, int64_t layer,
+                                   std::span<const StageSegment> segments, int64_t n_embd,
+                                   std::span<float> hidden) {
   (void)n_embd;
+  if ((part == LayerPart::kLayers) == o_.slice.has_value()) {
+    return Internal(name() + (o_.slice ? " computes a slice of layers, not whole ones"
+                                       : " computes whole layers, not a slice of one"));
+  }
   if (failed_in_flight_ > 0) return failure_;
   if (!stream_) {
     if (Clock::now() < retry_after_) return failure_;
@@ -212,6 +229,10 @@ Status GrpcRemoteLayers::Start(std::span<const StageSegment> segments, int64_t n
     seg->mutable_blocks()->Add(s.blocks.begin(), s.blocks.end());
   }
   step->set_encoding(o_.encoding);
+  if (part != LayerPart::kLayers) {
+    step->set_part(part == LayerPart::kAttention ? shardpb::PART_ATTENTION : shardpb::PART_FFN);
+    step->set_layer(layer);
+  }
   EncodeHidden(hidden, o_.encoding, step->mutable_hidden());
   const auto sent = Clock::now();
   bool late = false;

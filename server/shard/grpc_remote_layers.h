@@ -17,6 +17,7 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -37,6 +38,8 @@ struct RemoteLayersOptions {
   std::string model_digest;
   ::sparrow::shard::v1::Encoding encoding = ::sparrow::shard::v1::ENCODING_F32;
   std::chrono::milliseconds step_timeout{10000};
+  // Galaxy's tensor split: the worker's slice of each layer of the range; absent: whole layers.
+  std::optional<TensorSlice> slice;
 };
 
 class GrpcRemoteLayers final : public RemoteLayers, public ShardLink {
@@ -49,6 +52,9 @@ class GrpcRemoteLayers final : public RemoteLayers, public ShardLink {
   std::string name() const override { return "worker " + o_.address; }
   Status Start(std::span<const StageSegment> segments, int64_t n_embd,
                std::span<float> hidden) override;
+  const TensorSlice* slice() const override { return o_.slice ? &*o_.slice : nullptr; }
+  Status StartPart(LayerPart part, int64_t layer, std::span<const StageSegment> segments,
+                   int64_t n_embd, std::span<float> hidden) override;
   Status Finish() override;
   void OnBlockCopy(int32_t src, int32_t dst) override;
   void OnPoolResize(int64_t n_blocks) override;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "engine/plan/tensor_split_plan.h"
 #include "server/shard/shard_wire.h"
 
 namespace sparrow::server {
@@ -21,7 +22,7 @@ std::shared_ptr<grpc::Channel> ProbeChannel(const RemoteLayersOptions& o,
 
 bool SameRanges(const std::vector<ShardRange>& a, const std::vector<ShardRange>& b) {
   return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](const auto& x, const auto& y) {
-    return x.device == y.device && x.first == y.first && x.end == y.end;
+    return x.device == y.device && x.first == y.first && x.end == y.end && x.slice == y.slice;
   });
 }
 
@@ -60,7 +61,9 @@ Result<ShardPlan> ShardSupervisor::Place() const {
       index.push_back(i);
       up.push_back(o_.devices[i]);
     }
-    SPARROW_ASSIGN_OR_RETURN(ShardPlan plan, PlanShards(o_.cost, up, o_.objective));
+    Result<ShardPlan> placed = o_.split_model ? PlanTensorSplit(*o_.split_model, o_.cost, up)
+                                              : PlanShards(o_.cost, up, o_.objective);
+    SPARROW_ASSIGN_OR_RETURN(ShardPlan plan, std::move(placed));
     for (ShardRange& r : plan.ranges) r.device = static_cast<int>(index[r.device]);
     return plan;
   }
@@ -102,7 +105,7 @@ void ShardSupervisor::Install(ShardPlan plan) {
   View v;
   for (const ShardRange& r : ranges) {
     const std::string& name = o_.devices[static_cast<size_t>(r.device)].name;
-    v.placement.push_back({name, r.first, r.end});
+    v.placement.push_back({name, r.first, r.end, r.slice ? r.slice->ToString() : ""});
     if (!o_.fixed.empty()) {
       v.description +=
           name + ": layers " + std::to_string(r.first) + ".." + std::to_string(r.end - 1) + "\n";
@@ -112,6 +115,7 @@ void ShardSupervisor::Install(ShardPlan plan) {
     lo.address = name;
     lo.first_layer = r.first;
     lo.end_layer = r.end;
+    lo.slice = r.slice;
     links.push_back(std::make_shared<GrpcRemoteLayers>(std::move(lo)));
     link_device.push_back(static_cast<size_t>(r.device));
     v.links.push_back(links.back());
@@ -121,10 +125,17 @@ void ShardSupervisor::Install(ShardPlan plan) {
   // cut in one micro-batch per device.
   const int64_t stages = static_cast<int64_t>(links.size()) + 1;
   const int64_t micro = o_.micro_batches > 0 ? o_.micro_batches : stages;
-  v.description += micro > 1 ? "pipeline: " + std::to_string(stages) +
-                                   " batches in flight, a lone batch cut in " +
-                                   std::to_string(micro) + " micro-batches\n"
-                             : "no pipeline: one batch at a time goes from device to device\n";
+  if (o_.split_model) {
+    v.description += "tensor split: every layer's attention and FFN cut over " +
+                     std::to_string(stages) +
+                     " devices, their partial sums added here (two exchanges per layer with "
+                     "each worker)\n";
+  } else {
+    v.description += micro > 1 ? "pipeline: " + std::to_string(stages) +
+                                     " batches in flight, a lone batch cut in " +
+                                     std::to_string(micro) + " micro-batches\n"
+                               : "no pipeline: one batch at a time goes from device to device\n";
+  }
   for (size_t i = 1; i < o_.devices.size(); ++i) {
     if (!up_[i]) v.devices_down.push_back(o_.devices[i].name);
   }

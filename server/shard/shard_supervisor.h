@@ -2,10 +2,11 @@
 // ShardSupervisor: keeps a coordinator's layer placement fitting the devices that answer. It
 // watches each worker link; when one fails and the worker no longer answers Describe, the layers
 // are placed again over the devices left (EdgeShard's dynamic program over their measured times,
-// or, with fixed counts, the missing worker's layers on this device) if the model still fits
-// them, and the scheduler gets the new ranges. A worker that answers again (the same file) is
-// taken back the same way. A placement that cannot be made is logged naming the constraint, and
-// the old one stays (its requests fail until the worker returns).
+// or, with fixed counts, the missing worker's layers on this device; or the tensor split cut
+// again over the devices left) if the model still fits them, and the scheduler gets the new ranges.
+// A worker that answers again (the same file) is taken back the same way. A placement that cannot
+// be made is logged naming the constraint, and the old one stays (its requests fail until the
+// worker returns).
 #include <grpcpp/grpcpp.h>
 
 #include <chrono>
@@ -32,6 +33,9 @@ struct ShardSupervisorOptions {
   ShardObjective objective = ShardObjective::kLatency;
   // The fixed placement (shard_layers), or empty: placed by the dynamic program.
   std::vector<ShardRange> fixed;
+  // Non-null: Galaxy's tensor split of this model over the devices up (PlanTensorSplit) instead
+  // of ranges of whole layers.
+  const Model* split_model = nullptr;
   // Every link's settings but the address and the layers.
   RemoteLayersOptions link;
   int64_t micro_batches = 0;  // for the description (SchedulerOptions::pipeline_micro_batches)

@@ -105,8 +105,13 @@ grpc::Status ShardWorkerService::Serve(
                             "), not the coordinator's model (digest " + as.model_digest() +
                             "): every device needs the same file");
   }
-  auto runner = LayerRangeRunner::Create(
-      *model_, pool_, {as.first_layer(), as.end_layer(), as.kv_block_size(), as.kv_blocks()});
+  ShardAssignment assignment{as.first_layer(), as.end_layer(), as.kv_block_size(), as.kv_blocks(),
+                             std::nullopt};
+  if (as.has_slice()) {
+    const shardpb::TensorSlice& s = as.slice();
+    assignment.slice = TensorSlice{s.kv_head_begin(), s.kv_head_end(), s.ff_begin(), s.ff_end()};
+  }
+  auto runner = LayerRangeRunner::Create(*model_, pool_, assignment);
   if (!runner.ok()) return Refuse(runner.status());
 
   // The newest session computes; an older one still running is cancelled and waited for.
@@ -128,8 +133,10 @@ grpc::Status ShardWorkerService::Serve(
     }
   } release{this};
 
-  spdlog::info("shard: {} assigned layers {}..{} ({} KV blocks of {})", PeerAddress(call->peer()),
-               as.first_layer(), as.end_layer() - 1, as.kv_blocks(), as.kv_block_size());
+  spdlog::info("shard: {} assigned layers {}..{}{} ({} KV blocks of {})", PeerAddress(call->peer()),
+               as.first_layer(), as.end_layer() - 1,
+               assignment.slice ? ", a slice of each: " + assignment.slice->ToString() : "",
+               as.kv_blocks(), as.kv_block_size());
   shardpb::StageResponse ack;
   if (!stream->Write(ack)) return grpc::Status::OK;
 
@@ -163,7 +170,21 @@ grpc::Status ShardWorkerService::Serve(
     if (Status st = DecodeHidden(step.hidden(), step.encoding(), hidden.size(), hidden); !st.ok()) {
       return Refuse(st);
     }
-    if (Status st = (*runner)->Run(segments, hidden); !st.ok()) return Refuse(st);
+    Status st;
+    switch (step.part()) {
+      case shardpb::PART_LAYERS:
+        st = (*runner)->Run(segments, hidden);
+        break;
+      case shardpb::PART_ATTENTION:
+        st = (*runner)->RunPart(LayerPart::kAttention, step.layer(), segments, hidden);
+        break;
+      case shardpb::PART_FFN:
+        st = (*runner)->RunPart(LayerPart::kFfn, step.layer(), segments, hidden);
+        break;
+      default:
+        st = InvalidArgument("step part " + std::to_string(step.part()) + " is unknown");
+    }
+    if (!st.ok()) return Refuse(st);
     resp.Clear();
     resp.set_id(step.id());
     resp.set_encoding(step.encoding());

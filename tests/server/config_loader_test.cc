@@ -132,6 +132,16 @@ TEST(ConfigLoaderTest, AWorkerNeedsAnAdminKeyAndNoApiKey) {
   ASSERT_FALSE(objective.ok());
   EXPECT_NE(objective.status().message().find("'shard_objective' must be latency or throughput"),
             std::string::npos);
+  auto split = LoadServerConfig({"--shard-split", "heads"}, env.lookup());
+  ASSERT_FALSE(split.ok());
+  EXPECT_NE(split.status().message().find("'shard_split' must be layers or tensor"),
+            std::string::npos);
+  auto fixed = LoadServerConfig({"--shard-split", "tensor", "--shard-layers", "2,2"}, env.lookup());
+  ASSERT_FALSE(fixed.ok());
+  EXPECT_NE(fixed.status().message().find("'shard_layers' places whole layers"), std::string::npos);
+  auto tensor = LoadServerConfig({"--shard-split", "tensor"}, env.lookup());
+  ASSERT_TRUE(tensor.ok()) << tensor.status().message();
+  EXPECT_EQ(tensor->config.shard_split, "tensor");
   auto micro = LoadServerConfig({"--shard-micro-batches", "65"}, env.lookup());
   ASSERT_FALSE(micro.ok());
   EXPECT_NE(micro.status().message().find("'shard_micro_batches'"), std::string::npos);

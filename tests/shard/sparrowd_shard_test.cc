@@ -45,6 +45,16 @@ Reply Post(int port, const std::string& path, const nlohmann::json& body) {
   return r;
 }
 
+// GET /admin/v1/shards with the admin key; not an object when it fails.
+nlohmann::json Shards(int port) {
+  const std::string raw = testing::RawExchange(
+      "127.0.0.1", port,
+      std::string("GET /admin/v1/shards HTTP/1.1\r\nHost: x\r\nConnection: close\r\n") +
+          "Authorization: Bearer " + kKey + "\r\n\r\n");
+  if (testing::StatusOf(raw) != 200) return nullptr;
+  return nlohmann::json::parse(raw.substr(raw.find("\r\n\r\n") + 4), nullptr, false);
+}
+
 std::unique_ptr<SparrowdProcess> Start(std::vector<std::string> args, std::string* error) {
   SparrowdProcess::Options o;
   o.args = std::move(args);
@@ -140,12 +150,8 @@ TEST(SparrowdShardTest, TwoAndThreeWorkersGenerateWhatOneDeviceDoes) {
     // Each worker's link was measured (round trip and bandwidth, through Echo).
     EXPECT_NE(coord->Stdout().find("Mbit/s"), std::string::npos) << coord->Stdout();
     // The placement and each link's counters, for the operator.
-    const std::string raw = testing::RawExchange(
-        "127.0.0.1", coord->http_port(),
-        std::string("GET /admin/v1/shards HTTP/1.1\r\nHost: x\r\nConnection: close\r\n") +
-            "Authorization: Bearer " + kKey + "\r\n\r\n");
-    ASSERT_EQ(testing::StatusOf(raw), 200) << raw;
-    const auto shards = nlohmann::json::parse(raw.substr(raw.find("\r\n\r\n") + 4));
+    const nlohmann::json shards = Shards(coord->http_port());
+    ASSERT_TRUE(shards.is_object()) << shards.dump();
     ASSERT_EQ(shards["placement"].size(), n_workers + 1) << shards.dump();
     EXPECT_EQ(shards["placement"][0]["device"], "this device");
     EXPECT_EQ(shards["placement"][1]["first_layer"], 1);
@@ -229,6 +235,53 @@ TEST(SparrowdShardTest, NewerFamiliesAcrossTwoWorkers) {
     auto coord = Start(CoordinatorArgs(model, Workers(ws), layers), &error);
     ASSERT_NE(coord, nullptr) << error;
     EXPECT_EQ(Texts(coord->http_port()), alone) << name;
+  }
+}
+
+// Galaxy's tensor split: every device computes a slice of every layer (its heads and neurons,
+// cut by its measured speed); the coordinator adds the partial sums. Greedy output equals one
+// device's; a family whose layers cannot be cut (experts) is refused naming why.
+TEST(SparrowdShardTest, ATensorSplitOverTwoWorkersGeneratesWhatOneDeviceDoes) {
+  std::vector<std::string> models = {Stories()};
+  for (const char* name : {"synth-gemma3-f32", "synth-qwen3moe-f32"}) {
+    const std::string m = testing::SharedDir() + "/arch/models/" + name + ".gguf";
+    if (std::ifstream(m)) models.push_back(m);
+  }
+  for (const std::string& model : models) {
+    std::vector<std::unique_ptr<SparrowdProcess>> ws;
+    ws.push_back(StartWorker(model));
+    ws.push_back(StartWorker(model));
+    ASSERT_TRUE(ws[0] && ws[1]);
+    std::vector<std::string> args = CoordinatorArgs(model, Workers(ws), "");
+    args.insert(args.end(), {"--shard-split", "tensor"});
+    std::string error;
+    auto coord = Start(args, &error);
+    if (model.find("moe") != std::string::npos) {
+      EXPECT_EQ(coord, nullptr);
+      EXPECT_NE(error.find("experts"), std::string::npos) << error;
+      continue;
+    }
+    ASSERT_NE(coord, nullptr) << error;
+    const std::vector<std::string> alone = Alone(model);
+    EXPECT_EQ(Texts(coord->http_port()), alone) << model;
+    EXPECT_NE(coord->Stdout().find("tensor split: every layer's attention and FFN cut over 3"),
+              std::string::npos)
+        << coord->Stdout();
+    const nlohmann::json shards = Shards(coord->http_port());
+    ASSERT_TRUE(shards.is_object()) << shards.dump();
+    ASSERT_EQ(shards["placement"].size(), 3u) << shards.dump();
+    for (const auto& p : shards["placement"]) {
+      EXPECT_EQ(p["first_layer"], 0) << p.dump();
+      EXPECT_NE(p["slice"].get<std::string>().find("neurons"), std::string::npos) << p.dump();
+    }
+    ASSERT_EQ(shards["links"].size(), 2u);
+    for (const auto& link : shards["links"]) {
+      EXPECT_EQ(link["failures"], 0) << link.dump();
+      EXPECT_GT(link["steps"].get<int64_t>(), 100) << link.dump();  // two per layer and step
+    }
+    for (const auto& w : ws) {
+      EXPECT_NE(w->Stdout().find("a slice of each"), std::string::npos) << w->Stdout();
+    }
   }
 }
 
@@ -351,13 +404,7 @@ TEST(SparrowdShardTest, AKilledWorkerFailsItsRequestsTheRestServesAndItIsTakenBa
 
   // The model still fits this device: its layers are placed again without the worker, and the
   // server answers as one device would.
-  auto shards = [&] {
-    const std::string raw = testing::RawExchange(
-        "127.0.0.1", coord->http_port(),
-        std::string("GET /admin/v1/shards HTTP/1.1\r\nHost: x\r\nConnection: close\r\n") +
-            "Authorization: Bearer " + kKey + "\r\n\r\n");
-    return nlohmann::json::parse(raw.substr(raw.find("\r\n\r\n") + 4), nullptr, false);
-  };
+  auto shards = [&] { return Shards(coord->http_port()); };
   auto wait_for = [&](auto done) {
     for (int i = 0; i < 200 && !done(shards()); ++i)
       std::this_thread::sleep_for(std::chrono::milliseconds(50));

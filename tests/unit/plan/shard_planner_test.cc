@@ -63,7 +63,10 @@ void Enumerate(const ShardModelCost& m, const std::vector<ShardDevice>& devs,
     for (const ShardRange& r : ranges) used = used || r.device == d;
     if (used) continue;
     for (int64_t end = at + 1; end <= n; ++end) {
-      ranges.push_back({d, at, end});
+      ShardRange& r = ranges.emplace_back();
+      r.device = d;
+      r.first = at;
+      r.end = end;
       Enumerate(m, devs, ranges, out);
       ranges.pop_back();
     }

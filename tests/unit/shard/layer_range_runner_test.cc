@@ -10,6 +10,7 @@
 #include <deque>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,17 +26,26 @@ namespace {
 // (server/shard) carries exactly these calls.
 class InProcessLayers final : public RemoteLayers {
  public:
-  InProcessLayers(const Model& model, int64_t first, int64_t end) : model_(model) {
+  InProcessLayers(const Model& model, int64_t first, int64_t end,
+                  std::optional<TensorSlice> slice = std::nullopt)
+      : model_(model) {
     a_.first_layer = first;
     a_.end_layer = end;
+    a_.slice = slice;
   }
   int64_t first_layer() const override { return a_.first_layer; }
   int64_t end_layer() const override { return a_.end_layer; }
   std::string name() const override { return "in-process " + std::to_string(a_.first_layer); }
   // Computes at Start (in order, as a worker does), answers at Finish.
-  Status Start(std::span<const StageSegment> segments, int64_t, std::span<float> hidden) override {
+  Status Start(std::span<const StageSegment> segments, int64_t n_embd,
+               std::span<float> hidden) override {
+    return StartPart(LayerPart::kLayers, 0, segments, n_embd, hidden);
+  }
+  const TensorSlice* slice() const override { return a_.slice ? &*a_.slice : nullptr; }
+  Status StartPart(LayerPart part, int64_t layer, std::span<const StageSegment> segments, int64_t,
+                   std::span<float> hidden) override {
     std::lock_guard<std::mutex> lock(mu_);
-    done_.push_back(Compute(segments, hidden));
+    done_.push_back(Compute(part, layer, segments, hidden));
     max_in_flight_ = std::max(max_in_flight_, static_cast<int64_t>(done_.size()));
     return Status::Ok();
   }
@@ -71,7 +81,8 @@ class InProcessLayers final : public RemoteLayers {
   }
 
  private:
-  Status Compute(std::span<const StageSegment> segments, std::span<float> hidden) {
+  Status Compute(LayerPart part, int64_t layer, std::span<const StageSegment> segments,
+                 std::span<float> hidden) {
     if (fail_next_) {
       fail_next_ = false;
       return Unavailable(name() + " did not answer");
@@ -84,7 +95,8 @@ class InProcessLayers final : public RemoteLayers {
     SPARROW_RETURN_IF_ERROR(runner_->Apply(ops_));
     ops_.clear();
     ++runs_;
-    return runner_->Run(segments, hidden);
+    if (part == LayerPart::kLayers) return runner_->Run(segments, hidden);
+    return runner_->RunPart(part, layer, segments, hidden);
   }
 
   const Model& model_;
@@ -123,8 +135,11 @@ class LayerRangeRunnerTest : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
     const std::string& name = GetParam();
-    const std::string path = name == "stories260K"
-                                 ? testing::ModelPath("stories260K.gguf")
+    // Two quantized files too: a slice's columns are cut on their blocks.
+    const bool quantized = !name.ends_with("f32") && name != "stories260K";
+    const std::string path = name == "stories260K" ? testing::ModelPath("stories260K.gguf")
+                             : quantized
+                                 ? testing::SharedDir() + "/models/synthetic/" + name + ".gguf"
                                  : testing::SharedDir() + "/arch/models/" + name + ".gguf";
     auto m = Model::Load(path);
     if (!m.ok() && m.status().code() == StatusCode::kNotFound) GTEST_SKIP() << path << " absent";
@@ -305,37 +320,104 @@ TEST_P(LayerRangeRunnerTest, LayersPlacedAgainMidStreamGenerateWhatOneDeviceDoes
   EXPECT_EQ(run(true), run(false));
 }
 
-TEST_P(LayerRangeRunnerTest, AFailedRangeFailsItsStepAndTheNextRequestRuns) {
-  SchedulerOptions o = Options();
+// Galaxy's tensor split: every layer cut in three (this device's slice and two workers'), and
+// then a split range beside a pipeline stage; the partial sums added on the coordinator give
+// what one device gives.
+TEST_P(LayerRangeRunnerTest, ATensorSplitGeneratesWhatOneDeviceDoes) {
   const int64_t n_layer = model_->config().n_layer;
-  auto last = std::make_shared<InProcessLayers>(*model_, n_layer / 2, n_layer);
-  last->set_block_size(o.kv_block_size);
-  o.remote_layers = {last};
-  kernels::ThreadPool pool(1);
-  Scheduler s(*model_, &pool, std::move(o));
-  last->FailNext();
-  auto first = std::make_shared<CollectingSink>();
-  GenerationRequest r;
-  r.prompt = Prompt(1, 5);
-  r.max_tokens = 4;
-  r.sink = first;
-  ASSERT_TRUE(s.Submit(r).ok());
-  FinishInfo info = first->WaitInfo();
-  EXPECT_EQ(info.reason, FinishReason::kError);
-  EXPECT_NE(info.status.message().find("did not answer"), std::string::npos)
-      << info.status.ToString();
-  EXPECT_TRUE(first->Wait().empty());
-  auto second = std::make_shared<CollectingSink>();
-  r.sink = second;
-  ASSERT_TRUE(s.Submit(r).ok());
-  EXPECT_EQ(second->WaitInfo().reason, FinishReason::kLength);
-  EXPECT_EQ(second->Wait().size(), 4u);
-  EXPECT_EQ(s.Stats().kv.used_blocks, 0);
+  const std::vector<double> shares{1, 1, 1};
+  auto slices = CutSlices(*model_, 0, n_layer, shares);
+  if (model_->config().n_expert > 0) {
+    ASSERT_FALSE(slices.ok());
+    EXPECT_EQ(slices.status().code(), StatusCode::kUnsupported) << slices.status().ToString();
+    EXPECT_NE(slices.status().message().find("experts"), std::string::npos);
+    return;
+  }
+  ASSERT_TRUE(slices.ok()) << slices.status().ToString();
+  // The small models have two KV heads: one device of three gets none.
+  int64_t heads = 0;
+  for (const TensorSlice& s : *slices) {
+    heads += s.kv_heads();
+    EXPECT_LT(s.ff_begin, s.ff_end) << s.ToString();
+  }
+  EXPECT_EQ(heads, model_->config().n_head_kv);
+  for (bool shrink : {false, true}) {
+    const Outcome alone = Generate(Options(), shrink);
+    SchedulerOptions o = Options();
+    std::vector<std::shared_ptr<InProcessLayers>> workers;
+    for (size_t i : {2u, 1u}) {  // this device takes the first slice
+      auto w = std::make_shared<InProcessLayers>(*model_, 0, n_layer, (*slices)[i]);
+      w->set_block_size(o.kv_block_size);
+      workers.push_back(w);
+      o.remote_layers.push_back(w);
+    }
+    const Outcome split = Generate(std::move(o), shrink);
+    EXPECT_EQ(split.tokens, alone.tokens) << "shrink " << shrink;
+    EXPECT_GT(split.prefix_hits, 0);
+    // Two parts (attention, FFN) of each layer, one at a time.
+    EXPECT_GT(workers[0]->runs(), 2 * n_layer);
+    EXPECT_EQ(workers[0]->runs(), workers[1]->runs());
+    EXPECT_EQ(workers[0]->max_in_flight(), 1);
+  }
+  if (n_layer < 2) return;
+  // The first half split with one worker, the second half a pipeline stage on another.
+  const int64_t half = n_layer / 2;
+  auto two = CutSlices(*model_, 0, half, std::vector<double>{1, 1});
+  ASSERT_TRUE(two.ok()) << two.status().ToString();
+  SchedulerOptions o = Options();
+  auto sliced = std::make_shared<InProcessLayers>(*model_, 0, half, (*two)[1]);
+  auto stage = std::make_shared<InProcessLayers>(*model_, half, n_layer);
+  sliced->set_block_size(o.kv_block_size);
+  stage->set_block_size(o.kv_block_size);
+  o.remote_layers = {stage, sliced};
+  o.pipeline_micro_batches = 0;
+  EXPECT_EQ(Generate(std::move(o), false).tokens, Generate(Options(), false).tokens);
+  EXPECT_GT(sliced->runs(), 0);
+  EXPECT_GT(stage->runs(), 0);
+}
+
+TEST_P(LayerRangeRunnerTest, AFailedRangeFailsItsStepAndTheNextRequestRuns) {
+  const int64_t n_layer = model_->config().n_layer;
+  // A pipeline stage, then a slice of a tensor split.
+  for (bool sliced : {false, true}) {
+    SchedulerOptions o = Options();
+    std::shared_ptr<InProcessLayers> last;
+    if (sliced) {
+      auto two = CutSlices(*model_, n_layer / 2, n_layer, std::vector<double>{1, 1});
+      if (!two.ok()) continue;  // experts
+      last = std::make_shared<InProcessLayers>(*model_, n_layer / 2, n_layer, (*two)[1]);
+    } else {
+      last = std::make_shared<InProcessLayers>(*model_, n_layer / 2, n_layer);
+    }
+    last->set_block_size(o.kv_block_size);
+    o.remote_layers = {last};
+    kernels::ThreadPool pool(1);
+    Scheduler s(*model_, &pool, std::move(o));
+    last->FailNext();
+    auto first = std::make_shared<CollectingSink>();
+    GenerationRequest r;
+    r.prompt = Prompt(1, 5);
+    r.max_tokens = 4;
+    r.sink = first;
+    ASSERT_TRUE(s.Submit(r).ok());
+    FinishInfo info = first->WaitInfo();
+    EXPECT_EQ(info.reason, FinishReason::kError) << "sliced " << sliced;
+    EXPECT_NE(info.status.message().find("did not answer"), std::string::npos)
+        << info.status.ToString();
+    EXPECT_TRUE(first->Wait().empty());
+    auto second = std::make_shared<CollectingSink>();
+    r.sink = second;
+    ASSERT_TRUE(s.Submit(r).ok());
+    EXPECT_EQ(second->WaitInfo().reason, FinishReason::kLength) << "sliced " << sliced;
+    EXPECT_EQ(second->Wait().size(), 4u);
+    EXPECT_EQ(s.Stats().kv.used_blocks, 0);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Families, LayerRangeRunnerTest,
                          ::testing::Values("stories260K", "synth-llama3rope-f32", "synth-qwen3-f32",
-                                           "synth-qwen3moe-f32", "synth-gemma3-f32"),
+                                           "synth-qwen3moe-f32", "synth-gemma3-f32",
+                                           "synth-llama-q4_k_m", "synth-qwen2-q4_0"),
                          [](const auto& info) {
                            std::string n = info.param;
                            for (char& ch : n)
@@ -343,16 +425,82 @@ INSTANTIATE_TEST_SUITE_P(Families, LayerRangeRunnerTest,
                            return n;
                          });
 
+// A tensor split's slices must cut the layers once, with what they leave to this device one
+// run, on the weights' blocks; the messages name the slices at fault.
+TEST(LayerRangeRunnerChecksTest, RefusesSlicesThatDoNotCutTheLayers) {
+  auto m = Model::Load(testing::SharedDir() + "/models/synthetic/synth-qwen2-q4_0.gguf");
+  if (!m.ok() && m.status().code() == StatusCode::kNotFound) GTEST_SKIP() << "no synthetic qwen2";
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  const Model& model = **m;
+  const ModelConfig& c = model.config();
+  ASSERT_EQ(c.n_head_kv, 2);
+  ASSERT_EQ(c.n_ff, 768);
+  auto grain = TensorSplitGrain(model, 0, c.n_layer);
+  ASSERT_TRUE(grain.ok());
+  EXPECT_EQ(grain->kv_heads, 1);
+  EXPECT_EQ(grain->neurons, 32);  // q4_0 blocks
+  auto set = [&](std::vector<TensorSlice> slices, int64_t end) {
+    std::vector<std::shared_ptr<RemoteLayers>> r;
+    for (const TensorSlice& s : slices)
+      r.push_back(std::make_shared<InProcessLayers>(model, 0, end, s));
+    ForwardPass fp(model, nullptr);
+    return fp.SetRemoteLayers(r);
+  };
+  const int64_t L = c.n_layer;
+  EXPECT_TRUE(set({{1, 2, 384, 768}}, L).ok());
+  EXPECT_TRUE(
+      set({{1, 2, 0, 0}, {0, 0, 256, 768}}, L).ok());  // this device: head 0, neurons 0..255
+  Status off_grain = set({{1, 2, 400, 768}}, L);
+  EXPECT_NE(off_grain.message().find("400 is not a multiple of 32"), std::string::npos)
+      << off_grain.ToString();
+  Status shared = set({{1, 2, 0, 384}, {1, 2, 384, 768}}, L);
+  EXPECT_NE(shared.message().find("share kv heads 1..1"), std::string::npos) << shared.ToString();
+  Status two_runs = set({{0, 2, 256, 512}}, L);
+  EXPECT_NE(two_runs.message().find("must be one run"), std::string::npos) << two_runs.ToString();
+  Status outside = set({{1, 3, 0, 768}}, L);
+  EXPECT_NE(outside.message().find("fall outside"), std::string::npos) << outside.ToString();
+  if (L >= 2) {
+    std::vector<std::shared_ptr<RemoteLayers>> r{
+        std::make_shared<InProcessLayers>(model, 0, L, TensorSlice{1, 2, 384, 768}),
+        std::make_shared<InProcessLayers>(model, 0, 1, TensorSlice{0, 1, 0, 384})};
+    ForwardPass fp(model, nullptr);
+    Status ranges = fp.SetRemoteLayers(r);
+    EXPECT_NE(ranges.message().find("share one range of layers"), std::string::npos)
+        << ranges.ToString();
+    // A pipeline stage inside the split range.
+    r = {std::make_shared<InProcessLayers>(model, 0, L, TensorSlice{1, 2, 384, 768}),
+         std::make_shared<InProcessLayers>(model, L - 1, L)};
+    EXPECT_FALSE(fp.SetRemoteLayers(r).ok());
+  }
+  auto cut = CutSlices(model, 0, L, std::vector<double>{3, 1});
+  ASSERT_TRUE(cut.ok());
+  EXPECT_EQ((*cut)[0], (TensorSlice{0, 2, 0, 576}));  // 3/4 of 24 blocks of 32 neurons
+  EXPECT_EQ((*cut)[1], (TensorSlice{2, 2, 576, 768}));
+  // A worker refuses a part outside its layers, and whole layers when it holds a slice.
+  auto runner = LayerRangeRunner::Create(model, nullptr, {0, 1, 4, 8, TensorSlice{1, 2, 384, 768}});
+  ASSERT_TRUE(runner.ok()) << runner.status().ToString();
+  const std::vector<int32_t> tokens{1}, blocks{0};
+  const std::vector<StageSegment> seg{{tokens, 0, blocks}};
+  std::vector<float> hidden(c.n_embd, 0.1f);
+  EXPECT_TRUE((*runner)->RunPart(LayerPart::kFfn, 0, seg, hidden).ok());
+  EXPECT_FALSE((*runner)->RunPart(LayerPart::kFfn, 1, seg, hidden).ok());
+  EXPECT_FALSE((*runner)->RunPart(LayerPart::kLayers, 0, seg, hidden).ok());
+  EXPECT_FALSE((*runner)->Run(seg, hidden).ok());
+  auto off = LayerRangeRunner::Create(model, nullptr, {0, 1, 4, 8, TensorSlice{0, 1, 10, 768}});
+  EXPECT_FALSE(off.ok());
+}
+
 TEST(LayerRangeRunnerChecksTest, RefusesWhatDoesNotFit) {
   auto m = Model::Load(testing::ModelPath("stories260K.gguf"));
   ASSERT_TRUE(m.ok());
   const Model& model = **m;
   const int64_t n_layer = model.config().n_layer;
-  EXPECT_FALSE(LayerRangeRunner::Create(model, nullptr, {0, n_layer + 1, 16, 4}).ok());
-  EXPECT_FALSE(LayerRangeRunner::Create(model, nullptr, {2, 2, 16, 4}).ok());
-  EXPECT_FALSE(LayerRangeRunner::Create(model, nullptr, {0, 1, 0, 4}).ok());
-  EXPECT_FALSE(LayerRangeRunner::Create(model, nullptr, {0, 1, 16, 0}).ok());
-  auto r = LayerRangeRunner::Create(model, nullptr, {1, n_layer, 4, 8});
+  EXPECT_FALSE(
+      LayerRangeRunner::Create(model, nullptr, {0, n_layer + 1, 16, 4, std::nullopt}).ok());
+  EXPECT_FALSE(LayerRangeRunner::Create(model, nullptr, {2, 2, 16, 4, std::nullopt}).ok());
+  EXPECT_FALSE(LayerRangeRunner::Create(model, nullptr, {0, 1, 0, 4, std::nullopt}).ok());
+  EXPECT_FALSE(LayerRangeRunner::Create(model, nullptr, {0, 1, 16, 0, std::nullopt}).ok());
+  auto r = LayerRangeRunner::Create(model, nullptr, {1, n_layer, 4, 8, std::nullopt});
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   const int64_t d = model.config().n_embd;
   std::vector<int32_t> tokens = {1, 2, 3};
