@@ -8,6 +8,9 @@
 #   SPARROWD=build/bin/sparrowd LLAMA_BIN=/path/to/llama.cpp/build-rpc/bin MODEL=model.gguf \
 #   DEVICES=3 MBIT=300 LIMIT_MIB=1536 bench/shard.sh
 #
+# SPLITS="layers tensor" measures Sparrow twice, as a pipeline of whole layers and with every
+# layer cut over the devices (--shard-split tensor), against the same llama.cpp run.
+#
 # CLIENTS=8: throughput instead (EdgeShard's claim): CLIENTS requests at once, each P prompt tokens
 # and N generated, against Sparrow on the first device alone, then across all devices with the
 # batch going whole from device to device (micro-batches 1), then pipelined (one micro-batch per
@@ -35,6 +38,7 @@ SHARD_LAYERS=${SHARD_LAYERS:-}  # "" = sparrowd places the layers
 SKIP_LLAMA=${SKIP_LLAMA:-0}
 CLIENTS=${CLIENTS:-1}
 EXTRA=${EXTRA:-}  # more coordinator flags, e.g. "--shard-micro-batches 1"
+SPLITS=${SPLITS:-layers}  # "layers tensor": the pipeline and Galaxy's tensor split, one after the other
 OUT=${OUT:-/tmp/sparrow-shard-bench}
 KEY=shard-bench-admin-key-0123456789
 CG=/sys/fs/cgroup/memory
@@ -190,22 +194,31 @@ print(sum(json.load(open(f))['usage']['completion_tokens'] for f in sys.argv[1:]
   exit 0
 fi
 
-if [ "$DEVICES" -gt 1 ]; then start_sparrow --workers "$workers" "${layers_arg[@]}"; else start_sparrow; fi
-for r in $(seq 0 "$R"); do  # run 0 warms the pages
-  complete "$r" "$OUT/sparrow-reply-$r.json"
+# One Sparrow run per split (SPLITS="layers tensor": the pipeline, then Galaxy's tensor split).
+declare -A s_tg s_pp
+for split in $SPLITS; do
+  if [ "$DEVICES" -gt 1 ]; then
+    start_sparrow --workers "$workers" "${layers_arg[@]}" --shard-split "$split"
+  else
+    start_sparrow
+  fi
+  for r in $(seq 0 "$R"); do  # run 0 warms the pages
+    complete "$r" "$OUT/sparrow-reply-$r.json"
+  done
+  grep 'POST /v1/completions 200' "$OUT/sparrow-coordinator.log" | tail -n "$R" |
+    sed -E 's/.* 200 ([0-9.]+)ms .*prompt_tokens=([0-9]+).*completion_tokens=([0-9]+) ttft=([0-9.]+)ms.*/\1 \2 \3 \4/' \
+      >"$OUT/sparrow-times.txt"
+  if grep 'POST /v1/completions 200' "$OUT/sparrow-coordinator.log" | tail -n "$R" | grep -q 'cached_tokens=[1-9]'; then
+    echo "shard.sh: a measured request found its prompt in the prefix cache; its prefill is not" >&2
+  fi
+  s_tg[$split]=$(awk '{print ($3 - 1) / (($1 - $4) / 1000)}' "$OUT/sparrow-times.txt" | median)
+  s_pp[$split]=$(awk '{print $2 / ($4 / 1000)}' "$OUT/sparrow-times.txt" | median)
+  s_peaks=""
+  for i in $(seq 0 $((DEVICES - 1))); do s_peaks="$s_peaks $(peak_mib "$i")"; done
+  stop_sparrow
+  echo "sparrow ($split): decode ${s_tg[$split]} tok/s, prefill ${s_pp[$split]} tok/s, peak MiB per device:$s_peaks"
+  for i in $(seq 0 $((DEVICES - 1))); do echo 0 >"$CG/sparrow-shard-$i/memory.max_usage_in_bytes"; done
 done
-grep 'POST /v1/completions 200' "$OUT/sparrow-coordinator.log" | tail -n "$R" |
-  sed -E 's/.* 200 ([0-9.]+)ms .*prompt_tokens=([0-9]+).*completion_tokens=([0-9]+) ttft=([0-9.]+)ms.*/\1 \2 \3 \4/' \
-    >"$OUT/sparrow-times.txt"
-if grep 'POST /v1/completions 200' "$OUT/sparrow-coordinator.log" | tail -n "$R" | grep -q 'cached_tokens=[1-9]'; then
-  echo "shard.sh: a measured request found its prompt in the prefix cache; its prefill is not" >&2
-fi
-s_tg=$(awk '{print ($3 - 1) / (($1 - $4) / 1000)}' "$OUT/sparrow-times.txt" | median)
-s_pp=$(awk '{print $2 / ($4 / 1000)}' "$OUT/sparrow-times.txt" | median)
-s_peaks=""
-for i in $(seq 0 $((DEVICES - 1))); do s_peaks="$s_peaks $(peak_mib "$i")"; done
-stop_sparrow
-echo "sparrow: decode $s_tg tok/s, prefill $s_pp tok/s, peak MiB per device:$s_peaks"
 
 if [ "$SKIP_LLAMA" = 1 ]; then exit 0; fi
 
@@ -233,4 +246,6 @@ l_tg=$(python3 -c "import json; print([t['avg_ts'] for t in json.load(open('$OUT
 l_peaks=""
 for i in $(seq 0 $((DEVICES - 1))); do l_peaks="$l_peaks $(peak_mib "$i")"; done
 echo "llama.cpp rpc: decode $l_tg tok/s, prefill $l_pp tok/s, peak MiB per device:$l_peaks"
-python3 -c "print(f'sparrow / llama.cpp rpc: decode {$s_tg / $l_tg:.2f}x, prefill {$s_pp / $l_pp:.2f}x')"
+for split in $SPLITS; do
+  python3 -c "print(f'sparrow ($split) / llama.cpp rpc: decode {${s_tg[$split]} / $l_tg:.2f}x, prefill {${s_pp[$split]} / $l_pp:.2f}x')"
+done

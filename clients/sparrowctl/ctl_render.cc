@@ -115,6 +115,39 @@ std::string RenderStatus(const admin::v1::ServerStatus& s) {
   return out;
 }
 
+std::string RenderShards(const admin::v1::Shards& s) {
+  std::string out = Pad("DEVICE", 22) + Pad("LAYERS", 12) + Pad("LINK", 13) + Pad("STEPS", 9) +
+                    Pad("FAILED", 8) + Pad("SENT/RECEIVED", 22) + "WORKER/WALL MS\n";
+  for (const auto& p : s.placement()) {
+    const admin::v1::ShardLink* link = nullptr;
+    for (const auto& l : s.links()) {
+      if (l.address() == p.device() && l.first_layer() == p.first_layer()) link = &l;
+    }
+    out += Pad(p.device(), 22) +
+           Pad(std::to_string(p.first_layer()) + ".." + std::to_string(p.end_layer() - 1), 12);
+    if (link) {
+      out += Pad(link->connected() ? "connected" : "reconnecting", 13) +
+             Pad(std::to_string(link->steps()), 9) + Pad(std::to_string(link->failures()), 8) +
+             Pad(HumanBytes(static_cast<double>(link->bytes_sent())) + " / " +
+                     HumanBytes(static_cast<double>(link->bytes_received())),
+                 22) +
+             Fmt("%.0f", link->worker_ms()) + " / " + Fmt("%.0f", link->wall_ms()) + "\n";
+      if (!link->last_error().empty()) out += "    last error: " + link->last_error() + "\n";
+    } else {
+      out += "this device\n";
+    }
+    if (!p.slice().empty()) out += "    slice of each layer: " + p.slice() + "\n";
+  }
+  if (!s.devices_down().empty()) {
+    out += "down:";
+    for (const auto& d : s.devices_down()) out += " " + d;
+    out += "\n";
+  }
+  if (s.replans() > 0) out += "placed again " + std::to_string(s.replans()) + " times\n";
+  if (!s.description().empty()) out += "\n" + s.description();
+  return out;
+}
+
 std::string RenderRequests(const google::protobuf::RepeatedPtrField<admin::v1::RequestInfo>& rs) {
   if (rs.empty()) return "no requests\n";
   std::string out = Pad("ID", 10) + Pad("STATE", 9) + Pad("AGE", 8) + Pad("PROMPT", 8) +

@@ -254,6 +254,9 @@ int main(int argc, char** argv) {
   std::string reload_name;
   reload->add_option("model", reload_name, "File name in model_dir (see: models)")->required();
   app.add_subcommand("models", "The models reload can switch to");
+  app.add_subcommand("shards",
+                     "Where the model's layers are computed: this device and its workers, each "
+                     "link's state and counters");
   auto* watch = app.add_subcommand("watch", "Live view of the server (like top)");
   int count = 0;
   watch->add_option("--count", count, "Stop after this many events (0: until Ctrl-C)");
@@ -413,6 +416,11 @@ int main(int argc, char** argv) {
           }
           return human.empty() ? std::string("model_dir has no .gguf files\n") : human;
         });
+  }
+  if (cmd == "shards") {
+    return AdminCall<adminpb::Shards>(
+        c, json, [&](auto* ctx, auto* r) { return c.admin().GetShards(ctx, {}, r); },
+        [](const adminpb::Shards& s) { return ctl::RenderShards(s); });
   }
   if (cmd == "watch") return Watch(c, json, count);
   if (cmd == "generate" || cmd == "chat") {

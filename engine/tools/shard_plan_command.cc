@@ -11,6 +11,7 @@
 #include "engine/memory/device_memory.h"
 #include "engine/model/model.h"
 #include "engine/plan/shard_planner.h"
+#include "engine/plan/tensor_split_plan.h"
 #include "engine/shard/layer_profile.h"
 
 namespace sparrow::tools {
@@ -65,6 +66,10 @@ void RegisterShardPlanCommand(CLI::App& app, ShardPlanOptions& opts, int& exit_c
   cmd->add_option("-t,--threads", opts.threads, "Threads for timing the layers (0: all)");
   cmd->add_option("--encoding", opts.encoding, "Hidden states on the wire: f32, f16 or q8_0")
       ->check(CLI::IsMember({"f32", "f16", "q8_0"}));
+  cmd->add_option("--split", opts.split,
+                  "layers: runs of whole layers per device (a pipeline); tensor: every device a "
+                  "slice of every layer (as sparrowd --shard-split)")
+      ->check(CLI::IsMember({"layers", "tensor"}));
   cmd->add_flag("--json", opts.json, "Print the plan as JSON");
   cmd->callback([&opts, &exit_code] { exit_code = RunShardPlan(opts); });
 }
@@ -97,9 +102,14 @@ int RunShardPlan(const ShardPlanOptions& opts) {
                                              opts.encoding == "f16"    ? 2
                                              : opts.encoding == "q8_0" ? 34.0 / 32
                                                                        : 4);
-  auto plan = PlanShards(
-      cost, devices,
-      opts.objective == "throughput" ? ShardObjective::kThroughput : ShardObjective::kLatency);
+  const auto objective =
+      opts.objective == "throughput" ? ShardObjective::kThroughput : ShardObjective::kLatency;
+  const bool tensor = opts.split == "tensor";
+  auto plan =
+      tensor ? PlanTensorSplit(**model, cost, devices) : PlanShards(cost, devices, objective);
+  // The other split's prediction, for the comparison (absent when it cannot be made).
+  auto other =
+      tensor ? PlanShards(cost, devices, objective) : PlanTensorSplit(**model, cost, devices);
   if (!plan.ok()) {
     std::fprintf(stderr, "sparrow shard-plan: %s\n", plan.status().message().c_str());
     return 1;
@@ -113,6 +123,12 @@ int RunShardPlan(const ShardPlanOptions& opts) {
                         {"compute_ms", r.compute_ms},
                         {"transfer_ms", r.transfer_ms},
                         {"bytes", r.bytes}});
+      if (r.slice) {
+        ranges.back()["slice"] = {{"kv_head_begin", r.slice->kv_head_begin},
+                                  {"kv_head_end", r.slice->kv_head_end},
+                                  {"ff_begin", r.slice->ff_begin},
+                                  {"ff_end", r.slice->ff_end}};
+      }
     }
     const nlohmann::json out = {
         {"ranges", ranges}, {"token_ms", plan->token_ms}, {"bottleneck_ms", plan->bottleneck_ms}};
@@ -124,6 +140,15 @@ int RunShardPlan(const ShardPlanOptions& opts) {
       "per token %.2f ms (%.2f tokens/s one at a time); slowest stage %.2f ms (%.2f "
       "tokens/s pipelined)\n",
       plan->token_ms, 1000.0 / plan->token_ms, plan->bottleneck_ms, 1000.0 / plan->bottleneck_ms);
+  if (other.ok()) {
+    std::printf(
+        "%s would take %.2f ms per token (%.2f tokens/s one at a time)\n",
+        tensor ? "whole layers per device (--split layers)" : "a tensor split (--split tensor)",
+        other->token_ms, 1000.0 / other->token_ms);
+  } else {
+    std::printf("%s: %s\n", tensor ? "whole layers per device" : "no tensor split",
+                other.status().message().c_str());
+  }
   return 0;
 }
 

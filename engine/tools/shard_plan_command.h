@@ -1,7 +1,8 @@
 #pragma once
 // `sparrow shard-plan`: where EdgeShard's planner would put a model's layers on devices the user
 // describes (memory, speed relative to this one, link), from this device's measured layer times;
-// the same planner sparrowd --workers runs on measured devices. Prints the plan, or one line
+// the same planner sparrowd --workers runs on measured devices, or (--split tensor) the tensor
+// split's slices. Prints the plan and the other split's predicted time per token, or one line
 // naming the constraint that cannot be met.
 #include <cstdint>
 #include <string>
@@ -21,6 +22,7 @@ struct ShardPlanOptions {
   int64_t n_ctx = 2048;
   int threads = 0;
   std::string encoding = "f32";
+  std::string split = "layers";  // layers (EdgeShard's ranges) | tensor (Galaxy's slices)
   bool json = false;
 };
 

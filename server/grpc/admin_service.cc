@@ -306,6 +306,18 @@ grpc::ServerUnaryReactor* AdminService::ListModels(grpc::CallbackServerContext* 
   return Done(context, grpc::Status::OK);
 }
 
+grpc::ServerUnaryReactor* AdminService::GetShards(grpc::CallbackServerContext* context,
+                                                  const adminpb::GetShardsRequest*,
+                                                  adminpb::Shards* response) {
+  AdminCaller who;
+  if (auto* r = Check(context, "GetShards", &who)) return r;
+  std::string error;
+  if (!ProtoFromJson(ShardsJson(*ctx_.served()).dump(), response, &error)) {
+    return Done(context, grpc::Status(grpc::StatusCode::INTERNAL, "shards: " + error));
+  }
+  return Done(context, grpc::Status::OK);
+}
+
 grpc::ServerUnaryReactor* AdminService::MemoryReply(grpc::CallbackServerContext* context,
                                                     const Status& action,
                                                     adminpb::MemoryBudget* response) {

@@ -37,6 +37,9 @@ class AdminService final : public adminpb::Admin::CallbackService {
   grpc::ServerUnaryReactor* Reload(grpc::CallbackServerContext* context,
                                    const adminpb::ReloadRequest* request,
                                    adminpb::ReloadResponse* response) override;
+  grpc::ServerUnaryReactor* GetShards(grpc::CallbackServerContext* context,
+                                      const adminpb::GetShardsRequest* request,
+                                      adminpb::Shards* response) override;
   grpc::ServerUnaryReactor* ListModels(grpc::CallbackServerContext* context,
                                        const adminpb::ListModelsRequest* request,
                                        adminpb::ListModelsResponse* response) override;

@@ -240,6 +240,19 @@ TEST(SparrowdAdminTest, EveryRouteAndRpcChecksTheAdminKey) {
     {
       grpc::ClientContext c;
       WithKey(&c, key);
+      adminpb::Shards r;
+      EXPECT_EQ(stub->GetShards(&c, {}, &r).error_code(), want);
+      if (want == grpc::StatusCode::OK) {
+        // One device computes every layer.
+        ASSERT_EQ(r.placement_size(), 1);
+        EXPECT_EQ(r.placement(0).device(), "this device");
+        EXPECT_GT(r.placement(0).end_layer(), 0);
+        EXPECT_EQ(r.links_size(), 0);
+      }
+    }
+    {
+      grpc::ClientContext c;
+      WithKey(&c, key);
       adminpb::Event e;
       auto reader = stub->WatchEvents(&c, {});
       if (want == grpc::StatusCode::OK) {

@@ -232,6 +232,21 @@ TEST(CliTest, ShardPlanPlacesLayersOnTheDevicesDescribed) {
   r = Sparrow("shard-plan -m " + model + " --device board");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("NAME:MEM_MIB"), std::string::npos) << r.err;
+  // The tensor split: every device a slice of every layer, the faster one the larger; the
+  // pipeline's prediction beside it.
+  r = Sparrow("shard-plan -m " + model +
+              " --memory-mb 64 --device board:64:0.5:1000:1 --split tensor");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("this device: a slice (kv heads 0..2, neurons 0..114) of layers 0..4"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("board: a slice (kv heads 3..3, neurons 115..171)"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("whole layers per device (--split layers) would take"), std::string::npos)
+      << r.out;
+  r = Sparrow("shard-plan -m " + model + " --memory-mb 64 --device board:64 --split tensor --json");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("\"ff_begin\""), std::string::npos) << r.out;
 }
 
 TEST(CliTest, PlanBadInputsAreOneClearLine) {

@@ -254,6 +254,7 @@ TEST(SparrowdShardTest, ATensorSplitOverTwoWorkersGeneratesWhatOneDeviceDoes) {
     ASSERT_TRUE(ws[0] && ws[1]);
     std::vector<std::string> args = CoordinatorArgs(model, Workers(ws), "");
     args.insert(args.end(), {"--shard-split", "tensor"});
+    std::find(args.begin(), args.end(), "-1")->assign(1, '0');  // a gRPC port, for sparrowctl
     std::string error;
     auto coord = Start(args, &error);
     if (model.find("moe") != std::string::npos) {
@@ -282,6 +283,15 @@ TEST(SparrowdShardTest, ATensorSplitOverTwoWorkersGeneratesWhatOneDeviceDoes) {
     for (const auto& w : ws) {
       EXPECT_NE(w->Stdout().find("a slice of each"), std::string::npos) << w->Stdout();
     }
+    // The operator's view from the laptop: sparrowctl over gRPC.
+    const auto ctl = testing::RunCommand(
+        "SPARROW_CTL_CONFIG=/dev/null SPARROW_ADMIN_KEY=" + std::string(kKey) + " " + SPARROWCTL +
+        " --port " + std::to_string(coord->grpc_port()) + " shards");
+    EXPECT_EQ(ctl.exit_code, 0) << ctl.out;
+    EXPECT_NE(ctl.out.find("this device"), std::string::npos) << ctl.out;
+    EXPECT_NE(ctl.out.find("connected"), std::string::npos) << ctl.out;
+    EXPECT_NE(ctl.out.find("slice of each layer: kv heads"), std::string::npos) << ctl.out;
+    EXPECT_NE(ctl.out.find("tensor split: every layer's"), std::string::npos) << ctl.out;
   }
 }
 

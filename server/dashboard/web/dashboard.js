@@ -247,7 +247,9 @@ async function loadShards() {
   const body = $('shards').querySelector('tbody');
   body.replaceChildren(...s.placement.map((p) => {
     const link = s.links.find((l) => l.address === p.device && l.first_layer === p.first_layer);
-    const cells = [p.device, `${p.first_layer}..${p.end_layer - 1} (${p.end_layer - p.first_layer})`];
+    // In a tensor split every device has every layer: its slice of them says what it computes.
+    const layers = `${p.first_layer}..${p.end_layer - 1} (${p.end_layer - p.first_layer})`;
+    const cells = [p.device, p.slice ? `${layers}, ${p.slice}` : layers];
     if (link) {
       cells.push(link.connected ? 'connected' : 'reconnecting', link.steps, link.failures,
                  `${fmtBytes(link.bytes_sent)} / ${fmtBytes(link.bytes_received)}`,
