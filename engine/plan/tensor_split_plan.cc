@@ -31,9 +31,45 @@ Result<ShardPlan> PlanTensorSplit(const Model& model, const ShardModelCost& cost
       return InvalidArgument(devices[i].name + ": no link bandwidth");
     }
   }
-  SPARROW_ASSIGN_OR_RETURN(auto slices, CutSlices(model, 0, n_layer, shares));
   const int64_t all_bytes =
       std::accumulate(cost.layer_bytes.begin(), cost.layer_bytes.end(), int64_t{0});
+  // Galaxy's rule: shares by speed, but no device more than its memory holds; what a full
+  // device cannot take goes to the others by their speed (a few rounds settle it).
+  std::vector<double> cap(devices.size());
+  for (size_t i = 0; i < devices.size(); ++i) {
+    const int64_t room = devices[i].memory_bytes - (i == 0 ? cost.coordinator_fixed_bytes : 0);
+    // Held back: one grain of neurons either way when the shares are rounded.
+    cap[i] = std::max(
+        0.0,
+        static_cast<double>(room) / static_cast<double>(std::max<int64_t>(1, all_bytes)) - 0.01);
+  }
+  const std::vector<double> speed = shares;
+  std::vector<uint8_t> capped(devices.size(), 0);
+  for (size_t round = 0; round < devices.size(); ++round) {
+    double left = 1, free_speed = 0;
+    for (size_t i = 0; i < devices.size(); ++i) {
+      if (capped[i]) {
+        left -= shares[i];
+      } else {
+        free_speed += speed[i];
+      }
+    }
+    if (free_speed <= 0) break;
+    bool changed = false;
+    for (size_t i = 0; i < devices.size(); ++i) {
+      if (capped[i]) continue;
+      shares[i] = speed[i] / free_speed * left;
+      if (shares[i] > cap[i]) {
+        shares[i] = cap[i];
+        capped[i] = 1;
+        changed = true;
+      }
+    }
+    if (!changed) break;
+  }
+  // A device with no room left takes nothing (CutSlices wants positive shares).
+  for (double& v : shares) v = std::max(v, 1e-9);
+  SPARROW_ASSIGN_OR_RETURN(auto slices, CutSlices(model, 0, n_layer, shares));
   const ModelConfig& c = model.config();
   ShardPlan plan;
   for (size_t i = 0; i < devices.size(); ++i) {

@@ -174,18 +174,23 @@ Status ForwardPass::CheckPaged(std::span<const Segment> segments) const {
 }
 
 void ForwardPass::SplitMicroBatches(Flight& f, int64_t count) {
-  const int64_t n = f.n, m_count = std::min(count, n);
-  f.micro.assign(static_cast<size_t>(m_count), {});
+  CutTokens(f.segments, f.n, count, f.micro);
+}
+
+void ForwardPass::CutTokens(std::span<const Segment> segments, int64_t n, int64_t count,
+                            std::vector<MicroBatch>& out) {
+  const int64_t m_count = std::min(count, n);
+  out.assign(static_cast<size_t>(m_count), {});
   // Micro-batch m takes tokens [n*m/M, n*(m+1)/M): a long prompt chunk is cut too, its parts
   // in order, so that every stage has seen the keys of a part before the next part's attention.
   size_t seg = 0;
   int64_t seg_done = 0, t = 0;
   for (int64_t m = 0; m < m_count; ++m) {
-    MicroBatch& mb = f.micro[static_cast<size_t>(m)];
+    MicroBatch& mb = out[static_cast<size_t>(m)];
     mb.t_first = t;
     const int64_t end = n * (m + 1) / m_count;
     while (t < end) {
-      const Segment& sg = f.segments[seg];
+      const Segment& sg = segments[seg];
       const int64_t len = static_cast<int64_t>(sg.tokens.size());
       const int64_t take = std::min(len - seg_done, end - t);
       mb.segments.push_back(

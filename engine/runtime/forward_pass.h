@@ -119,6 +119,7 @@ class ForwardPass {
     std::vector<SlicedLayer> layers;  // this device's slice of each
     std::vector<RemoteLayers*> remotes;
     std::vector<std::vector<float>> parts;  // each remote's input, then its partial sum
+    std::vector<MicroBatch> chunks;         // the tokens of a part, as sent
   };
   // The group of `sliced` (one range of layers; this device takes the heads and neurons they
   // leave); errors name the slices at fault.
@@ -143,6 +144,10 @@ class ForwardPass {
   void Drive(bool until_oldest_lands);
   bool Landed(const Flight& f) const;
   void SplitMicroBatches(Flight& f, int64_t count);
+  // The n tokens of `segments` cut into `count` (at most n) parts in order, a segment cut where
+  // a part ends.
+  static void CutTokens(std::span<const Segment> segments, int64_t n, int64_t count,
+                        std::vector<MicroBatch>& out);
   Status CheckPaged(std::span<const Segment> segments) const;
   void StageSegments(std::span<const Segment> segments);  // into stage_segments_
   // Layer il for f's tokens t_first..t_first + n - 1, which `segments` hold.

@@ -14,6 +14,10 @@ namespace sparrow {
 
 namespace {
 
+// A part's tokens go to the workers in chunks of at least this many, at most kMaxSplitChunks.
+constexpr int64_t kSplitChunkTokens = 4;
+constexpr int64_t kMaxSplitChunks = 4;
+
 using Interval = std::pair<int64_t, int64_t>;
 
 // The one run of [0, total) that `taken` (disjoint runs) leave; empty when they take it all.
@@ -118,36 +122,50 @@ void ForwardPass::SplitLayer(int64_t il, Flight& f, int64_t t_first, int64_t n,
   const SlicedLayer& w = g.layers[static_cast<size_t>(il - g.first)];
   const int64_t d = c_.n_embd;
   float* x = &f.x[t_first * d];
-  StageSegments(segments);
+  // Galaxy overlaps the exchanges with the compute: a part's tokens go out in chunks, so that a
+  // worker computes one chunk while the next is on the wire and the one before comes back.
+  CutTokens(segments, n, std::clamp<int64_t>(n / kSplitChunkTokens, 1, kMaxSplitChunks), g.chunks);
   const size_t size = static_cast<size_t>(n * d);
   // One part (attention or FFN): the normed input in xn_ goes to every remote slice, this
   // device computes its own meanwhile, and the partial sums are added in device order.
+  std::vector<size_t> started(g.remotes.size());
   auto part = [&](LayerPart kind, const std::vector<float>& post_norm) {
-    for (size_t i = 0; i < g.remotes.size(); ++i) {
-      g.parts[i].assign(xn_.begin(), xn_.begin() + static_cast<std::ptrdiff_t>(size));
-      Status st = g.remotes[i]->StartPart(kind, il, stage_segments_, d, g.parts[i]);
-      if (!st.ok()) {
-        // Those already started still answer, in order, before the batch fails.
-        for (size_t j = 0; j < i; ++j) (void)g.remotes[j]->Finish();
-        if (remote_error_.ok()) remote_error_ = st;
-        f.split_failed = true;
-        return;
+    std::fill(started.begin(), started.end(), 0);
+    Status st;
+    for (auto& p : g.parts) p.assign(xn_.begin(), xn_.begin() + static_cast<std::ptrdiff_t>(size));
+    for (const MicroBatch& c : g.chunks) {
+      StageSegments(c.segments);
+      for (size_t i = 0; i < g.remotes.size() && st.ok(); ++i) {
+        st = g.remotes[i]->StartPart(
+            kind, il, stage_segments_, d,
+            {&g.parts[i][static_cast<size_t>(c.t_first * d)], static_cast<size_t>(c.n * d)});
+        if (st.ok()) ++started[i];
       }
+    }
+    if (!st.ok()) {
+      // Those already started still answer, in order, before the batch fails.
+      for (size_t i = 0; i < g.remotes.size(); ++i) {
+        for (size_t k = 0; k < started[i]; ++k) (void)g.remotes[i]->Finish();
+      }
+      if (remote_error_.ok()) remote_error_ = st;
+      f.split_failed = true;
+      return;
     }
     if (kind == LayerPart::kAttention) {
       SliceAttention(il, w, g.local, f, t_first, n, segments, xn_.data(), ffn_out_.data());
     } else {
       SliceFfn(w, g.local, n, xn_.data(), ffn_out_.data());
     }
-    for (size_t i = 0; i < g.remotes.size(); ++i) {
-      Status st = g.remotes[i]->Finish();
-      if (!st.ok()) {
-        if (remote_error_.ok()) remote_error_ = st;
-        f.split_failed = true;
-        continue;
+    for (size_t k = 0; k < g.chunks.size(); ++k) {
+      for (size_t i = 0; i < g.remotes.size(); ++i) {
+        if (Status fin = g.remotes[i]->Finish(); !fin.ok()) {
+          if (remote_error_.ok()) remote_error_ = fin;
+          f.split_failed = true;
+        }
       }
-      kernels::AddInPlace(ffn_out_.data(), g.parts[i].data(), n * d);
     }
+    if (f.split_failed) return;
+    for (const auto& p : g.parts) kernels::AddInPlace(ffn_out_.data(), p.data(), n * d);
     if (!post_norm.empty())
       kernels::RmsNormRows(ffn_out_.data(), n, d, post_norm.data(), c_.rms_eps);
     kernels::AddInPlace(x, ffn_out_.data(), n * d);

@@ -341,24 +341,32 @@ TEST_P(LayerRangeRunnerTest, ATensorSplitGeneratesWhatOneDeviceDoes) {
     EXPECT_LT(s.ff_begin, s.ff_end) << s.ToString();
   }
   EXPECT_EQ(heads, model_->config().n_head_kv);
-  for (bool shrink : {false, true}) {
-    const Outcome alone = Generate(Options(), shrink);
-    SchedulerOptions o = Options();
-    std::vector<std::shared_ptr<InProcessLayers>> workers;
-    for (size_t i : {2u, 1u}) {  // this device takes the first slice
-      auto w = std::make_shared<InProcessLayers>(*model_, 0, n_layer, (*slices)[i]);
-      w->set_block_size(o.kv_block_size);
-      workers.push_back(w);
-      o.remote_layers.push_back(w);
+  // Steps of 7 tokens, and of 32 (a part's tokens then go to the workers in chunks).
+  for (int64_t budget : {7, 32})
+    for (bool shrink : {false, true}) {
+      SchedulerOptions base = Options();
+      base.step_token_budget = budget;
+      const Outcome alone = Generate(base, shrink);
+      SchedulerOptions o = base;
+      std::vector<std::shared_ptr<InProcessLayers>> workers;
+      for (size_t i : {2u, 1u}) {  // this device takes the first slice
+        auto w = std::make_shared<InProcessLayers>(*model_, 0, n_layer, (*slices)[i]);
+        w->set_block_size(o.kv_block_size);
+        workers.push_back(w);
+        o.remote_layers.push_back(w);
+      }
+      const Outcome split = Generate(std::move(o), shrink);
+      EXPECT_EQ(split.tokens, alone.tokens) << "shrink " << shrink << " budget " << budget;
+      EXPECT_GT(split.prefix_hits, 0);
+      // Two parts (attention, FFN) of each layer; a long step's in chunks sent ahead.
+      EXPECT_GT(workers[0]->runs(), 2 * n_layer);
+      EXPECT_EQ(workers[0]->runs(), workers[1]->runs());
+      if (budget == 7) {
+        EXPECT_EQ(workers[0]->max_in_flight(), 1);
+      } else {
+        EXPECT_GE(workers[0]->max_in_flight(), 3);
+      }
     }
-    const Outcome split = Generate(std::move(o), shrink);
-    EXPECT_EQ(split.tokens, alone.tokens) << "shrink " << shrink;
-    EXPECT_GT(split.prefix_hits, 0);
-    // Two parts (attention, FFN) of each layer, one at a time.
-    EXPECT_GT(workers[0]->runs(), 2 * n_layer);
-    EXPECT_EQ(workers[0]->runs(), workers[1]->runs());
-    EXPECT_EQ(workers[0]->max_in_flight(), 1);
-  }
   if (n_layer < 2) return;
   // The first half split with one worker, the second half a pipeline stage on another.
   const int64_t half = n_layer / 2;
