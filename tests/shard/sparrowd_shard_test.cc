@@ -376,14 +376,21 @@ TEST(SparrowdShardTest, AWorkerNeedsAnAdminKey) {
   EXPECT_NE(error.find("a worker needs an admin key"), std::string::npos) << error;
 }
 
-TEST(SparrowdShardTest, AKilledWorkerFailsItsRequestsTheRestServesAndItIsTakenBack) {
+// Whole layers on the worker, then a slice of every layer (the tensor split is cut again over
+// the devices left, and again when the worker is back).
+class SparrowdShardFaultTest : public ::testing::TestWithParam<bool> {};
+
+TEST_P(SparrowdShardFaultTest, AKilledWorkerFailsItsRequestsTheRestServesAndItIsTakenBack) {
+  const bool tensor = GetParam();
   const std::vector<std::string> alone = Alone(Stories());
   std::vector<std::unique_ptr<SparrowdProcess>> ws;
   ws.push_back(StartWorker(Stories()));
   ASSERT_NE(ws[0], nullptr);
   const int port = ws[0]->grpc_port();
   std::string error;
-  auto coord = Start(CoordinatorArgs(Stories(), Workers(ws), "2,3"), &error);
+  std::vector<std::string> args = CoordinatorArgs(Stories(), Workers(ws), tensor ? "" : "2,3");
+  if (tensor) args.insert(args.end(), {"--shard-split", "tensor"});
+  auto coord = Start(args, &error);
   ASSERT_NE(coord, nullptr) << error;
   ASSERT_EQ(Texts(coord->http_port()), alone);
 
@@ -437,7 +444,8 @@ TEST(SparrowdShardTest, AKilledWorkerFailsItsRequestsTheRestServesAndItIsTakenBa
   s = wait_for([](const nlohmann::json& j) { return j["devices_down"].empty(); });
   ASSERT_TRUE(s["devices_down"].empty()) << s.dump();
   ASSERT_EQ(s["placement"].size(), 2u) << s.dump();
-  EXPECT_EQ(s["placement"][1]["first_layer"], 2);
+  EXPECT_EQ(s["placement"][1]["first_layer"], tensor ? 0 : 2);
+  EXPECT_EQ(s["placement"][1]["slice"].get<std::string>().empty(), !tensor) << s.dump();
   EXPECT_EQ(s["replans"], 2);
   EXPECT_EQ(Texts(coord->http_port()), alone);
   s = shards();
@@ -445,6 +453,9 @@ TEST(SparrowdShardTest, AKilledWorkerFailsItsRequestsTheRestServesAndItIsTakenBa
   EXPECT_GT(s["links"][0]["steps"].get<int64_t>(), 10) << s.dump();
   EXPECT_EQ(s["links"][0]["failures"], 0) << s.dump();
 }
+
+INSTANTIATE_TEST_SUITE_P(Splits, SparrowdShardFaultTest, ::testing::Bool(),
+                         [](const auto& info) { return info.param ? "Tensor" : "Layers"; });
 
 TEST(SparrowdShardTest, AStalledWorkerFailsItsStepAfterTheTimeout) {
   const std::vector<std::string> alone = Alone(Stories());
