@@ -3,7 +3,9 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cstdlib>
 
+#include "engine/memory/device_memory.h"
 #include "engine/plan/tensor_split_plan.h"
 #include "server/shard/shard_wire.h"
 
@@ -163,7 +165,7 @@ void ShardSupervisor::Start(std::function<void(std::vector<std::shared_ptr<Remot
   watcher_ = std::thread([this] { Watch(); });
 }
 
-bool ShardSupervisor::Answers(size_t device) {
+std::optional<int64_t> ShardSupervisor::Budget(size_t device) {
   grpc::ClientContext call;
   call.AddMetadata("authorization", "Bearer " + o_.link.key);
   const auto wait =
@@ -171,8 +173,29 @@ bool ShardSupervisor::Answers(size_t device) {
   call.set_deadline(std::chrono::system_clock::now() + wait);
   shardpb::DescribeRequest req;
   shardpb::DescribeResponse resp;
-  return stubs_[device]->Describe(&call, req, &resp).ok() &&
-         resp.model_digest() == o_.link.model_digest;
+  if (!stubs_[device]->Describe(&call, req, &resp).ok() ||
+      resp.model_digest() != o_.link.model_digest) {
+    return std::nullopt;
+  }
+  return resp.memory_budget_bytes();
+}
+
+std::string ShardSupervisor::BudgetsMoved() {
+  std::string why;
+  auto moved = [&](size_t d, int64_t now) {
+    int64_t& known = o_.devices[d].memory_bytes;
+    if (now <= 0 || std::llabs(now - known) * 20 <= known) return;
+    why += o_.devices[d].name + " offers " + std::to_string(now >> 20) + " MiB (was " +
+           std::to_string(known >> 20) + "); ";
+    known = now;
+  };
+  // As ConnectWorkers counts this device: 90% of its limit.
+  moved(0, static_cast<int64_t>(DeviceMemoryLimit() / 100 * 90));
+  for (size_t d = 1; d < o_.devices.size(); ++d) {
+    if (!up_[d]) continue;
+    if (const auto b = Budget(d)) moved(d, *b);
+  }
+  return why;
 }
 
 void ShardSupervisor::Watch() {
@@ -199,6 +222,10 @@ void ShardSupervisor::Watch() {
       if (up_[d] || !Answers(d)) continue;
       up_[d] = 1;
       why += o_.devices[d].name + " is back; ";
+    }
+    if (++probes_ >= o_.budget_every) {
+      probes_ = 0;
+      why += BudgetsMoved();
     }
     if (!why.empty()) {
       Result<ShardPlan> plan = Place();

@@ -6,7 +6,8 @@
 // again over the devices left) if the model still fits them, and the scheduler gets the new ranges.
 // A worker that answers again (the same file) is taken back the same way. A placement that cannot
 // be made is logged naming the constraint, and the old one stays (its requests fail until the
-// worker returns).
+// worker returns). A device whose memory budget moves (its cgroup limit changed) is planned for
+// again the same way.
 #include <grpcpp/grpcpp.h>
 
 #include <chrono>
@@ -14,6 +15,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -40,6 +42,9 @@ struct ShardSupervisorOptions {
   RemoteLayersOptions link;
   int64_t micro_batches = 0;  // for the description (SchedulerOptions::pipeline_micro_batches)
   std::chrono::milliseconds probe_every{500};
+  // Every this many probes, each device's memory budget is asked again; one that moved by more
+  // than a twentieth places the layers again when the placement changes with it.
+  int budget_every = 10;
 };
 
 class ShardSupervisor final : public ShardTopology {
@@ -59,7 +64,12 @@ class ShardSupervisor final : public ShardTopology {
   Result<ShardPlan> Place() const;
   // Makes `plan` the placement: new links, the description, the view.
   void Install(ShardPlan plan);
-  bool Answers(size_t device);  // Describe within a short deadline, holding the same file
+  // Describe within a short deadline, holding the same file: its memory budget (0: unknown),
+  // or nullopt when it does not answer so.
+  std::optional<int64_t> Budget(size_t device);
+  bool Answers(size_t device) { return Budget(device).has_value(); }
+  // Devices whose budget moved: their new budgets in o_.devices, and why for the log.
+  std::string BudgetsMoved();
   void Watch();
 
   ShardSupervisorOptions o_;
@@ -67,6 +77,7 @@ class ShardSupervisor final : public ShardTopology {
   std::vector<uint8_t> up_;             // per device; the watch thread's
   std::vector<int64_t> failures_seen_;  // per device; the watch thread's
   std::vector<ShardRange> placed_;      // the watch thread's (and Create's)
+  int probes_ = 0;                      // the watch thread's
   std::function<void(std::vector<std::shared_ptr<RemoteLayers>>)> apply_;
 
   mutable std::mutex mu_;

@@ -5,16 +5,21 @@
 // error, and a worker that comes back is taken in again.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "engine/memory/pressure_source.h"
 #include "tests/util/sparrowd_process.h"
+#include "tests/util/synthetic_llama.h"
 #include "tests/util/test_paths.h"
 
 namespace sparrow {
@@ -293,6 +298,82 @@ TEST(SparrowdShardTest, ATensorSplitOverTwoWorkersGeneratesWhatOneDeviceDoes) {
     EXPECT_NE(ctl.out.find("slice of each layer: kv heads"), std::string::npos) << ctl.out;
     EXPECT_NE(ctl.out.find("tensor split: every layer's"), std::string::npos) << ctl.out;
   }
+}
+
+// A worker whose memory budget shrinks (its cgroup's limit lowered, as a phone's would be) is
+// planned for again: the tensor split gives it the share its memory still holds. Needs root and
+// a cgroup v1 memory controller (skipped elsewhere, with the reason).
+TEST(SparrowdShardTest, AWorkerWhoseBudgetShrinksGetsASmallerSlice) {
+  const std::string ours = FindMemoryCgroupV1();
+  if (ours.empty()) GTEST_SKIP() << "no cgroup v1 memory controller here";
+  const std::string dir = ours + "/sparrow-shard-budget-test-" + std::to_string(getpid());
+  if (mkdir(dir.c_str(), 0755) != 0) {
+    GTEST_SKIP() << "cannot create a cgroup under " << ours << ": " << std::strerror(errno);
+  }
+  // A model of 240 MB (q8_0), so that a limit the worker lives under still binds its slice.
+  testing::LlamaModelSpec spec;
+  spec.weight_type = spec.embd_type = spec.output_type = TensorType::kQ8_0;
+  spec.n_embd = 1024;
+  spec.n_head = 8;
+  spec.n_head_kv = 8;
+  spec.n_ff = 8192;
+  spec.n_layer = 8;
+  spec.n_ctx = 512;
+  spec.vocab = testing::LlamaModelSpec::Vocab::kStories260K;
+  const std::string model = testing::TempPath("shard-budget.gguf");
+  ASSERT_TRUE(testing::WriteLlamaModel(spec, model).ok());
+  std::unique_ptr<SparrowdProcess> worker;
+  {
+    SparrowdProcess::Options o;
+    o.args = {"--worker", "--model",   model, "--grpc-port", "0", "--admin-key",
+              kKey,       "--threads", "1"};
+    o.cgroup_procs = dir + "/cgroup.procs";
+    std::string error;
+    worker = SparrowdProcess::Start(SparrowdProcess::Binary(SPARROWD), o, &error);
+    ASSERT_NE(worker, nullptr) << error;
+  }
+  struct Cleanup {
+    std::string dir, model;
+    std::unique_ptr<SparrowdProcess>* worker;
+    ~Cleanup() {
+      worker->reset();
+      rmdir(dir.c_str());
+      unlink(model.c_str());
+    }
+  } cleanup{dir, model, &worker};
+  std::vector<std::string> args =
+      CoordinatorArgs(model, "127.0.0.1:" + std::to_string(worker->grpc_port()), "");
+  args.insert(args.end(), {"--shard-split", "tensor", "--n-ctx", "256"});
+  std::string error;
+  auto coord = Start(args, &error);
+  ASSERT_NE(coord, nullptr) << error;
+  auto worker_neurons = [&](const nlohmann::json& s) {
+    // "kv heads A..B, neurons C..D": D - C + 1.
+    const std::string slice = s["placement"][1]["slice"];
+    const size_t at = slice.find("neurons ");
+    const int64_t c = std::stoll(slice.substr(at + 8));
+    const int64_t d = std::stoll(slice.substr(slice.find("..", at) + 2));
+    return d - c + 1;
+  };
+  nlohmann::json s = Shards(coord->http_port());
+  ASSERT_EQ(s["placement"].size(), 2u) << s.dump();
+  const int64_t before = worker_neurons(s);
+  EXPECT_GT(before, 8192 * 2 / 5) << s.dump();  // about half: the devices are alike
+
+  // 90 MB: the worker may hold about a third of the model's layers now.
+  std::ofstream(dir + "/memory.limit_in_bytes") << (90 << 20);
+  for (int i = 0; i < 300 && Shards(coord->http_port())["replans"] != 1; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  s = Shards(coord->http_port());
+  ASSERT_EQ(s["replans"], 1) << s.dump() << coord->Stdout();
+  EXPECT_LT(worker_neurons(s), 8192 * 36 / 100) << s.dump();
+  EXPECT_NE(coord->Stdout().find("offers 80 MiB (was "), std::string::npos) << coord->Stdout();
+  // And it serves on the new slices.
+  Reply r = Post(coord->http_port(), "/v1/completions",
+                 {{"prompt", "Once upon a time"}, {"max_tokens", 4}, {"temperature", 0}});
+  EXPECT_EQ(r.status, 200) << r.body.dump();
+  s = Shards(coord->http_port());
+  EXPECT_EQ(s["links"][0]["failures"], 0) << s.dump();
 }
 
 TEST(SparrowdShardTest, AWorkerWithAnotherFileIsNamed) {
