@@ -14,6 +14,7 @@ PACKAGES=(
   libssl-dev openssl                                                       # TLS, certificates
   clang libclang-rt-14-dev   # libFuzzer and sanitizer runtimes for the fuzz target
   chromium                   # the web dashboard's test drives it headless (playwright-core)
+  iproute2                   # ip and tc: the shard test's devices in network namespaces
 )
 
 missing=()

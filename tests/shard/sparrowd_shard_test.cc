@@ -376,6 +376,75 @@ TEST(SparrowdShardTest, AWorkerWhoseBudgetShrinksGetsASmallerSlice) {
   EXPECT_EQ(s["links"][0]["failures"], 0) << s.dump();
 }
 
+// Devices as on a LAN: each worker in its own network namespace, joined to this one by a veth
+// pair shaped by tbf to 100 Mbit/s, reached at its own address. The pipeline and the tensor split
+// both give one device's output. Needs root and iproute2 (skipped elsewhere, with the reason).
+TEST(SparrowdShardTest, WorkersInTheirOwnNetworkNamespaces) {
+  std::string ip;
+  for (const char* p : {"/usr/sbin/ip", "/sbin/ip", "/usr/bin/ip", "/bin/ip"}) {
+    if (access(p, X_OK) == 0) {
+      ip = p;
+      break;
+    }
+  }
+  if (geteuid() != 0 || ip.empty()) GTEST_SKIP() << "needs root and iproute2 (ip)";
+  const std::string tag = std::to_string(getpid() % 100000);
+  const std::string octet = std::to_string(getpid() % 250 + 1);
+  struct Namespaces {
+    std::vector<std::string> names;
+    ~Namespaces() {
+      for (const auto& n : names) (void)testing::RunCommand("ip netns del " + n + " 2>&1");
+    }
+  } made;
+  std::vector<std::unique_ptr<SparrowdProcess>> ws;
+  std::string workers;
+  for (int i = 1; i <= 2; ++i) {
+    const std::string ns = "sparrow-t" + tag + "-" + std::to_string(i);
+    const std::string here = "vs" + tag + "-" + std::to_string(i);
+    const std::string there = "vw" + tag + "-" + std::to_string(i);
+    const std::string net = "10." + std::to_string(230 + i) + "." + octet + ".";
+    const auto r = testing::RunCommand("ip netns add " + ns + " 2>&1");
+    if (r.exit_code != 0) GTEST_SKIP() << "cannot make a network namespace: " << r.out;
+    made.names.push_back(ns);
+    const auto link = testing::RunCommand(
+        "set -e; ip link add " + here + " type veth peer name " + there + " netns " + ns +
+        "; ip addr add " + net + "1/24 dev " + here + "; ip link set " + here + " up; ip -n " + ns +
+        " addr add " + net + "2/24 dev " + there + "; ip -n " + ns + " link set " + there +
+        " up; ip -n " + ns + " link set lo up 2>&1");
+    ASSERT_EQ(link.exit_code, 0) << link.out;
+    // A LAN's bandwidth where tc has tbf (the link works without it).
+    (void)testing::RunCommand("tc qdisc add dev " + here +
+                              " root tbf rate 100mbit burst 64kb latency 50ms 2>&1");
+    SparrowdProcess::Options o;
+    o.args = {"netns",    "exec",        ns,        SparrowdProcess::Binary(SPARROWD),
+              "--worker", "--model",     Stories(), "--host",
+              net + "2",  "--grpc-port", "50061",   "--admin-key",
+              kKey,       "--threads",   "1",       "--allow-insecure"};
+    std::string error;
+    ws.push_back(SparrowdProcess::Start(ip, o, &error));
+    ASSERT_NE(ws.back(), nullptr) << error;
+    workers += (workers.empty() ? "" : ",") + net + "2:50061";
+  }
+  const std::vector<std::string> alone = Alone(Stories());
+  for (const bool tensor : {false, true}) {
+    std::vector<std::string> args = CoordinatorArgs(Stories(), workers, tensor ? "" : "1,2,2");
+    if (tensor) args.insert(args.end(), {"--shard-split", "tensor"});
+    std::string error;
+    auto coord = Start(args, &error);
+    ASSERT_NE(coord, nullptr) << error;
+    EXPECT_EQ(Texts(coord->http_port()), alone) << "tensor " << tensor;
+    const nlohmann::json s = Shards(coord->http_port());
+    ASSERT_EQ(s["links"].size(), 2u) << s.dump();
+    for (const auto& link : s["links"]) {
+      EXPECT_EQ(link["failures"], 0) << link.dump();
+      EXPECT_NE(link["address"].get<std::string>().find("10.23"), std::string::npos);
+    }
+  }
+  for (const auto& w : ws) {
+    EXPECT_NE(w->Stdout().find("assigned layers"), std::string::npos) << w->Stdout();
+  }
+}
+
 TEST(SparrowdShardTest, AWorkerWithAnotherFileIsNamed) {
   const std::string other = testing::SharedDir() + "/arch/models/synth-qwen3-f32.gguf";
   if (!std::ifstream(other)) GTEST_SKIP() << other << " absent";
