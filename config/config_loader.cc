@@ -165,7 +165,8 @@ const std::vector<KeySpec>& Keys() {
        "With workers: how the model is cut: layers (each device computes a run of whole layers, "
        "EdgeShard's pipeline) or tensor (every device computes a slice of every layer: its "
        "share of the attention heads and FFN neurons, Galaxy's tensor split; lower latency "
-       "when the devices' compute outweighs two round trips per layer)",
+       "when the devices' compute outweighs two round trips per layer) or auto (the one the "
+       "planners predict faster per token, from the measured devices and links)",
        &ServerConfig::shard_split},
       {"shard_micro_batches",
        "With workers: the devices work as a pipeline, one batch in flight per device; a batch "
@@ -294,14 +295,13 @@ Status ValidateServerConfig(const ServerConfig& c) {
     return InvalidArgument("config: 'shard_objective' must be latency or throughput, got '" +
                            c.shard_objective + "'");
   }
-  if (c.shard_split != "layers" && c.shard_split != "tensor") {
-    return InvalidArgument("config: 'shard_split' must be layers or tensor, got '" + c.shard_split +
-                           "'");
+  if (c.shard_split != "layers" && c.shard_split != "tensor" && c.shard_split != "auto") {
+    return InvalidArgument("config: 'shard_split' must be layers, tensor or auto, got '" +
+                           c.shard_split + "'");
   }
-  if (c.shard_split == "tensor" && !c.shard_layers.empty()) {
-    return InvalidArgument(
-        "config: 'shard_layers' places whole layers; with 'shard_split' tensor every device "
-        "computes a slice of every layer (leave shard_layers empty)");
+  if (c.shard_split != "layers" && !c.shard_layers.empty()) {
+    return InvalidArgument("config: 'shard_layers' places whole layers; with 'shard_split' " +
+                           c.shard_split + " the planners choose (leave shard_layers empty)");
   }
   if (c.worker != 0 && !c.workers.empty()) {
     return InvalidArgument(

@@ -79,7 +79,7 @@ struct ServerConfig {
   std::string shard_encoding = "f32";       // f32 | f16 | q8_0: the hidden state on the wire
   int64_t worker_timeout_ms = 10000;        // a step a worker has not answered by then fails
   std::string shard_objective = "latency";  // latency | throughput: what the placement optimises
-  std::string shard_split = "layers";       // layers (pipeline) | tensor (every layer sliced)
+  std::string shard_split = "layers";       // layers (pipeline) | tensor (sliced) | auto
   int64_t shard_micro_batches = 0;  // parts a batch is cut into for the pipeline; 0: one per device
   // Operations.
   std::string log_format = "text";  // text | json

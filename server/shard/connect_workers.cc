@@ -233,7 +233,8 @@ Result<ConnectedWorkers> ConnectWorkers(const ServerConfig& config, const Model&
   so.link.encoding = encoding;
   so.link.step_timeout = std::chrono::milliseconds(config.worker_timeout_ms);
   so.micro_batches = config.shard_micro_batches;
-  if (config.shard_split == "tensor") so.split_model = &model;
+  if (config.shard_split != "layers") so.split_model = &model;
+  so.split_auto = config.shard_split == "auto";
   SPARROW_ASSIGN_OR_RETURN(auto supervisor, ShardSupervisor::Create(std::move(so)));
   ConnectedWorkers out;
   out.ranges = supervisor->ranges();

@@ -63,8 +63,16 @@ Result<ShardPlan> ShardSupervisor::Place() const {
       index.push_back(i);
       up.push_back(o_.devices[i]);
     }
-    Result<ShardPlan> placed = o_.split_model ? PlanTensorSplit(*o_.split_model, o_.cost, up)
-                                              : PlanShards(o_.cost, up, o_.objective);
+    Result<ShardPlan> placed = o_.split_model && !o_.split_auto
+                                   ? PlanTensorSplit(*o_.split_model, o_.cost, up)
+                                   : PlanShards(o_.cost, up, o_.objective);
+    if (o_.split_auto && o_.objective == ShardObjective::kLatency) {
+      // The tensor split where it is predicted faster for one stream (and can be made).
+      Result<ShardPlan> tensor = PlanTensorSplit(*o_.split_model, o_.cost, up);
+      if (tensor.ok() && (!placed.ok() || tensor->token_ms < placed->token_ms)) {
+        placed = std::move(tensor);
+      }
+    }
     SPARROW_ASSIGN_OR_RETURN(ShardPlan plan, std::move(placed));
     for (ShardRange& r : plan.ranges) r.device = static_cast<int>(index[r.device]);
     return plan;
@@ -127,7 +135,8 @@ void ShardSupervisor::Install(ShardPlan plan) {
   // cut in one micro-batch per device.
   const int64_t stages = static_cast<int64_t>(links.size()) + 1;
   const int64_t micro = o_.micro_batches > 0 ? o_.micro_batches : stages;
-  if (o_.split_model) {
+  const bool tensor = !ranges.empty() && ranges.front().slice.has_value();
+  if (tensor) {
     v.description += "tensor split: every layer's attention and FFN cut over " +
                      std::to_string(stages) +
                      " devices, their partial sums added here (two exchanges per layer with "

@@ -36,8 +36,10 @@ struct ShardSupervisorOptions {
   // The fixed placement (shard_layers), or empty: placed by the dynamic program.
   std::vector<ShardRange> fixed;
   // Non-null: Galaxy's tensor split of this model over the devices up (PlanTensorSplit) instead
-  // of ranges of whole layers.
+  // of ranges of whole layers; with split_auto, whichever of the two the planners predict the
+  // lower per-token time for (the latency objective; throughput keeps the pipeline).
   const Model* split_model = nullptr;
+  bool split_auto = false;
   // Every link's settings but the address and the layers.
   RemoteLayersOptions link;
   int64_t micro_batches = 0;  // for the description (SchedulerOptions::pipeline_micro_batches)

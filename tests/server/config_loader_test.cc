@@ -134,7 +134,7 @@ TEST(ConfigLoaderTest, AWorkerNeedsAnAdminKeyAndNoApiKey) {
             std::string::npos);
   auto split = LoadServerConfig({"--shard-split", "heads"}, env.lookup());
   ASSERT_FALSE(split.ok());
-  EXPECT_NE(split.status().message().find("'shard_split' must be layers or tensor"),
+  EXPECT_NE(split.status().message().find("'shard_split' must be layers, tensor or auto"),
             std::string::npos);
   auto fixed = LoadServerConfig({"--shard-split", "tensor", "--shard-layers", "2,2"}, env.lookup());
   ASSERT_FALSE(fixed.ok());

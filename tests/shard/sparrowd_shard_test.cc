@@ -243,6 +243,27 @@ TEST(SparrowdShardTest, NewerFamiliesAcrossTwoWorkers) {
   }
 }
 
+// --shard-split auto on a model whose layers take less than a round trip: the planners
+// predict that the tensor split's exchanges cost more than they save, and whole layers stay
+// (on this device, unless its measured times say otherwise).
+TEST(SparrowdShardTest, AutoKeepsATinyModelOnThisDevice) {
+  std::vector<std::unique_ptr<SparrowdProcess>> ws;
+  ws.push_back(StartWorker(Stories()));
+  ASSERT_NE(ws[0], nullptr);
+  std::vector<std::string> args = CoordinatorArgs(Stories(), Workers(ws), "");
+  args.insert(args.end(), {"--shard-split", "auto"});
+  std::string error;
+  auto coord = Start(args, &error);
+  ASSERT_NE(coord, nullptr) << error;
+  const nlohmann::json s = Shards(coord->http_port());
+  ASSERT_GE(s["placement"].size(), 1u) << s.dump();
+  EXPECT_EQ(s["placement"][0]["device"], "this device");
+  for (const auto& p : s["placement"]) {
+    EXPECT_TRUE(p["slice"].get<std::string>().empty()) << s.dump();
+  }
+  EXPECT_EQ(Texts(coord->http_port()), Alone(Stories()));
+}
+
 // Galaxy's tensor split: every device computes a slice of every layer (its heads and neurons,
 // cut by its measured speed); the coordinator adds the partial sums. Greedy output equals one
 // device's; a family whose layers cannot be cut (experts) is refused naming why.
