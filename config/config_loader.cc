@@ -155,7 +155,8 @@ const std::vector<KeySpec>& Keys() {
        &ServerConfig::shard_layers},
       {"shard_encoding",
        "With workers: hidden states on the wire as f32 (exact), f16 (half the bytes) or q8_0 "
-       "(int8 blocks, 27% of the bytes, for the slowest links)",
+       "(int8 blocks, 27% of the bytes, for the slowest links); auto: f32 on links of a gigabit "
+       "or more, q8_0 below, chosen per link from its measured bandwidth",
        &ServerConfig::shard_encoding},
       {"shard_objective",
        "With workers and no shard_layers: place layers for the lowest per-token latency "

@@ -142,7 +142,10 @@ Result<ConnectedWorkers> ConnectWorkers(const ServerConfig& config, const Model&
   SPARROW_ASSIGN_OR_RETURN(std::vector<std::string> addresses, ParseWorkerList(config.workers));
   SPARROW_ASSIGN_OR_RETURN(std::string key, WorkerKey(config));
   SPARROW_ASSIGN_OR_RETURN(auto creds, Credentials(config));
-  SPARROW_ASSIGN_OR_RETURN(auto encoding, ParseShardEncoding(config.shard_encoding));
+  const bool auto_encoding = config.shard_encoding == "auto";
+  SPARROW_ASSIGN_OR_RETURN(auto encoding, auto_encoding
+                                              ? shardpb::ENCODING_F32
+                                              : ParseShardEncoding(config.shard_encoding));
   if (encoding == shardpb::ENCODING_Q8_0 && model.config().n_embd % 32 != 0) {
     return InvalidArgument("config: 'shard_encoding' q8_0 needs the model's n_embd (" +
                            std::to_string(model.config().n_embd) + ") a multiple of 32");
@@ -202,6 +205,12 @@ Result<ConnectedWorkers> ConnectWorkers(const ServerConfig& config, const Model&
   const int64_t train = model.config().n_ctx_train;
   const int64_t n_ctx = config.n_ctx > 0 ? config.n_ctx : (train > 0 ? train : 2048);
   // Bytes per value on the wire (q8_0: 34 bytes per 32).
+  // With auto, the slowest link's encoding stands for all of them.
+  if (auto_encoding) {
+    double slowest = std::numeric_limits<double>::infinity();
+    for (size_t i = 1; i < devices.size(); ++i) slowest = std::min(slowest, devices[i].link_mbps);
+    encoding = EncodingForLink(slowest, model.config().n_embd);
+  }
   const double value_bytes = encoding == shardpb::ENCODING_F16    ? 2
                              : encoding == shardpb::ENCODING_Q8_0 ? 34.0 / 32
                                                                   : 4;
@@ -231,6 +240,7 @@ Result<ConnectedWorkers> ConnectWorkers(const ServerConfig& config, const Model&
   so.link.kv_block_size = config.kv_block_size;
   so.link.model_digest = digest;
   so.link.encoding = encoding;
+  if (auto_encoding) so.encoding_for_n_embd = model.config().n_embd;
   so.link.step_timeout = std::chrono::milliseconds(config.worker_timeout_ms);
   so.micro_batches = config.shard_micro_batches;
   if (config.shard_split != "layers") so.split_model = &model;

@@ -113,6 +113,7 @@ void ShardSupervisor::Install(ShardPlan plan) {
   std::vector<std::shared_ptr<GrpcRemoteLayers>> links;
   std::vector<size_t> link_device;
   View v;
+  std::string wire;  // with shard_encoding auto: each link's encoding
   for (const ShardRange& r : ranges) {
     const std::string& name = o_.devices[static_cast<size_t>(r.device)].name;
     v.placement.push_back({name, r.first, r.end, r.slice ? r.slice->ToString() : ""});
@@ -126,11 +127,18 @@ void ShardSupervisor::Install(ShardPlan plan) {
     lo.first_layer = r.first;
     lo.end_layer = r.end;
     lo.slice = r.slice;
+    const ShardDevice& dev = o_.devices[static_cast<size_t>(r.device)];
+    if (o_.encoding_for_n_embd > 0) {
+      lo.encoding = EncodingForLink(dev.link_mbps, o_.encoding_for_n_embd);
+      wire += name + ": " + std::string(EncodingName(lo.encoding)) + " on the wire (" +
+              std::to_string(static_cast<int64_t>(dev.link_mbps)) + " Mbit/s)\n";
+    }
     links.push_back(std::make_shared<GrpcRemoteLayers>(std::move(lo)));
     link_device.push_back(static_cast<size_t>(r.device));
     v.links.push_back(links.back());
   }
   if (o_.fixed.empty()) v.description = DescribeShardPlan(plan, o_.devices);
+  v.description += wire;
   // The scheduler's and ForwardPass's defaults: one batch in flight per device, a lone batch
   // cut in one micro-batch per device.
   const int64_t stages = static_cast<int64_t>(links.size()) + 1;

@@ -40,6 +40,9 @@ struct ShardSupervisorOptions {
   // lower per-token time for (the latency objective; throughput keeps the pipeline).
   const Model* split_model = nullptr;
   bool split_auto = false;
+  // > 0: shard_encoding auto, each link's encoding chosen from its measured bandwidth
+  // (EncodingForLink) for a model of this n_embd.
+  int64_t encoding_for_n_embd = 0;
   // Every link's settings but the address and the layers.
   RemoteLayersOptions link;
   int64_t micro_batches = 0;  // for the description (SchedulerOptions::pipeline_micro_batches)

@@ -17,6 +17,15 @@ Result<shardpb::Encoding> ParseShardEncoding(const std::string& name) {
   return InvalidArgument("config: 'shard_encoding' must be f32, f16 or q8_0, got '" + name + "'");
 }
 
+shardpb::Encoding EncodingForLink(double link_mbps, int64_t n_embd) {
+  if (link_mbps >= 1000) return shardpb::ENCODING_F32;
+  return n_embd % 32 == 0 ? shardpb::ENCODING_Q8_0 : shardpb::ENCODING_F16;
+}
+
+std::string_view EncodingName(shardpb::Encoding e) {
+  return e == shardpb::ENCODING_F16 ? "f16" : e == shardpb::ENCODING_Q8_0 ? "q8_0" : "f32";
+}
+
 namespace {
 
 constexpr size_t kQ8Block = 32, kQ8BlockBytes = 34;

@@ -20,8 +20,15 @@ constexpr int kShardWindowBytes = 8 << 20;
 // The longest a coordinator's channel to a worker waits between connection attempts.
 constexpr int kShardReconnectMs = 1000;
 
-// "f32" or "f16"; InvalidArgument naming the setting otherwise.
+// "f32", "f16" or "q8_0"; InvalidArgument naming the setting otherwise ("auto" is the caller's:
+// EncodingForLink per link).
 Result<shardpb::Encoding> ParseShardEncoding(const std::string& name);
+
+// shard_encoding auto: f32 (exact) on a link of a gigabit or more; below, where the transfers
+// of a prompt's hidden states start to cost (bench/RESULTS.md: q8_0 lifted prefill 1.2-1.7x at
+// 10-300 Mbit/s and left decode as it was), q8_0, or f16 when n_embd is not a multiple of 32.
+shardpb::Encoding EncodingForLink(double link_mbps, int64_t n_embd);
+std::string_view EncodingName(shardpb::Encoding e);
 
 void EncodeHidden(std::span<const float> hidden, shardpb::Encoding encoding, std::string* out);
 // `expected` floats from `bytes`; InvalidArgument when the size is not theirs.

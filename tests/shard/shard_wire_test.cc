@@ -66,5 +66,14 @@ TEST(ShardWireTest, WrongSizesAndEncodingsAreRefused) {
   EXPECT_NE(bad.status().message().find("f32, f16 or q8_0, got 'int4'"), std::string::npos);
 }
 
+// shard_encoding auto: exact on a gigabit LAN, compact below it.
+TEST(ShardWireTest, AutoPicksTheEncodingFromTheLink) {
+  EXPECT_EQ(EncodingForLink(2900, 4096), shardpb::ENCODING_F32);
+  EXPECT_EQ(EncodingForLink(1000, 4096), shardpb::ENCODING_F32);
+  EXPECT_EQ(EncodingForLink(300, 4096), shardpb::ENCODING_Q8_0);
+  EXPECT_EQ(EncodingForLink(300, 100), shardpb::ENCODING_F16);  // not whole q8_0 blocks
+  EXPECT_EQ(EncodingName(shardpb::ENCODING_Q8_0), "q8_0");
+}
+
 }  // namespace
 }  // namespace sparrow::server

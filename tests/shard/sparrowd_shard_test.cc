@@ -461,6 +461,18 @@ TEST(SparrowdShardTest, WorkersInTheirOwnNetworkNamespaces) {
       EXPECT_NE(link["address"].get<std::string>().find("10.23"), std::string::npos);
     }
   }
+  // shard_encoding auto: the links measure about 100 Mbit/s, below a gigabit, so q8_0 goes on
+  // the wire (its output may differ from one device's in the last bits: not compared).
+  std::vector<std::string> args = CoordinatorArgs(Stories(), workers, "1,2,2");
+  args.insert(args.end(), {"--shard-encoding", "auto"});
+  std::string error;
+  auto coord = Start(args, &error);
+  ASSERT_NE(coord, nullptr) << error;
+  Reply r = Post(coord->http_port(), "/v1/completions",
+                 {{"prompt", "Once upon a time"}, {"max_tokens", 8}, {"temperature", 0}});
+  EXPECT_EQ(r.status, 200) << r.body.dump();
+  const std::string description = Shards(coord->http_port())["description"];
+  EXPECT_NE(description.find("q8_0 on the wire"), std::string::npos) << description;
   for (const auto& w : ws) {
     EXPECT_NE(w->Stdout().find("assigned layers"), std::string::npos) << w->Stdout();
   }
