@@ -30,9 +30,12 @@ inline constexpr int kMaxShardDevices = 16;
 struct ShardDevice {
   std::string name;              // "coordinator", "10.0.0.2:50061": for messages
   std::vector<double> layer_ms;  // each layer's time on this device for one decode token (ms)
-  int64_t memory_bytes = 0;      // what this device may hold for its layers (weights + their KV)
-  double link_mbps = 0;          // bandwidth of its link to the coordinator (ignored for device 0)
-  double rtt_ms = 0;             // round trip to the coordinator (ignored for device 0)
+  // Each layer's time per token of a prompt chunk (ms): shown to the operator; the planners
+  // place by decode.
+  std::vector<double> layer_prefill_ms;
+  int64_t memory_bytes = 0;  // what this device may hold for its layers (weights + their KV)
+  double link_mbps = 0;      // bandwidth of its link to the coordinator (ignored for device 0)
+  double rtt_ms = 0;         // round trip to the coordinator (ignored for device 0)
 };
 
 struct ShardModelCost {

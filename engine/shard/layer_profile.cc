@@ -36,16 +36,20 @@ std::vector<std::pair<int64_t, bool>> LayerKinds(const Model& model) {
   return kinds;
 }
 
-double TimeLayer(const Model& model, kernels::ThreadPool* pool, int64_t layer) {
+// Per token, `n` tokens of one sequence at a time (1: a decoded token; more: a prompt chunk).
+double TimeLayer(const Model& model, kernels::ThreadPool* pool, int64_t layer, int64_t n) {
   using Clock = std::chrono::steady_clock;
-  auto runner = LayerRangeRunner::Create(model, pool, {layer, layer + 1, 16, 1, std::nullopt});
+  constexpr int kReps = 4;
+  const int64_t blocks = (kReps * n + 15) / 16;
+  auto runner = LayerRangeRunner::Create(model, pool, {layer, layer + 1, 16, blocks, std::nullopt});
   if (!runner.ok()) return 0;
-  const std::vector<int32_t> token = {1};
-  const std::vector<int32_t> table = {0};
+  const std::vector<int32_t> tokens(static_cast<size_t>(n), 1);
+  std::vector<int32_t> table(static_cast<size_t>(blocks));
+  for (int64_t b = 0; b < blocks; ++b) table[static_cast<size_t>(b)] = static_cast<int32_t>(b);
   std::vector<double> runs;
-  for (int rep = 0; rep < 4; ++rep) {
-    std::vector<float> hidden(static_cast<size_t>(model.config().n_embd), 0.01f);
-    const StageSegment seg{token, rep, table};
+  for (int rep = 0; rep < kReps; ++rep) {
+    std::vector<float> hidden(static_cast<size_t>(n * model.config().n_embd), 0.01f);
+    const StageSegment seg{tokens, rep * n, table};
     const auto t0 = Clock::now();
     if (!(*runner)->Run({&seg, 1}, hidden).ok()) return 0;
     // The first run reads the layer's weights in; the rest are the steady state.
@@ -54,23 +58,31 @@ double TimeLayer(const Model& model, kernels::ThreadPool* pool, int64_t layer) {
     }
   }
   std::sort(runs.begin(), runs.end());
-  return runs[runs.size() / 2];
+  return runs[runs.size() / 2] / static_cast<double>(n);
 }
 
-}  // namespace
-
-std::vector<double> ProfileLayerDecodeMs(const Model& model, kernels::ThreadPool* pool) {
+std::vector<double> ProfileLayerMs(const Model& model, kernels::ThreadPool* pool, int64_t n) {
   const auto kinds = LayerKinds(model);
   std::map<std::pair<int64_t, bool>, double> timed;
   std::vector<double> ms(kinds.size(), 0.0);
   for (size_t l = 0; l < kinds.size(); ++l) {
     auto it = timed.find(kinds[l]);
     if (it == timed.end()) {
-      it = timed.emplace(kinds[l], TimeLayer(model, pool, static_cast<int64_t>(l))).first;
+      it = timed.emplace(kinds[l], TimeLayer(model, pool, static_cast<int64_t>(l), n)).first;
     }
     ms[l] = it->second;
   }
   return ms;
+}
+
+}  // namespace
+
+std::vector<double> ProfileLayerDecodeMs(const Model& model, kernels::ThreadPool* pool) {
+  return ProfileLayerMs(model, pool, 1);
+}
+
+std::vector<double> ProfileLayerPrefillMs(const Model& model, kernels::ThreadPool* pool) {
+  return ProfileLayerMs(model, pool, kPrefillProfileTokens);
 }
 
 ShardModelCost ModelShardCost(const Model& model, int64_t n_ctx, double value_bytes) {

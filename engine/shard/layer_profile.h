@@ -14,6 +14,10 @@ class ThreadPool;
 }
 
 std::vector<double> ProfileLayerDecodeMs(const Model& model, kernels::ThreadPool* pool);
+// The same per token of a prompt chunk of kPrefillProfileTokens (a batch reads the weights once
+// for all its tokens, so this is what prompts cost per token).
+inline constexpr int64_t kPrefillProfileTokens = 32;
+std::vector<double> ProfileLayerPrefillMs(const Model& model, kernels::ThreadPool* pool);
 
 // What the planner weighs a layer by: its weights (tensors blk.N.*) plus the keys and values of
 // one full context of `n_ctx` positions (f32, the KV pool's floor); the rest of the file

@@ -158,7 +158,10 @@ Result<ConnectedWorkers> ConnectWorkers(const ServerConfig& config, const Model&
   devices[0].name = "this device";
   // As a worker offers (ShardWorkerService): 90% of the device for layers and their KV.
   devices[0].memory_bytes = static_cast<int64_t>(DeviceMemoryLimit() / 100 * 90);
-  if (planned) devices[0].layer_ms = ProfileLayerDecodeMs(model, pool);
+  if (planned) {
+    devices[0].layer_ms = ProfileLayerDecodeMs(model, pool);
+    devices[0].layer_prefill_ms = ProfileLayerPrefillMs(model, pool);
+  }
   for (const std::string& address : addresses) {
     auto stub = shardpb::ShardWorker::NewStub(grpc::CreateChannel(address, creds));
     grpc::ClientContext call;
@@ -183,6 +186,7 @@ Result<ConnectedWorkers> ConnectWorkers(const ServerConfig& config, const Model&
     ShardDevice d;
     d.name = address;
     d.layer_ms.assign(resp.layer_decode_ms().begin(), resp.layer_decode_ms().end());
+    d.layer_prefill_ms.assign(resp.layer_prefill_ms().begin(), resp.layer_prefill_ms().end());
     d.memory_bytes = resp.memory_budget_bytes();
     d.rtt_ms = link.rtt_ms;
     d.link_mbps = link.mbps;
@@ -191,13 +195,16 @@ Result<ConnectedWorkers> ConnectWorkers(const ServerConfig& config, const Model&
 
   // Ranges in layer order: (device, first, end).
   for (const ShardDevice& d : devices) {
-    double total_ms = 0;
+    double total_ms = 0, prefill_ms = 0;
     for (double ms : d.layer_ms) total_ms += ms;
-    spdlog::info("shard: {}: {} MiB for layers, {:.2f} ms per token for all of them{}", d.name,
-                 d.memory_bytes >> 20, total_ms,
-                 &d == &devices[0]
-                     ? std::string()
-                     : fmt::format(", round trip {:.2f} ms, {:.0f} Mbit/s", d.rtt_ms, d.link_mbps));
+    for (double ms : d.layer_prefill_ms) prefill_ms += ms;
+    spdlog::info(
+        "shard: {}: {} MiB for layers, {:.2f} ms per token for all of them ({:.3f} per "
+        "token of a prompt){}",
+        d.name, d.memory_bytes >> 20, total_ms, prefill_ms,
+        &d == &devices[0]
+            ? std::string()
+            : fmt::format(", round trip {:.2f} ms, {:.0f} Mbit/s", d.rtt_ms, d.link_mbps));
   }
   ShardSupervisorOptions so;
   // The context the served model gets (LoadServedModel's rule): the KV of a layer is part of

@@ -41,9 +41,11 @@ ShardWorkerService::ShardWorkerService(ServerContext* ctx, const Model* model,
       path_(std::move(model_path)),
       digest_(ModelDigest(model->file())) {}
 
-std::vector<double> ShardWorkerService::LayerProfile() {
+std::pair<std::vector<double>, std::vector<double>> ShardWorkerService::LayerProfile() {
   std::lock_guard<std::mutex> lock(profile_mu_);
-  if (!profile_) profile_ = ProfileLayerDecodeMs(*model_, pool_);
+  if (!profile_) {
+    profile_.emplace(ProfileLayerDecodeMs(*model_, pool_), ProfileLayerPrefillMs(*model_, pool_));
+  }
   return *profile_;
 }
 
@@ -63,7 +65,9 @@ grpc::Status ShardWorkerService::Describe(grpc::ServerContext* call,
   response->set_memory_budget_bytes(static_cast<int64_t>(DeviceMemoryLimit() / 100 * kLayerShare));
   response->set_version(kSparrowVersion);
   if (request->profile()) {
-    for (double ms : LayerProfile()) response->add_layer_decode_ms(ms);
+    const auto [decode, prefill] = LayerProfile();
+    for (double ms : decode) response->add_layer_decode_ms(ms);
+    for (double ms : prefill) response->add_layer_prefill_ms(ms);
   }
   return grpc::Status::OK;
 }

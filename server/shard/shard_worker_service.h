@@ -10,6 +10,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "engine/kernels/thread_pool.h"
@@ -37,8 +38,9 @@ class ShardWorkerService final : public ::sparrow::shard::v1::ShardWorker::Servi
                     ::sparrow::shard::v1::EchoResponse* response) override;
 
  private:
-  // Each layer's time for one decoded token on this device, measured once.
-  std::vector<double> LayerProfile();
+  // Each layer's time for one decoded token and per token of a prompt chunk on this device,
+  // measured once.
+  std::pair<std::vector<double>, std::vector<double>> LayerProfile();
 
   ServerContext* ctx_;
   const Model* model_;
@@ -47,7 +49,7 @@ class ShardWorkerService final : public ::sparrow::shard::v1::ShardWorker::Servi
   std::string digest_;
 
   std::mutex profile_mu_;
-  std::optional<std::vector<double>> profile_;  // guarded by profile_mu_
+  std::optional<std::pair<std::vector<double>, std::vector<double>>> profile_;  // profile_mu_
 
   std::mutex session_mu_;
   std::condition_variable session_cv_;

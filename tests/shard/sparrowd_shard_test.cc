@@ -13,6 +13,7 @@
 #include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -294,6 +295,16 @@ TEST(SparrowdShardTest, ATensorSplitOverTwoWorkersGeneratesWhatOneDeviceDoes) {
     EXPECT_NE(coord->Stdout().find("tensor split: every layer's attention and FFN cut over 3"),
               std::string::npos)
         << coord->Stdout();
+    // Every device was profiled for decode and for prompts (per token of a chunk).
+    const std::string log = coord->Stdout();
+    const std::regex profiled(
+        R"(ms per token for all of them \(([0-9.]+) per token of a prompt\))");
+    int devices = 0;
+    for (auto it = std::sregex_iterator(log.begin(), log.end(), profiled);
+         it != std::sregex_iterator(); ++it, ++devices) {
+      EXPECT_GT(std::stod((*it)[1]), 0.0) << it->str();
+    }
+    EXPECT_EQ(devices, 3) << log;
     const nlohmann::json shards = Shards(coord->http_port());
     ASSERT_TRUE(shards.is_object()) << shards.dump();
     ASSERT_EQ(shards["placement"].size(), 3u) << shards.dump();
