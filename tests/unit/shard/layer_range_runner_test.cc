@@ -298,22 +298,25 @@ TEST_P(LayerRangeRunnerTest, LayersPlacedAgainMidStreamGenerateWhatOneDeviceDoes
       r.sink = sinks.emplace_back(sink);
       EXPECT_TRUE(s.Submit(std::move(r)).ok());
     };
+    // The others first, so that they are usually running when the placement changes.
+    submit(2);
+    submit(3);
     submit(1, [&](size_t n) {
       const size_t at[] = {5, 12, 20};
       for (size_t i = 0; i < placements.size(); ++i)
         if (n == at[i]) s.ReplaceRemoteLayers(placements[i]);
     });
-    submit(2);
-    submit(3);
     std::vector<std::vector<int32_t>> out;
     for (auto& sink : sinks) {
       EXPECT_EQ(sink->WaitInfo().reason, FinishReason::kLength);
       out.push_back(sink->Wait());
     }
     if (split) {
-      // Each placement computed tokens, and the running requests started over at each change.
+      // Each placement computed tokens, and the running requests started over at each change
+      // (at least the one whose tokens changed it: how far the others had got when it did
+      // depends on the threads' timing).
       for (const auto& r : used) EXPECT_GT(r->runs(), 0);
-      EXPECT_GE(s.Stats().preemptions, 3 * 2);
+      EXPECT_GE(s.Stats().preemptions, 3);
     }
     return out;
   };
