@@ -397,9 +397,13 @@ Status ForwardPass::Collect(std::vector<float>* logits, std::vector<Status>* fai
 }
 
 void ForwardPass::Attention(int64_t il, const Heads& h, Flight& f, int64_t t_first, int64_t n,
-                            std::span<const Segment> segments) {
+                            std::span<const Segment> segments, const float* in, float* out) {
   const LayerWeights& l = model_.weights().layers[il];
-  const int64_t hd = c_.head_dim, qd = h.n_head * hd, kvd = h.n_head_kv * hd, half = c_.n_rot / 2;
+  const int64_t d = c_.n_embd, hd = c_.head_dim, qd = h.n_head * hd, kvd = h.n_head_kv * hd,
+                half = c_.n_rot / 2;
+  kernels::MatMul(*h.wq, in, n, d, q_.data(), qd, pool_);
+  kernels::MatMul(*h.wk, in, n, d, k_.data(), kvd, pool_);
+  kernels::MatMul(*h.wv, in, n, d, v_.data(), kvd, pool_);
   const bool swa = c_.is_swa(il), rope = c_.uses_rope(il);
   const float* cos_t = (swa ? f.cos_swa.data() : f.cos.data()) + t_first * half;
   const float* sin_t = (swa ? f.sin_swa.data() : f.sin.data()) + t_first * half;
@@ -439,6 +443,7 @@ void ForwardPass::Attention(int64_t il, const Heads& h, Flight& f, int64_t t_fir
                     attn_scratch_);
     t0 += len;
   }
+  kernels::MatMul(*h.wo, att_.data(), n, qd, out, d, pool_);
 }
 
 void ForwardPass::Layer(int64_t il, Flight& f, int64_t t_first, int64_t n,
@@ -448,7 +453,7 @@ void ForwardPass::Layer(int64_t il, Flight& f, int64_t t_first, int64_t n,
     return;
   }
   const LayerWeights& l = model_.weights().layers[il];
-  const int64_t d = c_.n_embd, qd = c_.q_dim(), kvd = c_.kv_dim();
+  const int64_t d = c_.n_embd;
   // The batch's tokens t_first.. (a micro-batch of a pipeline, or all of them): their residual
   // stream, flags and RoPE rows; the other scratch is the layer's own.
   float* x = &f.x[t_first * d];
@@ -457,12 +462,9 @@ void ForwardPass::Layer(int64_t il, Flight& f, int64_t t_first, int64_t n,
   if (c_.arch->router_on_layer_input) layer_in_.assign(x, x + n * d);
   for (int64_t t = 0; t < n; ++t)
     kernels::RmsNorm(&x[t * d], l.attn_norm.data(), d, c_.rms_eps, &xn_[t * d]);
-  kernels::MatMul(l.wq, xn_.data(), n, d, q_.data(), qd, pool_);
-  kernels::MatMul(l.wk, xn_.data(), n, d, k_.data(), kvd, pool_);
-  kernels::MatMul(l.wv, xn_.data(), n, d, v_.data(), kvd, pool_);
-  Attention(il, {c_.n_head, c_.n_head_kv, &l.bq, &l.bk, &l.bv}, f, t_first, n, segments);
-  // The attention output projection writes into xn_ (free now), then joins the residual.
-  kernels::MatMul(l.wo, att_.data(), n, qd, xn_.data(), d, pool_);
+  // The attention output projection writes into xn_ (free by then), then joins the residual.
+  Attention(il, {c_.n_head, c_.n_head_kv, &l.wq, &l.wk, &l.wv, &l.wo, &l.bq, &l.bk, &l.bv}, f,
+            t_first, n, segments, xn_.data(), xn_.data());
   if (!l.attn_post_norm.empty())
     kernels::RmsNormRows(xn_.data(), n, d, l.attn_post_norm.data(), c_.rms_eps);
   kernels::AddInPlace(x, xn_.data(), n * d);

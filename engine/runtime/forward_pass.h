@@ -120,13 +120,16 @@ class ForwardPass {
     std::vector<RemoteLayers*> remotes;
     std::vector<std::vector<float>> parts;  // each remote's input, then its partial sum
     std::vector<MicroBatch> chunks;         // the tokens of a part, as sent
+    std::vector<size_t> started;            // per remote: the chunks of the part started
   };
   // The group of `sliced` (one range of layers; this device takes the heads and neurons they
   // leave); errors name the slices at fault.
   Result<std::unique_ptr<SplitGroup>> MakeSplitGroup(std::span<RemoteLayers* const> sliced) const;
-  // Which query and KV heads an attention computes (all, or a slice's) and their biases.
+  // Which query and KV heads an attention computes (all, or a slice's): their projections,
+  // biases and output columns.
   struct Heads {
     int64_t n_head = 0, n_head_kv = 0;
+    const kernels::WeightMatrix *wq, *wk, *wv, *wo;
     const std::vector<float>*bq, *bk, *bv;
   };
 
@@ -152,9 +155,10 @@ class ForwardPass {
   void StageSegments(std::span<const Segment> segments);  // into stage_segments_
   // Layer il for f's tokens t_first..t_first + n - 1, which `segments` hold.
   void Layer(int64_t il, Flight& f, int64_t t_first, int64_t n, std::span<const Segment> segments);
-  // q_, k_ and v_ hold the heads' projections; att_ receives their attention.
+  // The heads' attention from the normed input `in` to their output projection `out` (which may
+  // be `in`: it is read first).
   void Attention(int64_t il, const Heads& h, Flight& f, int64_t t_first, int64_t n,
-                 std::span<const Segment> segments);
+                 std::span<const Segment> segments, const float* in, float* out);
   // Layer il cut between the devices of split_.
   void SplitLayer(int64_t il, Flight& f, int64_t t_first, int64_t n,
                   std::span<const Segment> segments);

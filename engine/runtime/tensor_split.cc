@@ -83,17 +83,14 @@ Result<std::unique_ptr<ForwardPass::SplitGroup>> ForwardPass::MakeSplitGroup(
 void ForwardPass::SliceAttention(int64_t il, const SlicedLayer& w, const TensorSlice& s, Flight& f,
                                  int64_t t_first, int64_t n, std::span<const Segment> segments,
                                  const float* in, float* out) {
-  const int64_t d = c_.n_embd, group = c_.n_head / c_.n_head_kv;
-  const int64_t qd = s.kv_heads() * group * c_.head_dim, kvd = s.kv_heads() * c_.head_dim;
   if (s.kv_heads() == 0) {
-    std::fill_n(out, n * d, 0.0f);
+    std::fill_n(out, n * c_.n_embd, 0.0f);
     return;
   }
-  kernels::MatMul(w.wq, in, n, d, q_.data(), qd, pool_);
-  kernels::MatMul(w.wk, in, n, d, k_.data(), kvd, pool_);
-  kernels::MatMul(w.wv, in, n, d, v_.data(), kvd, pool_);
-  Attention(il, {s.kv_heads() * group, s.kv_heads(), &w.bq, &w.bk, &w.bv}, f, t_first, n, segments);
-  kernels::MatMul(w.wo, att_.data(), n, qd, out, d, pool_);
+  const int64_t group = c_.n_head / c_.n_head_kv;
+  Attention(il,
+            {s.kv_heads() * group, s.kv_heads(), &w.wq, &w.wk, &w.wv, &w.wo, &w.bq, &w.bk, &w.bv},
+            f, t_first, n, segments, in, out);
 }
 
 void ForwardPass::SliceFfn(const SlicedLayer& w, const TensorSlice& s, int64_t n, const float* in,
@@ -128,9 +125,9 @@ void ForwardPass::SplitLayer(int64_t il, Flight& f, int64_t t_first, int64_t n,
   const size_t size = static_cast<size_t>(n * d);
   // One part (attention or FFN): the normed input in xn_ goes to every remote slice, this
   // device computes its own meanwhile, and the partial sums are added in device order.
-  std::vector<size_t> started(g.remotes.size());
+  std::vector<size_t>& started = g.started;
   auto part = [&](LayerPart kind, const std::vector<float>& post_norm) {
-    std::fill(started.begin(), started.end(), 0);
+    started.assign(g.remotes.size(), 0);
     Status st;
     for (auto& p : g.parts) p.assign(xn_.begin(), xn_.begin() + static_cast<std::ptrdiff_t>(size));
     for (const MicroBatch& c : g.chunks) {
