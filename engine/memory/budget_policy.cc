@@ -52,6 +52,7 @@ std::optional<BudgetChange> BudgetPolicy::OnPressure(PressureLevel heard, std::s
 std::optional<BudgetChange> BudgetPolicy::OnTick(uint64_t now_ms, std::optional<uint64_t> room,
                                                  std::optional<uint64_t> in_use) {
   if (target_ > cap()) return MoveTo(cap(), "operator");
+  if (auto clamp = ClampToRoom(now_ms, room, in_use)) return clamp;
   if (target_ >= cap()) return std::nullopt;
   if (last_signal_ms_ && now_ms - *last_signal_ms_ < o_.quiet_ms) return std::nullopt;
   if (now_ms - last_grow_ms_ < o_.grow_every_ms && last_grow_ms_ != 0) return std::nullopt;
@@ -67,6 +68,22 @@ std::optional<BudgetChange> BudgetPolicy::OnTick(uint64_t now_ms, std::optional<
   if (step == 0) return std::nullopt;  // no room yet: try again on the next tick
   last_grow_ms_ = now_ms;
   return MoveTo(target_ + step, "no pressure: growing back");
+}
+
+std::optional<BudgetChange> BudgetPolicy::ClampToRoom(uint64_t now_ms, std::optional<uint64_t> room,
+                                                      std::optional<uint64_t> in_use) {
+  if (!room || !in_use) return std::nullopt;
+  const uint64_t backed = *in_use + *room;
+  const uint64_t slack = std::max<uint64_t>(uint64_t{1} << 20, o_.ceiling_bytes / 50);
+  if (target_ <= backed + slack || target_ <= o_.floor_bytes) return std::nullopt;
+  if (clamped_ms_ && now_ms - *clamped_ms_ < o_.repeat_ms) return std::nullopt;
+  clamped_ms_ = now_ms;
+  // The device is tight: growing back waits for a quiet spell as after any signal.
+  last_signal_ms_ = now_ms;
+  last_level_ = std::max(level(now_ms), PressureLevel::kLow);
+  return MoveTo(backed, "headroom: " + std::to_string(*room >> 20) + " MiB of room beside " +
+                            std::to_string(*in_use >> 20) + " MiB held cannot back " +
+                            std::to_string(target_ >> 20) + " MiB");
 }
 
 std::optional<BudgetChange> BudgetPolicy::SetOperatorLimit(std::optional<uint64_t> bytes,

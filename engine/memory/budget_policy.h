@@ -44,6 +44,9 @@ class BudgetPolicy {
   // sources see free before they would call it pressure: growing into the memory another process
   // took back would only bring the next squeeze). `in_use` as for OnPressure: the part of the
   // target not yet held is taken out of the room first, since the consumers will fill it.
+  // With both, a target that `in_use` plus `room` cannot back is lowered to what they can (at
+  // most once per repeat_ms): the consumers would otherwise fill it past the limit between two
+  // of the kernel's events, which come only once reclaim already fails.
   std::optional<BudgetChange> OnTick(uint64_t now_ms, std::optional<uint64_t> room = std::nullopt,
                                      std::optional<uint64_t> in_use = std::nullopt);
   // The operator's explicit budget for the elastic consumers (nullopt clears it): it applies at
@@ -64,6 +67,8 @@ class BudgetPolicy {
 
  private:
   std::optional<BudgetChange> MoveTo(uint64_t bytes, std::string cause);
+  std::optional<BudgetChange> ClampToRoom(uint64_t now_ms, std::optional<uint64_t> room,
+                                          std::optional<uint64_t> in_use);
 
   BudgetPolicyOptions o_;
   uint64_t target_;
@@ -72,7 +77,7 @@ class BudgetPolicy {
   // When each level last acted and when any signal was last heard.
   uint64_t acted_ms_[4] = {0, 0, 0, 0};
   bool acted_[4] = {false, false, false, false};
-  std::optional<uint64_t> last_signal_ms_, last_critical_ms_;
+  std::optional<uint64_t> last_signal_ms_, last_critical_ms_, clamped_ms_;
   uint64_t last_grow_ms_ = 0;
 };
 

@@ -85,7 +85,10 @@ void MemoryGovernor::OnTick(std::optional<uint64_t> room) {
   std::lock_guard<std::mutex> lock(mu_);
   const uint64_t before = policy_.target();
   if (auto change = policy_.OnTick(NowMs(), room, ElasticInUse())) {
-    ++(change->bytes > before ? stats_.grows : stats_.operator_changes);
+    // Down on a tick: the operator's cap, or a target the room no longer backs.
+    ++(change->bytes > before
+           ? stats_.grows
+           : (policy_.operator_limit() ? stats_.operator_changes : stats_.shrinks));
     Plan(*change);
   }
 }

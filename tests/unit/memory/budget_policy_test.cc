@@ -110,6 +110,31 @@ TEST(BudgetPolicyTest, GrowingBackCountsWhatWasGrantedAndIsNotYetHeld) {
   EXPECT_EQ(c->bytes, 270 * kMiB);
 }
 
+TEST(BudgetPolicyTest, ATargetTheRoomCannotBackIsLowered) {
+  BudgetPolicy p(Options());
+  // 300 MiB held and 50 MiB of room: the other 650 MiB of the target would be filled past the
+  // limit (the squeeze test's OOM: events stopped while the cache refilled a stale target).
+  auto c = p.OnTick(1000, 50 * kMiB, 300 * kMiB);
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->bytes, 350 * kMiB);
+  EXPECT_NE(c->cause.find("headroom"), std::string::npos) << c->cause;
+  EXPECT_EQ(p.level(1000), PressureLevel::kLow);
+  EXPECT_FALSE(p.OnTick(1500, 0, 300 * kMiB)) << "once per repeat interval";
+  EXPECT_FALSE(p.OnTick(2100, 0, 340 * kMiB)) << "within the slack (a fiftieth of the ceiling)";
+  c = p.OnTick(2100, 0, 300 * kMiB);
+  ASSERT_TRUE(c) << "another process took the room";
+  EXPECT_EQ(c->bytes, 300 * kMiB);
+  EXPECT_FALSE(p.OnTick(5000, 100 * kMiB, 300 * kMiB)) << "growth waits for a quiet spell";
+  c = p.OnTick(12200, 100 * kMiB, 300 * kMiB);
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->bytes, 400 * kMiB) << "then grows by a step the room covers";
+  c = p.OnTick(13300, 0, 20 * kMiB);
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->bytes, 100 * kMiB) << "never under the floor";
+  EXPECT_FALSE(p.OnTick(14400, 0, 20 * kMiB)) << "at the floor: the events take over";
+  EXPECT_FALSE(p.OnTick(20000, std::nullopt, 20 * kMiB)) << "no room reading, no clamp";
+}
+
 TEST(BudgetPolicyTest, GrowsBackInStepsAfterAQuietSpell) {
   BudgetPolicy p(Options());
   ASSERT_TRUE(p.OnPressure(PressureLevel::kCritical, "x", 1000));
