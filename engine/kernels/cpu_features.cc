@@ -4,6 +4,12 @@
 #include <cstdlib>
 #include <string>
 
+#if defined(SPARROW_KERNELS_X86)
+#include <cpuid.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
+
 #if defined(SPARROW_KERNELS_ARM)
 #include <sys/auxv.h>
 #ifndef HWCAP_ASIMD
@@ -17,6 +23,26 @@
 namespace sparrow::kernels {
 namespace {
 
+#if defined(SPARROW_KERNELS_X86)
+// AMX needs three yeses: the CPU has the tiles (CPUID leaf 7: AMX-TILE, AMX-INT8), the OS
+// saves their state (XCR0 bits 17 and 18), and Linux lets this process use them: the tile data
+// is 8 KiB of state per thread, so it must be asked for once (ARCH_REQ_XCOMP_PERM, Linux 5.16).
+bool AmxUsable() {
+  static const bool usable = [] {
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return false;
+    if ((d & (1u << 24)) == 0 || (d & (1u << 25)) == 0) return false;
+    if (!__get_cpuid(1, &a, &b, &c, &d) || (c & (1u << 27)) == 0) return false;  // OSXSAVE
+    unsigned lo = 0, hi = 0;
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    if ((lo & (3u << 17)) != (3u << 17)) return false;
+    constexpr int kArchReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
+    return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
+  }();
+  return usable;
+}
+#endif
+
 bool CpuHas(KernelIsa isa) {
   if (isa == KernelIsa::kScalar) return true;
 #if defined(SPARROW_KERNELS_X86)
@@ -29,6 +55,8 @@ bool CpuHas(KernelIsa isa) {
       return CpuHas(KernelIsa::kAvx2) && __builtin_cpu_supports("avx512f") &&
              __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
              __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vnni");
+    case KernelIsa::kAmx:
+      return CpuHas(KernelIsa::kAvx512) && AmxUsable();
     default:
       return false;
   }
@@ -83,6 +111,8 @@ std::string_view KernelIsaName(KernelIsa isa) {
       return "neon";
     case KernelIsa::kDotprod:
       return "dotprod";
+    case KernelIsa::kAmx:
+      return "amx";
   }
   return "unknown";
 }
@@ -91,6 +121,8 @@ KernelIsa FallbackKernelIsa(KernelIsa isa) {
   switch (isa) {
     case KernelIsa::kAvx512:
       return KernelIsa::kAvx2;
+    case KernelIsa::kAmx:
+      return KernelIsa::kAvx512;
     case KernelIsa::kDotprod:
       return KernelIsa::kNeon;
     default:
@@ -104,7 +136,7 @@ bool KernelIsaSupported(KernelIsa isa) {
 
 KernelIsa BestKernelIsa() {
   // The top of each architecture's ladder; only one of them can be supported.
-  for (KernelIsa top : {KernelIsa::kAvx512, KernelIsa::kDotprod}) {
+  for (KernelIsa top : {KernelIsa::kAmx, KernelIsa::kDotprod}) {
     const KernelIsa best = Cap(top);
     if (best != KernelIsa::kScalar) return best;
   }

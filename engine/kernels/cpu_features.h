@@ -1,7 +1,7 @@
 #pragma once
 // Which instruction-set variant of the compute kernels runs. Chosen once from the CPU's feature
 // flags (CPUID on x86, the kernel's HWCAP bits on AArch64), capped by the SPARROW_KERNEL_ISA
-// environment variable ("scalar", "avx2", "avx512", "neon", "dotprod"), and overridable by
+// environment variable ("scalar", "avx2", "avx512", "amx", "neon", "dotprod"), and overridable by
 // SetKernelIsa (tests). Thread-safe; changing the ISA while kernels run elsewhere is allowed but
 // a call already dispatched keeps the variant it started with.
 #include <string_view>
@@ -14,8 +14,9 @@ enum class KernelIsa {
   kAvx512 = 2,   // AVX-512 F/BW/VL/DQ + VNNI (+ the AVX2 set)
   kNeon = 3,     // AArch64 Advanced SIMD (every AArch64 CPU)
   kDotprod = 4,  // NEON + the ARMv8.2 int8 dot product (SDOT)
+  kAmx = 5,      // AVX-512 + Intel's tile matrix unit (AMX-TILE, AMX-INT8) for prompt batches
 };
-inline constexpr int kNumKernelIsas = 5;
+inline constexpr int kNumKernelIsas = 6;
 
 std::string_view KernelIsaName(KernelIsa isa);
 

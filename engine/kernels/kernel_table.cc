@@ -8,9 +8,11 @@
 namespace sparrow::kernels {
 
 #if defined(SPARROW_KERNELS_X86)
-// Defined in x86/kernels_avx2.cc and x86/kernels_avx512.cc; they only override entries.
+// Defined in x86/kernels_avx2.cc, x86/kernels_avx512.cc and x86/kernels_amx.cc; they only
+// override entries.
 void InstallAvx2Kernels(KernelTable* t);
 void InstallAvx512Kernels(KernelTable* t);
+void InstallAmxKernels(KernelTable* t);
 #endif
 #if defined(SPARROW_KERNELS_ARM)
 // Defined in arm/kernels_neon.cc and arm/kernels_dotprod.cc.
@@ -74,6 +76,9 @@ struct AllTables {
     install(KernelIsa::kAvx2, InstallAvx2Kernels);
     install(KernelIsa::kAvx512, InstallAvx2Kernels);
     install(KernelIsa::kAvx512, InstallAvx512Kernels);
+    install(KernelIsa::kAmx, InstallAvx2Kernels);
+    install(KernelIsa::kAmx, InstallAvx512Kernels);
+    install(KernelIsa::kAmx, InstallAmxKernels);
 #endif
 #if defined(SPARROW_KERNELS_ARM)
     install(KernelIsa::kNeon, InstallNeonKernels);

@@ -15,6 +15,7 @@ TEST(CpuFeaturesTest, ScalarIsAlwaysAvailable) {
   EXPECT_TRUE(KernelIsaSupported(BestKernelIsa()));
   EXPECT_EQ(KernelIsaName(KernelIsa::kAvx512), "avx512");
   EXPECT_EQ(KernelIsaName(KernelIsa::kDotprod), "dotprod");
+  EXPECT_EQ(KernelIsaName(KernelIsa::kAmx), "amx");
 }
 
 TEST(CpuFeaturesTest, SetKernelIsaCapsToWhatTheCpuRuns) {
@@ -23,7 +24,7 @@ TEST(CpuFeaturesTest, SetKernelIsaCapsToWhatTheCpuRuns) {
   EXPECT_EQ(ActiveKernelIsa(), KernelIsa::kScalar);
   // Asking for the top of the other architecture's ladder ends at scalar; the own one at the best.
   int reached_best = 0;
-  for (KernelIsa top : {KernelIsa::kAvx512, KernelIsa::kDotprod}) {
+  for (KernelIsa top : {KernelIsa::kAmx, KernelIsa::kDotprod}) {
     const KernelIsa got = SetKernelIsa(top);
     EXPECT_EQ(ActiveKernelIsa(), got);
     EXPECT_TRUE(KernelIsaSupported(got));

@@ -124,6 +124,31 @@ TEST(MatMulTest, ResultsDoNotDependOnTheKernelIsa) {
   }
 }
 
+// MatMul of n_tokens random rows (ldx apart) under every SIMD variant, with and without the
+// pool, gives the scalar variant's bits; y's padding (ldy > rows) stays untouched.
+void ExpectEveryIsaGivesTheScalarBits(const TestMatrix& m, TensorType type, int64_t cols,
+                                      int64_t rows, int64_t n_tokens, int64_t ldx, int64_t ldy,
+                                      uint32_t seed, ThreadPool* pool) {
+  const std::vector<float> x = RandomRow(n_tokens * ldx, seed);
+  std::vector<float> want(n_tokens * ldy, -1.0f);
+  {
+    testing::ScopedKernelIsa scalar(KernelIsa::kScalar);
+    MatMul(m.w, x.data(), n_tokens, ldx, want.data(), ldy, nullptr);
+  }
+  for (KernelIsa isa : testing::SimdIsas()) {
+    testing::ScopedKernelIsa simd(isa);
+    for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), pool}) {
+      std::vector<float> y(n_tokens * ldy, -1.0f);
+      MatMul(m.w, x.data(), n_tokens, ldx, y.data(), ldy, p);
+      for (size_t i = 0; i < y.size(); ++i) {
+        ASSERT_EQ(std::bit_cast<uint32_t>(y[i]), std::bit_cast<uint32_t>(want[i]))
+            << TensorTypeName(type) << " " << KernelIsaName(isa) << " cols=" << cols
+            << " rows=" << rows << " tokens=" << n_tokens << " i=" << i;
+      }
+    }
+  }
+}
+
 // The GEMM kernels tile rows by 4 (K-quants: 1), tokens by 4 (in chunks of 64) and blocks by 8
 // and take rows in thread-sized runs: sizes around every edge must still give exactly the
 // scalar dot products.
@@ -145,24 +170,28 @@ TEST(MatMulTest, TiledKernelsMatchTheScalarReferenceAtEveryEdge) {
         const TestMatrix m(type, cols, rows, pad, 31);
         for (int64_t n_tokens : {1, 2, 3, 4, 5, 6, 7, 8, 9, 13, 16, 17}) {
           const int64_t ldx = cols + 1, ldy = rows + 3;
-          const std::vector<float> x = RandomRow(n_tokens * ldx, 13);
-          std::vector<float> want(n_tokens * ldy, -1.0f);
-          {
-            testing::ScopedKernelIsa scalar(KernelIsa::kScalar);
-            MatMul(m.w, x.data(), n_tokens, ldx, want.data(), ldy, nullptr);
-          }
-          for (KernelIsa isa : testing::SimdIsas()) {
-            testing::ScopedKernelIsa simd(isa);
-            for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool}) {
-              std::vector<float> y(n_tokens * ldy, -1.0f);  // padding must stay untouched
-              MatMul(m.w, x.data(), n_tokens, ldx, y.data(), ldy, p);
-              for (size_t i = 0; i < y.size(); ++i) {
-                ASSERT_EQ(std::bit_cast<uint32_t>(y[i]), std::bit_cast<uint32_t>(want[i]))
-                    << TensorTypeName(type) << " " << KernelIsaName(isa) << " cols=" << cols
-                    << " rows=" << rows << " tokens=" << n_tokens << " i=" << i;
-              }
-            }
-          }
+          ExpectEveryIsaGivesTheScalarBits(m, type, cols, rows, n_tokens, ldx, ldy, 13, &pool);
+          if (::testing::Test::HasFatalFailure()) return;
+        }
+      }
+    }
+  }
+}
+
+// The AMX kernels take 16 x 16 tiles of rows and tokens (two by two, tokens laid out 64 at a
+// time) and hand what does not fill a tile to the AVX-512 kernel: every edge around those sizes,
+// padded rows included, must still give exactly the scalar dot products.
+TEST(MatMulTest, MatrixUnitTilesMatchTheScalarReferenceAtEveryEdge) {
+  ThreadPool pool(2);
+  for (TensorType type : {TensorType::kQ4_0, TensorType::kQ8_0}) {
+    for (int64_t cols : {32, 96, 256, 288}) {
+      for (int64_t rows : {16, 31, 32, 33, 48, 79}) {
+        const size_t pad = rows == 48 ? 10 : 0;
+        const TestMatrix m(type, cols, rows, pad, 37);
+        for (int64_t n_tokens : {15, 16, 17, 32, 33, 48, 64, 65, 97}) {
+          const int64_t ldx = cols + 3, ldy = rows + 1;
+          ExpectEveryIsaGivesTheScalarBits(m, type, cols, rows, n_tokens, ldx, ldy, 19, &pool);
+          if (::testing::Test::HasFatalFailure()) return;
         }
       }
     }
