@@ -179,12 +179,16 @@ TEST(MatMulTest, TiledKernelsMatchTheScalarReferenceAtEveryEdge) {
 }
 
 // The AMX kernels take 16 x 16 tiles of rows and tokens (two by two, tokens laid out 64 at a
-// time) and hand what does not fill a tile to the AVX-512 kernel: every edge around those sizes,
+// time; K-quants per 256-element super-block) and hand what does not fill a tile to the AVX-512
+// kernel: every edge around those sizes,
 // padded rows included, must still give exactly the scalar dot products.
 TEST(MatMulTest, MatrixUnitTilesMatchTheScalarReferenceAtEveryEdge) {
   ThreadPool pool(2);
-  for (TensorType type : {TensorType::kQ4_0, TensorType::kQ8_0}) {
-    for (int64_t cols : {32, 96, 256, 288}) {
+  for (TensorType type :
+       {TensorType::kQ4_0, TensorType::kQ8_0, TensorType::kQ4_K, TensorType::kQ5_K}) {
+    const bool k_quant = GetTensorTypeTraits(type)->block_elems == 256;
+    for (int64_t cols :
+         k_quant ? std::vector<int64_t>{256, 512, 768} : std::vector<int64_t>{32, 96, 256, 288}) {
       for (int64_t rows : {16, 31, 32, 33, 48, 79}) {
         const size_t pad = rows == 48 ? 10 : 0;
         const TestMatrix m(type, cols, rows, pad, 37);
