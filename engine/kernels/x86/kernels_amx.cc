@@ -1,13 +1,13 @@
 // The AMX variant (the AVX-512 one plus Intel's tile matrix unit, AMX-TILE and AMX-INT8, compiled
-// with -mamx-tile -mamx-int8): prompt-sized matrix products of Q4_0, Q8_0, Q4_K and Q5_K weights
-// on tiles, bit-identical to the scalar dot products. Only reached after CPUID, XCR0 and Linux's
-// arch_prctl(ARCH_REQ_XCOMP_PERM) say this process may use the tiles (cpu_features.cc).
+// with -mamx-tile -mamx-int8): prompt-sized matrix products of Q4_0, Q8_0, Q4_K, Q5_K and Q6_K
+// weights on tiles, bit-identical to the scalar dot products. Only reached after CPUID, XCR0 and
+// Linux's arch_prctl(ARCH_REQ_XCOMP_PERM) say this process may use the tiles (cpu_features.cc).
 //
 // Why it is fast: one TDPBUSD / TDPBSSD multiplies 16 weight rows by 16 tokens over a 32-element
 // block (8192 multiply-adds) where VPDPBUSD does 32. What is left is the exact arithmetic every
 // kernel must do per block (scales per row and per token): the tile's int32 sums are stored and
 // finished with AVX-512, 16 tokens per vector, in the scalar kernels' order (amx_q32.inc,
-// amx_k4.inc).
+// amx_kquants.inc).
 //
 // Layout: the weights are tile A (16 rows x 32 bytes: one block of 16 rows), the activations tile
 // B (8 rows x 64 bytes: 4 bytes of each of 16 tokens per row), the sums tile C (16 rows x 16
@@ -47,9 +47,11 @@ struct alignas(64) TileConfig {
 };
 static_assert(sizeof(TileConfig) == 64);
 
-void ConfigureTiles() {
-  thread_local bool configured = false;
-  if (configured) return;
+// `k_bytes`: the elements of one block product (32; Q6_K's sub-blocks: 16), A's width and four
+// times B's height. Reloaded only when a product of the other width comes.
+void ConfigureTiles(int k_bytes) {
+  thread_local int loaded = 0;
+  if (loaded == k_bytes) return;
   TileConfig c;
   for (int t = 0; t < 4; ++t) {
     c.rows[t] = kTile;
@@ -57,14 +59,14 @@ void ConfigureTiles() {
   }
   for (int t = 4; t < 6; ++t) {
     c.rows[t] = kTile;
-    c.colsb[t] = kQK;
+    c.colsb[t] = static_cast<uint16_t>(k_bytes);
   }
   for (int t = 6; t < 8; ++t) {
-    c.rows[t] = kQK / 4;
+    c.rows[t] = static_cast<uint8_t>(k_bytes / 4);
     c.colsb[t] = kTile * 4;
   }
   _tile_loadconfig(&c);
-  configured = true;
+  loaded = k_bytes;
 }
 
 // 64-byte aligned scratch of this thread, grown as needed and kept.
@@ -98,7 +100,7 @@ inline __m512i RowOffsets(size_t stride) {
 
 #include "engine/kernels/x86/amx_q32.inc"
 //
-#include "engine/kernels/x86/amx_k4.inc"
+#include "engine/kernels/x86/amx_kquants.inc"
 
 // The tiles of a product: 64 tokens at a time are laid out for B; for every 32 rows, laid out
 // for A, each pair of token tiles is computed (Kind::Pair); what does not fill a tile goes to
@@ -115,7 +117,7 @@ void GemmTiles(const void* w, size_t w_stride, int64_t n_rows, const void* act, 
     Kind::fallback(w, w_stride, n_rows, act, act_stride, n_tokens, n, y, ldy);
     return;
   }
-  ConfigureTiles();
+  ConfigureTiles(Kind::kBlockBytes);
   for (int64_t t0 = 0; t0 < t_full; t0 += kChunkTiles * kTile) {
     const int tiles = static_cast<int>(std::min<int64_t>(kChunkTiles, (t_full - t0) / kTile));
     const typename Kind::Tokens tokens =
@@ -159,6 +161,7 @@ using Q4_0Tiles = Q32Kind<true>;
 using Q8_0Tiles = Q32Kind<false>;
 using Q4_KTiles = K4Kind<false, BlockQ4_K>;
 using Q5_KTiles = K4Kind<true, BlockQ5_K>;
+using Q6_KTiles = K6Kind;
 
 }  // namespace
 
@@ -174,6 +177,9 @@ void InstallAmxKernels(KernelTable* t) {
   install(TensorType::kQ8_0, &Q8_0Tiles::fallback, GemmTiles<Q8_0Tiles>);
   install(TensorType::kQ4_K, &Q4_KTiles::fallback, GemmTiles<Q4_KTiles>);
   install(TensorType::kQ5_K, &Q5_KTiles::fallback, GemmTiles<Q5_KTiles>);
+  Q6_KTiles::dot = t->vec_dot[static_cast<int>(TensorType::kQ6_K)];
+  t->gemm[static_cast<int>(TensorType::kQ6_K)].run = Q6_KDots;
+  install(TensorType::kQ6_K, &Q6_KTiles::fallback, GemmTiles<Q6_KTiles>);
 }
 
 }  // namespace sparrow::kernels

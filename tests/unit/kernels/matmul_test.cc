@@ -184,8 +184,8 @@ TEST(MatMulTest, TiledKernelsMatchTheScalarReferenceAtEveryEdge) {
 // padded rows included, must still give exactly the scalar dot products.
 TEST(MatMulTest, MatrixUnitTilesMatchTheScalarReferenceAtEveryEdge) {
   ThreadPool pool(2);
-  for (TensorType type :
-       {TensorType::kQ4_0, TensorType::kQ8_0, TensorType::kQ4_K, TensorType::kQ5_K}) {
+  for (TensorType type : {TensorType::kQ4_0, TensorType::kQ8_0, TensorType::kQ4_K,
+                          TensorType::kQ5_K, TensorType::kQ6_K}) {
     const bool k_quant = GetTensorTypeTraits(type)->block_elems == 256;
     for (int64_t cols :
          k_quant ? std::vector<int64_t>{256, 512, 768} : std::vector<int64_t>{32, 96, 256, 288}) {
