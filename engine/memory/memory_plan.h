@@ -22,6 +22,11 @@ struct MemoryPlan {
   // The FFN's sparsity level (SparsityLevel::Set: the nearest level the server may run at, none
   // above the one it started with), as the planner chose; unset: unchanged.
   std::optional<double> sparsity;
+  // The device is short of memory (the budget is under its ceiling): buffers that grow on
+  // demand stay as they are. A step takes no more tokens than the largest one before it (or a
+  // small floor), and a batch that uses most of a layer's neurons gathers them through the cache
+  // instead of staging the whole layer (the staging buffer is given back). Unset: unchanged.
+  std::optional<bool> tight;
 };
 
 }  // namespace sparrow

@@ -21,6 +21,11 @@ double MsBetween(Clock::time_point a, Clock::time_point b) {
 
 constexpr int64_t kDefaultMaxKvBytes = int64_t{1} << 30;
 
+// Under a tight memory plan a step may still take this many tokens, whatever the largest one
+// before it took (a server that has only decoded would otherwise recompute a preempted sequence
+// a token or two per step).
+constexpr int64_t kTightStepFloor = 32;
+
 int64_t DefaultKvBlocks(const ModelConfig& c, const SchedulerOptions& o) {
   const int64_t per_ctx = (o.n_ctx + o.kv_block_size - 1) / o.kv_block_size;
   const int64_t want = per_ctx * std::max<int64_t>(1, o.max_running);
@@ -415,6 +420,9 @@ bool Scheduler::Step() {
   const int64_t depth = PipelineDepth();
   int64_t decode_cap = (decoding + depth - 1) / depth;
   int64_t budget = opts_.step_token_budget;
+  // Short of memory: no step outgrows the buffers the ones before it grew (prompt chunks and
+  // recomputed sequences wait or go in smaller pieces).
+  if (tight_) budget = std::min(budget, std::max(largest_step_, kTightStepFloor));
   for (auto& s : running_) {
     const int64_t n = static_cast<int64_t>(s->tokens.size());
     if (s->n_computed == n - 1 && ready(*s) && budget > 0 && decode_cap > 0) {
@@ -441,6 +449,7 @@ bool Scheduler::Step() {
   }
   const bool submitting = !fl.segs.empty();
   if (submitting) {
+    largest_step_ = std::max(largest_step_, fl.decoded + fl.prompt_computed);
     fl.start = Clock::now();
     if (Status st = fp_.Submit(fl.segs); !st.ok()) {
       spdlog::error("forward pass failed: {}", st.ToString());
@@ -678,6 +687,10 @@ void Scheduler::ApplyPendingPlan() {
                    plan->version, *plan->sparsity, *sparsity);
     }
   }
+  if (plan->tight) {
+    tight_ = *plan->tight;
+    if (opts_.neuron_store) opts_.neuron_store->set_layer_staging(!tight_);
+  }
   if (plan->neuron_cache_bytes && opts_.neuron_store) {
     const Status st = opts_.neuron_store->Resize(*plan->neuron_cache_bytes);
     if (!st.ok()) {
@@ -690,12 +703,16 @@ void Scheduler::ApplyPendingPlan() {
   const double apply_ms = std::chrono::duration<double, std::milli>(now - start).count();
   spdlog::info(
       "memory plan {} applied ({}): neuron cache {} MiB, KV pool {} blocks ({} MiB), threads {}, "
-      "sparsity {}, {:.1f} ms after the decision ({:.1f} of them applying it)",
+      "sparsity {}{}, {:.1f} ms after the decision ({:.1f} of them applying it)",
       plan->version, plan->cause,
       plan->neuron_cache_bytes ? std::to_string(*plan->neuron_cache_bytes >> 20) : "kept",
       kv_.n_blocks(), kv_.Stats().mapped_bytes >> 20,
       plan->threads ? std::to_string(*plan->threads) : "kept",
-      sparsity ? fmt::format("{}", *sparsity) : "kept", ms, apply_ms);
+      sparsity ? fmt::format("{}", *sparsity) : "kept",
+      tight_ ? fmt::format(", tight (steps of at most {} tokens, no layer staging)",
+                           std::max(largest_step_, kTightStepFloor))
+             : "",
+      ms, apply_ms);
   std::lock_guard<std::mutex> lock(mu_);
   if (sparsity) stats_.sparsity = sparsity;
   stats_.kv = kv_.Stats();

@@ -195,6 +195,9 @@ class Scheduler {
   int64_t kv_block_bytes_ = 0;
   int64_t min_kv_blocks_ = 0;
   StepTimeModel step_time_;  // scheduler thread only
+  // MemoryPlan::tight, and the most tokens a step has taken (scheduler thread only).
+  bool tight_ = false;
+  int64_t largest_step_ = 0;
 
   mutable std::mutex mu_;
   std::condition_variable cv_;

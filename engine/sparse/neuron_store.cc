@@ -430,6 +430,15 @@ void NeuronStore::Unpin() {
   hot_cv_.notify_all();
 }
 
+void NeuronStore::set_layer_staging(bool allowed) {
+  layer_staging_ = allowed;
+  if (allowed || staging_ == nullptr) return;
+  munmap(staging_, staging_bytes_);
+  staging_ = nullptr;
+  staging_bytes_ = 0;
+  staging_mapped_ = 0;
+}
+
 Status NeuronStore::ReadLayer(int32_t layer, const uint8_t** records) {
   const LayerBundles& lb = layout_.layers[layer];
   const size_t need = static_cast<size_t>(n_ff_) * lb.record_bytes;

@@ -126,6 +126,11 @@ class NeuronStore {
   // receives it (record k at k * record_bytes; valid until the next ReadLayer). For batches that
   // use most neurons, where reading all of a layer in large reads beats gathering.
   Status ReadLayer(int32_t layer, const uint8_t** records);
+  // Whether batches should read layers whole (MemoryPlan::tight turns it off: the staging
+  // buffer, one layer's records, is given back now and such batches gather through the cache).
+  // The step thread, between steps.
+  void set_layer_staging(bool allowed);
+  bool layer_staging() const { return layer_staging_; }
 
   // The one entry point for the memory budget: from any thread. Shrinking evicts and gives the
   // memory back to the OS; growing lets the segments fill (the hot one a little per step).
@@ -187,6 +192,7 @@ class NeuronStore {
   bool pinned_ = false;  // under hot_mu_: a layer's records are out (Acquire .. Release)
 
   uint8_t* staging_ = nullptr;
+  bool layer_staging_ = true;
   size_t staging_bytes_ = 0;
   std::atomic<size_t> staging_mapped_{0};
 

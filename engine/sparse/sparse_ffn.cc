@@ -121,8 +121,10 @@ Status SparseFfn::FromStore(int64_t il, const FfnInput& in, int64_t n_sparse, fl
   if (n_sparse == n) {
     SelectTokens(il, in, logits);
     // Gathering pays while the step's tokens share few neurons; a step that uses most of them
-    // (a prompt under PowerInfer's masking) reads the layer whole, below.
-    if (n == 1 || static_cast<int64_t>(union_.size()) * 2 <= c.n_ff) {
+    // (a prompt under PowerInfer's masking) reads the layer whole, below, unless the device is
+    // short of the memory that takes.
+    if (n == 1 || static_cast<int64_t>(union_.size()) * 2 <= c.n_ff ||
+        !plan_->store->layer_staging()) {
       return GatherFromStore(il, in, out);
     }
   }

@@ -118,6 +118,8 @@ void MemoryGovernor::Plan(const BudgetChange& change) {
     plan.neuron_cache_bytes = static_cast<size_t>(split.neuron_cache);
   }
   plan.kv_pool_bytes = static_cast<size_t>(split.kv_pool);
+  // Under the ceiling, buffers that grow on demand must not take what the budget gave back.
+  plan.tight = change.bytes < budget_.elastic_ceiling();
   plan.cause = change.cause;
   plan.decided = std::chrono::steady_clock::now();
   spdlog::info("memory: budget {} -> {} (KV pool {}, neuron cache {}): {}",

@@ -396,6 +396,49 @@ TEST_F(SchedulerTest, MemoryPlansResizeTheNeuronCacheBetweenStepsWithoutChanging
   EXPECT_LE(done.neuron_cache->hot_bytes, all / 8);
 }
 
+// A tight plan (the device short of memory): the staging buffer of whole-layer reads goes back
+// to the OS at once and later prompts gather their neurons through the cache instead of reading
+// layers whole; released, layers are staged again.
+TEST_F(SchedulerTest, ATightPlanGivesTheLayerStagingBackAndGathersInstead) {
+  kernels::ThreadPool pool(2);
+  std::optional<SchedulerOptions> o = FlashOptions("sched-tight-bamboo", SIZE_MAX, nullptr, &pool);
+  if (!o) GTEST_SKIP() << "pwri-bamboo-q4_0.gguf is missing";
+  o->step_token_budget = 64;
+  Scheduler s(*model_, &pool, *o);
+  const std::string story =
+      "Once upon a time, there was a little girl named Lily. She loved to play outside in the "
+      "park with her dog. One day, they found a big red ball under a tree.";
+  auto run = [&](const std::string& text) {
+    auto sink = std::make_shared<CollectingSink>();
+    EXPECT_TRUE(s.Submit(Greedy(text, 4, sink)).ok());
+    EXPECT_EQ(sink->Wait().reason, FinishReason::kLength);
+    return *s.Stats().neuron_cache;
+  };
+  NeuronStoreStats st = run(story);
+  ASSERT_GT(st.layer_reads, 0) << "a prompt of this length reads its layers whole";
+  ASSERT_GT(st.staging_bytes, 0u);
+  MemoryPlan tight;
+  tight.version = 1;
+  tight.tight = true;
+  tight.cause = "test: tight";
+  tight.decided = std::chrono::steady_clock::now();
+  s.ApplyMemoryPlan(tight);
+  while (s.Stats().memory_plan_version < 1) std::this_thread::yield();
+  EXPECT_EQ(s.Stats().neuron_cache->staging_bytes, 0u) << "the staging buffer went back";
+  const int64_t reads = st.layer_reads;
+  st = run("The little dog " + story);
+  EXPECT_EQ(st.layer_reads, reads) << "gathered, not read whole";
+  EXPECT_EQ(st.staging_bytes, 0u);
+  MemoryPlan release = tight;
+  release.version = 2;
+  release.tight = false;
+  s.ApplyMemoryPlan(release);
+  while (s.Stats().memory_plan_version < 2) std::this_thread::yield();
+  st = run("A bird sang. " + story);
+  EXPECT_GT(st.layer_reads, reads) << "staged again once memory is back";
+  EXPECT_EQ(s.Stats().requests_failed, 0);
+}
+
 // The KV pool shrinks to its floor (one full context) while eight streams hold more than that:
 // the newest are preempted and resume later, the pool's memory goes back to the OS, it grows
 // back, and every stream's greedy output is what it is alone.
