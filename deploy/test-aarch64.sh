@@ -2,8 +2,9 @@
 # Cross-builds the compute kernels and their tests for 64-bit ARM Linux with Debian's
 # g++-aarch64-linux-gnu (SPARROW_KERNELS_ONLY: no other dependency needed) into build-aarch64/,
 # then runs the tests under qemu-aarch64:
-#   - emulating a CPU with SDOT (qemu's "max"): the neon and dotprod variants are both tested
-#     against the scalar reference, and dotprod must be the one detected;
+#   - emulating a CPU with SDOT and SMMLA (qemu's "max"): the neon, dotprod and i8mm variants are
+#     all tested against the scalar reference, and i8mm must be the one detected;
+#   - emulating a Cortex-A76 (ARMv8.2 with SDOT, no SMMLA): dotprod must be the one detected;
 #   - emulating a Cortex-A53 (ARMv8.0, no SDOT): neon must be the one detected.
 # Installs the cross compiler and qemu-user when missing (needs root or sudo then).
 set -euo pipefail
@@ -31,8 +32,11 @@ fi
 cmake --build "$BUILD_DIR" -j "$(nproc)"
 
 cd "$BUILD_DIR"
-echo "test-aarch64: kernel tests on an emulated CPU with SDOT (qemu max)"
-QEMU_CPU=max SPARROW_EXPECT_BEST_ISA=dotprod ctest --output-on-failure -j "$(nproc)"
+echo "test-aarch64: kernel tests on an emulated CPU with SDOT and SMMLA (qemu max)"
+QEMU_CPU=max SPARROW_EXPECT_BEST_ISA=i8mm ctest --output-on-failure -j "$(nproc)"
+echo "test-aarch64: ISA detection on an emulated Cortex-A76 (SDOT, no SMMLA)"
+QEMU_CPU=cortex-a76 SPARROW_EXPECT_BEST_ISA=dotprod \
+  ctest --output-on-failure -R 'CpuFeaturesTest|VecDotTest|ActQuantTest'
 echo "test-aarch64: ISA detection on an emulated Cortex-A53 (no SDOT)"
 QEMU_CPU=cortex-a53 SPARROW_EXPECT_BEST_ISA=neon \
   ctest --output-on-failure -R 'CpuFeaturesTest|VecDotTest|ActQuantTest'

@@ -18,6 +18,9 @@
 #ifndef HWCAP_ASIMDDP
 #define HWCAP_ASIMDDP (1 << 20)
 #endif
+#ifndef HWCAP2_I8MM
+#define HWCAP2_I8MM (1 << 13)
+#endif
 #endif
 
 namespace sparrow::kernels {
@@ -68,6 +71,8 @@ bool CpuHas(KernelIsa isa) {
       return (hwcap & HWCAP_ASIMD) != 0;
     case KernelIsa::kDotprod:
       return (hwcap & HWCAP_ASIMD) != 0 && (hwcap & HWCAP_ASIMDDP) != 0;
+    case KernelIsa::kI8mm:
+      return CpuHas(KernelIsa::kDotprod) && (getauxval(AT_HWCAP2) & HWCAP2_I8MM) != 0;
     default:
       return false;
   }
@@ -113,6 +118,8 @@ std::string_view KernelIsaName(KernelIsa isa) {
       return "dotprod";
     case KernelIsa::kAmx:
       return "amx";
+    case KernelIsa::kI8mm:
+      return "i8mm";
   }
   return "unknown";
 }
@@ -123,6 +130,8 @@ KernelIsa FallbackKernelIsa(KernelIsa isa) {
       return KernelIsa::kAvx2;
     case KernelIsa::kAmx:
       return KernelIsa::kAvx512;
+    case KernelIsa::kI8mm:
+      return KernelIsa::kDotprod;
     case KernelIsa::kDotprod:
       return KernelIsa::kNeon;
     default:
@@ -136,7 +145,7 @@ bool KernelIsaSupported(KernelIsa isa) {
 
 KernelIsa BestKernelIsa() {
   // The top of each architecture's ladder; only one of them can be supported.
-  for (KernelIsa top : {KernelIsa::kAmx, KernelIsa::kDotprod}) {
+  for (KernelIsa top : {KernelIsa::kAmx, KernelIsa::kI8mm}) {
     const KernelIsa best = Cap(top);
     if (best != KernelIsa::kScalar) return best;
   }

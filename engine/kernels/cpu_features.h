@@ -1,9 +1,9 @@
 #pragma once
 // Which instruction-set variant of the compute kernels runs. Chosen once from the CPU's feature
 // flags (CPUID on x86, the kernel's HWCAP bits on AArch64), capped by the SPARROW_KERNEL_ISA
-// environment variable ("scalar", "avx2", "avx512", "amx", "neon", "dotprod"), and overridable by
-// SetKernelIsa (tests). Thread-safe; changing the ISA while kernels run elsewhere is allowed but
-// a call already dispatched keeps the variant it started with.
+// environment variable ("scalar", "avx2", "avx512", "amx", "neon", "dotprod", "i8mm"), and
+// overridable by SetKernelIsa (tests). Thread-safe; changing the ISA while kernels run elsewhere is
+// allowed but a call already dispatched keeps the variant it started with.
 #include <string_view>
 
 namespace sparrow::kernels {
@@ -15,8 +15,9 @@ enum class KernelIsa {
   kNeon = 3,     // AArch64 Advanced SIMD (every AArch64 CPU)
   kDotprod = 4,  // NEON + the ARMv8.2 int8 dot product (SDOT)
   kAmx = 5,      // AVX-512 + Intel's tile matrix unit (AMX-TILE, AMX-INT8) for prompt batches
+  kI8mm = 6,     // dotprod + the ARMv8.6 int8 matrix multiply (SMMLA) for prompt batches
 };
-inline constexpr int kNumKernelIsas = 6;
+inline constexpr int kNumKernelIsas = 7;
 
 std::string_view KernelIsaName(KernelIsa isa);
 

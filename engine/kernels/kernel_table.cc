@@ -15,9 +15,10 @@ void InstallAvx512Kernels(KernelTable* t);
 void InstallAmxKernels(KernelTable* t);
 #endif
 #if defined(SPARROW_KERNELS_ARM)
-// Defined in arm/kernels_neon.cc and arm/kernels_dotprod.cc.
+// Defined in arm/kernels_neon.cc, arm/kernels_dotprod.cc and arm/kernels_i8mm.cc.
 void InstallNeonKernels(KernelTable* t);
 void InstallDotprodKernels(KernelTable* t);
+void InstallI8mmKernels(KernelTable* t);
 #endif
 
 namespace scalar {
@@ -83,6 +84,7 @@ struct AllTables {
 #if defined(SPARROW_KERNELS_ARM)
     install(KernelIsa::kNeon, InstallNeonKernels);
     install(KernelIsa::kDotprod, InstallDotprodKernels);
+    install(KernelIsa::kI8mm, InstallI8mmKernels);
 #endif
     (void)install;
   }

@@ -16,6 +16,7 @@ TEST(CpuFeaturesTest, ScalarIsAlwaysAvailable) {
   EXPECT_EQ(KernelIsaName(KernelIsa::kAvx512), "avx512");
   EXPECT_EQ(KernelIsaName(KernelIsa::kDotprod), "dotprod");
   EXPECT_EQ(KernelIsaName(KernelIsa::kAmx), "amx");
+  EXPECT_EQ(KernelIsaName(KernelIsa::kI8mm), "i8mm");
 }
 
 TEST(CpuFeaturesTest, SetKernelIsaCapsToWhatTheCpuRuns) {
@@ -24,7 +25,7 @@ TEST(CpuFeaturesTest, SetKernelIsaCapsToWhatTheCpuRuns) {
   EXPECT_EQ(ActiveKernelIsa(), KernelIsa::kScalar);
   // Asking for the top of the other architecture's ladder ends at scalar; the own one at the best.
   int reached_best = 0;
-  for (KernelIsa top : {KernelIsa::kAmx, KernelIsa::kDotprod}) {
+  for (KernelIsa top : {KernelIsa::kAmx, KernelIsa::kI8mm}) {
     const KernelIsa got = SetKernelIsa(top);
     EXPECT_EQ(ActiveKernelIsa(), got);
     EXPECT_TRUE(KernelIsaSupported(got));
