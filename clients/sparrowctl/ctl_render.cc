@@ -115,6 +115,46 @@ std::string RenderStatus(const admin::v1::ServerStatus& s) {
   return out;
 }
 
+std::string RenderMemory(const admin::v1::MemoryBudget& m) {
+  auto b = [](uint64_t v) { return HumanBytes(static_cast<double>(v)); };
+  std::string out = "budget    " + b(m.budget_bytes()) + " (ceiling " + b(m.ceiling_bytes()) +
+                    ", floor " + b(m.floor_bytes()) + ", operator " +
+                    (m.has_operator_budget_bytes() ? b(m.operator_budget_bytes()) : "none") + ")\n";
+  const admin::v1::MemoryConsumers& c = m.consumers();
+  out += "split     weights " + b(c.weights_bytes()) + ", scratch " + b(c.scratch_bytes()) +
+         ", KV pool " + b(c.kv_pool_bytes()) + ", neuron cache " + b(c.neuron_cache_bytes()) + "\n";
+  out += "KV pool   " + std::to_string(m.kv_pool().used_blocks()) + " of " +
+         std::to_string(m.kv_pool().blocks()) + " blocks used, " + b(m.kv_pool().mapped_bytes()) +
+         " mapped\n";
+  if (m.has_neuron_cache()) {
+    out += "neurons   " + b(m.neuron_cache().resident_bytes()) + " held of " +
+           b(m.neuron_cache().capacity_bytes()) + "\n";
+  }
+  std::string sources;
+  for (const std::string& src : m.sources()) sources += (sources.empty() ? "" : ", ") + src;
+  out += "pressure  " + m.pressure_level() +
+         (m.starved() ? ", starved (the floor does not fit)" : "") + "; watching " +
+         (sources.empty() ? "nothing" : sources) + "; " + std::to_string(m.shrinks()) +
+         " shrinks, " + std::to_string(m.grows()) + " grows, " +
+         std::to_string(m.operator_changes()) + " operator changes\n";
+  out += "plan      v" + std::to_string(m.plan_version()) + " (applied v" +
+         std::to_string(m.applied_plan_version()) + ", " + Fmt("%.1f ms", m.replan_latency_ms()) +
+         " from decision to step)";
+  if (m.has_sparsity()) out += ", sparsity " + Fmt("%.2f", m.sparsity());
+  if (m.has_plan()) {
+    const admin::v1::RunPlan& p = m.plan();
+    std::string binding;
+    for (const std::string& x : p.binding()) binding += (binding.empty() ? "" : ", ") + x;
+    out += "\n          planner: " + std::to_string(p.threads()) + " threads, neuron cache " +
+           b(p.neuron_cache_bytes()) + ", KV pool " + b(p.kv_pool_bytes()) + ", " +
+           Fmt("%.2f tokens/s predicted", p.predicted_tokens_per_s()) +
+           (binding.empty() ? "" : " (bound by " + binding + ")");
+  } else if (!m.plan_error().empty()) {
+    out += "\n          planner: no plan: " + m.plan_error();
+  }
+  return out + "\n";
+}
+
 std::string RenderShards(const admin::v1::Shards& s) {
   std::string out = Pad("DEVICE", 22) + Pad("LAYERS", 12) + Pad("LINK", 13) + Pad("STEPS", 9) +
                     Pad("FAILED", 8) + Pad("SENT/RECEIVED", 22) + "WORKER/WALL MS\n";

@@ -16,6 +16,9 @@ std::string RenderStatus(const admin::v1::ServerStatus& s);
 // The placement, one line per device (its layers or slice; a worker's link state, steps,
 // failures, bytes each way, compute and wall ms, last error), then the plan's description.
 std::string RenderShards(const admin::v1::Shards& s);
+// `sparrowctl budget`: the budget, its bounds and split, what the KV pool and the neuron cache
+// hold, pressure, and the planner's plan (or why there is none).
+std::string RenderMemory(const admin::v1::MemoryBudget& m);
 std::string RenderRequests(const google::protobuf::RepeatedPtrField<admin::v1::RequestInfo>& rs);
 // The `watch` screen for a terminal `width` columns wide.
 std::string RenderWatch(const admin::v1::ServerStatus& s, const std::string& target, int width);

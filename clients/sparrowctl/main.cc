@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "clients/sparrowctl/byte_size.h"
 #include "clients/sparrowctl/ctl_client.h"
 #include "clients/sparrowctl/ctl_config.h"
 #include "clients/sparrowctl/ctl_render.h"
@@ -257,6 +258,20 @@ int main(int argc, char** argv) {
   app.add_subcommand("shards",
                      "Where the model's layers are computed: this device and its workers, each "
                      "link's state and counters");
+  auto* budget = app.add_subcommand(
+      "budget", "The memory budget: show it (default), set the operator's, clear it, plan again");
+  budget->require_subcommand(0, 1);
+  budget->add_subcommand("get", "The budget, its split, pressure and the planner's plan");
+  auto* budget_set =
+      budget->add_subcommand("set", "The operator's budget for the whole process (e.g. 1.5G)");
+  std::string budget_size;
+  budget_set
+      ->add_option("size", budget_size,
+                   "Bytes, or with K/M/G/T (powers of 1024): 800M, 1.5G; under the model's "
+                   "floor is refused")
+      ->required();
+  budget->add_subcommand("clear", "Drop the operator's budget (pressure alone moves it again)");
+  budget->add_subcommand("replan", "Plan the current budget again (a new plan version)");
   auto* watch = app.add_subcommand("watch", "Live view of the server (like top)");
   int count = 0;
   watch->add_option("--count", count, "Stop after this many events (0: until Ctrl-C)");
@@ -421,6 +436,34 @@ int main(int argc, char** argv) {
     return AdminCall<adminpb::Shards>(
         c, json, [&](auto* ctx, auto* r) { return c.admin().GetShards(ctx, {}, r); },
         [](const adminpb::Shards& s) { return ctl::RenderShards(s); });
+  }
+  if (cmd == "budget") {
+    const std::string action =
+        budget->get_subcommands().empty() ? "get" : budget->get_subcommands().front()->get_name();
+    const auto render = [](const adminpb::MemoryBudget& m) { return ctl::RenderMemory(m); };
+    if (action == "set") {
+      adminpb::SetMemoryBudgetRequest req;
+      uint64_t bytes = 0;
+      if (!ctl::ParseByteSize(budget_size, &bytes, &error)) {
+        std::fprintf(stderr, "sparrowctl: budget set: %s\n", error.c_str());
+        return kExitUsage;
+      }
+      req.set_bytes(bytes);
+      return AdminCall<adminpb::MemoryBudget>(
+          c, json, [&](auto* ctx, auto* r) { return c.admin().SetMemoryBudget(ctx, req, r); },
+          render);
+    }
+    if (action == "clear") {
+      return AdminCall<adminpb::MemoryBudget>(
+          c, json, [&](auto* ctx, auto* r) { return c.admin().ClearMemoryBudget(ctx, {}, r); },
+          render);
+    }
+    if (action == "replan") {
+      return AdminCall<adminpb::MemoryBudget>(
+          c, json, [&](auto* ctx, auto* r) { return c.admin().Replan(ctx, {}, r); }, render);
+    }
+    return AdminCall<adminpb::MemoryBudget>(
+        c, json, [&](auto* ctx, auto* r) { return c.admin().GetMemory(ctx, {}, r); }, render);
   }
   if (cmd == "watch") return Watch(c, json, count);
   if (cmd == "generate" || cmd == "chat") {

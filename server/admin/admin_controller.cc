@@ -242,7 +242,9 @@ Status AdminController::SetLogLevel(const AdminCaller& who, const std::string& l
 Result<MemoryGovernorStats> AdminController::Memory() const {
   const std::shared_ptr<ServedModel> served = ctx_.served();
   if (!served || !served->memory) {
-    return Unavailable(
+    // Not a failure to retry (503, gRPC UNAVAILABLE read as "cannot reach"): the server was
+    // started without it.
+    return Unsupported(
         "memory budget control is off (memory_pressure 0): start sparrowd with memory_pressure 1 "
         "or 2");
   }

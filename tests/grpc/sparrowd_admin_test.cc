@@ -703,6 +703,21 @@ TEST(SparrowdAdminTest, SparrowctlStatusRequestsCancelDrainAndErrors) {
 // between two steps: at the floor the cache empties and the KV pool holds one context, their
 // memory given back), DELETE clears it, POST replan issues a new plan; completions stay the same
 // throughout; bad bodies are refused; /metrics follows.
+// A server started without memory control says so (400 / UNIMPLEMENTED), and sparrowctl
+// passes the reason on instead of calling the server unreachable.
+TEST(SparrowdAdminTest, MemoryControlThatIsOffSaysSo) {
+  Files f;
+  auto p = Start(f, {"--memory-pressure", "0"});
+  ASSERT_NE(p, nullptr);
+  const std::string r = Call(p->http_port(), "GET", "/admin/v1/memory", kAdminKey);
+  EXPECT_EQ(StatusOf(r), 400) << r;
+  EXPECT_NE(r.find("memory budget control is off"), std::string::npos) << r;
+  const CtlRun ctl = Ctl(p->grpc_port(), f.Path("admin.keys"), "budget");
+  EXPECT_EQ(ctl.exit_code, 1) << ctl.out;
+  EXPECT_NE(ctl.out.find("memory budget control is off"), std::string::npos) << ctl.out;
+  EXPECT_EQ(ctl.out.find("cannot reach"), std::string::npos) << ctl.out;
+}
+
 TEST(SparrowdAdminTest, TheOperatorMovesTheMemoryBudgetWhileServing) {
   const std::string src = testing::SharedDir() + "/pwri/models/pwri-bamboo-q4_0.gguf";
   if (!testing::FileExists(src)) GTEST_SKIP() << src << " is missing";
@@ -790,6 +805,33 @@ TEST(SparrowdAdminTest, TheOperatorMovesTheMemoryBudgetWhileServing) {
   m = BodyOf(Call(port, "POST", "/admin/v1/memory/replan", kAdminKey));
   EXPECT_GT(m["plan_version"].get<int64_t>(), version) << m.dump();
   EXPECT_EQ(complete(), before);
+
+  // The same from sparrowctl: budget [get|set SIZE|clear|replan] (proto JSON: 64-bit as strings).
+  {
+    const std::string keys = f.Path("admin.keys");
+    const int g = p->grpc_port();
+    CtlRun set = Ctl(g, keys, "--json budget set " + std::to_string(floor));
+    ASSERT_EQ(set.exit_code, 0) << set.out;
+    EXPECT_EQ(json::parse(set.out)["operator_budget_bytes"], std::to_string(floor)) << set.out;
+    CtlRun shown = Ctl(g, keys, "budget");
+    EXPECT_EQ(shown.exit_code, 0) << shown.out;
+    EXPECT_NE(shown.out.find("operator " + std::to_string(floor >> 20)), std::string::npos)
+        << shown.out;
+    EXPECT_NE(shown.out.find("KV pool"), std::string::npos) << shown.out;
+    CtlRun under = Ctl(g, keys, "budget set " + std::to_string(floor - 1));
+    EXPECT_EQ(under.exit_code, 1) << under.out;
+    EXPECT_NE(under.out.find("floor"), std::string::npos) << under.out;
+    CtlRun bad = Ctl(g, keys, "budget set lots");
+    EXPECT_EQ(bad.exit_code, 2) << bad.out;
+    EXPECT_NE(bad.out.find("'lots' is not a size"), std::string::npos) << bad.out;
+    CtlRun cleared = Ctl(g, keys, "--json budget clear");
+    ASSERT_EQ(cleared.exit_code, 0) << cleared.out;
+    EXPECT_FALSE(json::parse(cleared.out).contains("operator_budget_bytes")) << cleared.out;
+    CtlRun replanned = Ctl(g, keys, "--json budget replan");
+    ASSERT_EQ(replanned.exit_code, 0) << replanned.out;
+    EXPECT_GT(std::stoll(json::parse(replanned.out)["plan_version"].get<std::string>()),
+              m["plan_version"].get<int64_t>());
+  }
 
   // The same over gRPC, and the host app's onTrimMemory through the inference service.
   auto stub = AdminStub(p->grpc_port());
