@@ -214,6 +214,8 @@ int main(int argc, char** argv) {
   CLI::App app(kDescription, "sparrowctl");
   app.set_version_flag("--version", std::string("sparrowctl ") + kSparrowVersion);
   app.require_subcommand(1);
+  // Global flags after the subcommand too (`sparrowctl status --json`): subcommands inherit it.
+  app.fallthrough();
   ctl::Target t;
   const char* env_host = std::getenv("SPARROW_HOST");
   if (env_host != nullptr) t.host = env_host;

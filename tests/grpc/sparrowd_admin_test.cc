@@ -641,6 +641,9 @@ TEST(SparrowdAdminTest, SparrowctlStatusRequestsCancelDrainAndErrors) {
   EXPECT_EQ(s["model"]["id"], "stories260K");
   EXPECT_EQ(s["draining"], false);
   EXPECT_GT(std::stoll(s["kv"]["blocks_total"].get<std::string>()), 0);
+  CtlRun after = Ctl(g, keys, "status --json");  // global flags after the subcommand too
+  ASSERT_EQ(after.exit_code, 0) << after.out;
+  EXPECT_EQ(json::parse(after.out)["model"]["id"], "stories260K");
   CtlRun human = Ctl(g, keys, "status");
   EXPECT_EQ(human.exit_code, 0);
   EXPECT_NE(human.out.find("stories260K"), std::string::npos) << human.out;
