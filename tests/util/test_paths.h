@@ -14,6 +14,7 @@ std::string ReadFileOrDie(const std::string& path);
 }  // namespace sparrow::testing
 
 namespace sparrow::testing {
-// A fresh path under the test temp directory, unique per process and call.
+// A fresh path under the test temp directory, unique per process and call; it and the files named
+// after it are removed when the test process exits (SPARROW_KEEP_TEST_FILES=1 keeps them).
 std::string TempPath(const std::string& name);
 }  // namespace sparrow::testing
