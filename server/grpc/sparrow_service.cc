@@ -146,9 +146,11 @@ grpc::ServerUnaryReactor* SparrowService::ReportMemoryPressure(
   }
   const std::shared_ptr<ServedModel> served = ctx_.served();
   if (!served->memory) {
-    return Done(context, grpc::Status(grpc::StatusCode::UNAVAILABLE,
-                                      "this model has no memory budget to manage: its FFN is in "
-                                      "memory (start sparrowd with cache_mb on a converted file)"));
+    // The admin API's answer for the same state (AdminController::Memory).
+    return Done(context,
+                grpc::Status(grpc::StatusCode::UNIMPLEMENTED,
+                             "memory budget control is off (memory_pressure 0): start sparrowd "
+                             "with memory_pressure 1 or 2"));
   }
   served->memory->Report(*level, "host app");
   response->set_pressure_level(std::string(PressureLevelName(*level)));

@@ -719,6 +719,17 @@ TEST(SparrowdAdminTest, MemoryControlThatIsOffSaysSo) {
   EXPECT_EQ(ctl.exit_code, 1) << ctl.out;
   EXPECT_NE(ctl.out.find("memory budget control is off"), std::string::npos) << ctl.out;
   EXPECT_EQ(ctl.out.find("cannot reach"), std::string::npos) << ctl.out;
+  // The host app's onTrimMemory report gets the same answer.
+  auto app = sparrow::v1::Sparrow::NewStub(grpc::CreateChannel(
+      "127.0.0.1:" + std::to_string(p->grpc_port()), grpc::InsecureChannelCredentials()));
+  grpc::ClientContext c;
+  WithKey(&c, kApiKey);
+  sparrow::v1::ReportMemoryPressureRequest req;
+  req.set_trim_level("TRIM_MEMORY_RUNNING_LOW");
+  sparrow::v1::ReportMemoryPressureResponse out;
+  const grpc::Status st = app->ReportMemoryPressure(&c, req, &out);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::UNIMPLEMENTED);
+  EXPECT_NE(st.error_message().find("memory_pressure 0"), std::string::npos) << st.error_message();
 }
 
 TEST(SparrowdAdminTest, TheOperatorMovesTheMemoryBudgetWhileServing) {
