@@ -125,6 +125,19 @@ void WithKey(grpc::ClientContext* c, const std::string& key) {
   c->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
 }
 
+// The host app's onTrimMemory level `level` (a name such as "TRIM_MEMORY_RUNNING_LOW"), sent with
+// the inference key through sparrow.v1.Sparrow/ReportMemoryPressure.
+grpc::Status ReportTrim(int grpc_port, const std::string& level,
+                        sparrow::v1::ReportMemoryPressureResponse* out) {
+  auto app = sparrow::v1::Sparrow::NewStub(grpc::CreateChannel(
+      "127.0.0.1:" + std::to_string(grpc_port), grpc::InsecureChannelCredentials()));
+  grpc::ClientContext c;
+  WithKey(&c, kApiKey);
+  sparrow::v1::ReportMemoryPressureRequest req;
+  req.set_trim_level(level);
+  return app->ReportMemoryPressure(&c, req, out);
+}
+
 // Polls the request list until `pred` holds for it (at most ~20 s).
 json WaitForRequests(int port, const std::function<bool(const json&)>& pred) {
   json data;
@@ -720,14 +733,8 @@ TEST(SparrowdAdminTest, MemoryControlThatIsOffSaysSo) {
   EXPECT_NE(ctl.out.find("memory budget control is off"), std::string::npos) << ctl.out;
   EXPECT_EQ(ctl.out.find("cannot reach"), std::string::npos) << ctl.out;
   // The host app's onTrimMemory report gets the same answer.
-  auto app = sparrow::v1::Sparrow::NewStub(grpc::CreateChannel(
-      "127.0.0.1:" + std::to_string(p->grpc_port()), grpc::InsecureChannelCredentials()));
-  grpc::ClientContext c;
-  WithKey(&c, kApiKey);
-  sparrow::v1::ReportMemoryPressureRequest req;
-  req.set_trim_level("TRIM_MEMORY_RUNNING_LOW");
   sparrow::v1::ReportMemoryPressureResponse out;
-  const grpc::Status st = app->ReportMemoryPressure(&c, req, &out);
+  const grpc::Status st = ReportTrim(p->grpc_port(), "TRIM_MEMORY_RUNNING_LOW", &out);
   EXPECT_EQ(st.error_code(), grpc::StatusCode::UNIMPLEMENTED);
   EXPECT_NE(st.error_message().find("memory_pressure 0"), std::string::npos) << st.error_message();
 }
@@ -873,23 +880,15 @@ TEST(SparrowdAdminTest, TheOperatorMovesTheMemoryBudgetWhileServing) {
   auto app = sparrow::v1::Sparrow::NewStub(grpc::CreateChannel(
       "127.0.0.1:" + std::to_string(p->grpc_port()), grpc::InsecureChannelCredentials()));
   {
-    grpc::ClientContext c;
-    WithKey(&c, kApiKey);
-    sparrow::v1::ReportMemoryPressureRequest req;
-    req.set_trim_level("TRIM_MEMORY_RUNNING_LOW");
     sparrow::v1::ReportMemoryPressureResponse out;
-    ASSERT_TRUE(app->ReportMemoryPressure(&c, req, &out).ok());
+    ASSERT_TRUE(ReportTrim(p->grpc_port(), "TRIM_MEMORY_RUNNING_LOW", &out).ok());
     EXPECT_EQ(out.pressure_level(), "medium");
     EXPECT_LT(out.budget_bytes(), floor + (1 << 20)) << "medium shrinks";
     EXPECT_GE(out.budget_bytes(), floor);
   }
   {
-    grpc::ClientContext c;
-    WithKey(&c, kApiKey);
-    sparrow::v1::ReportMemoryPressureRequest req;
-    req.set_trim_level("SOMETIMES");
     sparrow::v1::ReportMemoryPressureResponse out;
-    const grpc::Status st = app->ReportMemoryPressure(&c, req, &out);
+    const grpc::Status st = ReportTrim(p->grpc_port(), "SOMETIMES", &out);
     EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
     EXPECT_NE(st.error_message().find("SOMETIMES"), std::string::npos);
   }

@@ -92,6 +92,22 @@ T* Scratch(std::vector<uint8_t>& v, size_t count) {
     _tile_stored(c, out, 64);                        \
   } while (0)
 
+// One block's kRi x kTj products: A tiles from a0, a1 (rows a_stride bytes apart), B tiles from
+// b0, b1 (64 bytes a row), product (i, j) stored at c + (2i + j) * 256 int32.
+template <bool kUnsigned, int kRi, int kTj>
+inline void TileProducts(const void* a0, const void* a1, int a_stride, const void* b0,
+                         const void* b1, int32_t* c) {
+  constexpr int kC = kTile * kTile;
+  _tile_loadd(4, a0, a_stride);
+  if constexpr (kRi == 2) _tile_loadd(5, a1, a_stride);
+  _tile_loadd(6, b0, 64);
+  if constexpr (kTj == 2) _tile_loadd(7, b1, 64);
+  SPARROW_AMX_PRODUCT(kUnsigned, 0, 4, 6, c);
+  if constexpr (kTj == 2) SPARROW_AMX_PRODUCT(kUnsigned, 1, 4, 7, c + kC);
+  if constexpr (kRi == 2) SPARROW_AMX_PRODUCT(kUnsigned, 2, 5, 6, c + 2 * kC);
+  if constexpr (kRi == 2 && kTj == 2) SPARROW_AMX_PRODUCT(kUnsigned, 3, 5, 7, c + 3 * kC);
+}
+
 // The byte offsets of 16 rows `stride` apart, for gathers (rows of up to 128 MiB).
 inline __m512i RowOffsets(size_t stride) {
   return _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
