@@ -116,7 +116,23 @@ SparrowdProcess::~SparrowdProcess() {
 }
 
 void SparrowdProcess::Signal(int sig) {
-  if (pid_ > 0 && !exited_) ::kill(pid_, sig);
+  if (pid_ <= 0 || exited_) return;
+  ::kill(pid_, sig);
+  if (sig != SIGSTOP) return;
+  // kill() returns before the group stop ends: the thread picked for the signal must first be
+  // scheduled, and the other threads go on serving meanwhile (on a loaded machine, a whole short
+  // request). The parent hears of the stop only once every thread has stopped.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (std::chrono::steady_clock::now() < deadline) {
+    int status = 0;
+    const pid_t r = ::waitpid(pid_, &status, WNOHANG | WUNTRACED);
+    if (r == pid_ && WIFSTOPPED(status)) return;
+    if (r == pid_) {
+      exited_ = true;
+      return;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
 }
 
 std::optional<int> SparrowdProcess::Wait(std::chrono::milliseconds timeout) {

@@ -39,6 +39,7 @@ class SparrowdProcess {
   int grpc_port() const { return grpc_port_; }  // 0 without gRPC
   pid_t pid() const { return pid_; }
 
+  // SIGSTOP returns once the whole process has stopped.
   void Signal(int sig);
   // Waits for the child to exit, at most `timeout`; its exit code, or nullopt if it is still
   // running (or was killed by a signal).
