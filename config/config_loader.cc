@@ -102,8 +102,11 @@ const std::vector<KeySpec>& Keys() {
        "and reasoning parsing; never on a production server)",
        nullptr, &ServerConfig::allow_forced_output, 0, 1, true},
       {"threads", "Compute threads (0: all cores)", nullptr, &ServerConfig::threads, 0, 1024},
-      {"n_ctx", "Context length per request, prompt plus output (0: the model's own)", nullptr,
-       &ServerConfig::n_ctx, 0, int64_t{1} << 24},
+      {"n_ctx",
+       "Context length per request, prompt plus output (0: the model's own when one request of it "
+       "takes at most half of the memory the device offers beside the weights, else the longest "
+       "that does)",
+       nullptr, &ServerConfig::n_ctx, 0, int64_t{1} << 24},
       {"kv_block_size", "Token positions per KV cache block", nullptr, &ServerConfig::kv_block_size,
        1, 4096},
       {"kv_blocks", "KV cache blocks in the pool (0: enough for max_running full contexts)",

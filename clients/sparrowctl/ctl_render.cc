@@ -121,8 +121,9 @@ std::string RenderMemory(const admin::v1::MemoryBudget& m) {
                     ", floor " + b(m.floor_bytes()) + ", operator " +
                     (m.has_operator_budget_bytes() ? b(m.operator_budget_bytes()) : "none") + ")\n";
   const admin::v1::MemoryConsumers& c = m.consumers();
-  out += "split     weights " + b(c.weights_bytes()) + ", scratch " + b(c.scratch_bytes()) +
-         ", KV pool " + b(c.kv_pool_bytes()) + ", neuron cache " + b(c.neuron_cache_bytes()) + "\n";
+  out += "split     process " + b(c.process_bytes()) + ", weights " + b(c.weights_bytes()) +
+         ", scratch " + b(c.scratch_bytes()) + ", KV pool " + b(c.kv_pool_bytes()) +
+         ", neuron cache " + b(c.neuron_cache_bytes()) + "\n";
   out += "KV pool   " + std::to_string(m.kv_pool().used_blocks()) + " of " +
          std::to_string(m.kv_pool().blocks()) + " blocks used, " + b(m.kv_pool().mapped_bytes()) +
          " mapped\n";

@@ -5,7 +5,11 @@
 namespace sparrow {
 
 BudgetPolicy::BudgetPolicy(const BudgetPolicyOptions& options)
-    : o_(options), target_(std::max(options.ceiling_bytes, options.floor_bytes)) {}
+    : o_(options),
+      target_(std::max(options.start_bytes > 0
+                           ? std::min(options.start_bytes, options.ceiling_bytes)
+                           : options.ceiling_bytes,
+                       options.floor_bytes)) {}
 
 uint64_t BudgetPolicy::cap() const {
   const uint64_t c = std::max(o_.ceiling_bytes, o_.floor_bytes);

@@ -18,6 +18,9 @@ namespace sparrow {
 struct BudgetPolicyOptions {
   uint64_t ceiling_bytes = 0;  // with no pressure and no operator limit
   uint64_t floor_bytes = 0;    // the least the plan needs to make progress
+  // The first target when lower than the ceiling (0: the ceiling): what the device offered at
+  // start. The target grows from there as any other, when the sources see room.
+  uint64_t start_bytes = 0;
   uint64_t repeat_ms = 1000;
   uint64_t quiet_ms = 10000;
   uint64_t grow_every_ms = 2000;

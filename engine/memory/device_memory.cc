@@ -1,6 +1,9 @@
 #include "engine/memory/device_memory.h"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <fstream>
 #include <string>
 
 #include "engine/memory/cgroup_headroom.h"
@@ -22,6 +25,30 @@ uint64_t DeviceMemoryLimit() {
     lower(ReadCgroupLimit(v2 + "/memory.high"));
   }
   return limit;
+}
+
+uint64_t DeviceMemoryOffer() {
+  const uint64_t limit = DeviceMemoryLimit();
+  uint64_t total = 0, available = 0;
+  if (!ReadMemInfo("/proc/meminfo", &total, &available)) return limit;
+  const uint64_t offer = available + ProcessAnonBytes();
+  return limit > 0 ? std::min(limit, offer) : offer;
+}
+
+uint64_t ProcessResidentBytes() {
+  std::ifstream in("/proc/self/statm");
+  uint64_t pages_total = 0, pages_resident = 0;
+  if (!(in >> pages_total >> pages_resident)) return 0;
+  return pages_resident * static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+}
+
+uint64_t ProcessAnonBytes() {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("RssAnon:", 0) == 0) return std::stoull(line.substr(8)) << 10;
+  }
+  return 0;
 }
 
 }  // namespace sparrow

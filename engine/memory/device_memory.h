@@ -8,4 +8,16 @@ namespace sparrow {
 
 uint64_t DeviceMemoryLimit();
 
+// What the device offers this process now: DeviceMemoryLimit, lowered to MemAvailable plus what
+// the process already holds (on a phone, most of MemTotal belongs to other apps); 0 when unknown.
+uint64_t DeviceMemoryOffer();
+
+// The process's resident bytes (/proc/self/statm: anonymous and mapped file pages); 0 when
+// unknown.
+uint64_t ProcessResidentBytes();
+
+// The process's anonymous resident bytes (RssAnon in /proc/self/status: heap, stacks, pools; not
+// the mapped model file); 0 when unknown.
+uint64_t ProcessAnonBytes();
+
 }  // namespace sparrow

@@ -8,8 +8,16 @@ MemoryBudget::MemoryBudget(const MemoryConsumers& consumers) : c_(consumers) {
   c_.kv_min_bytes = std::min(c_.kv_min_bytes, c_.kv_max_bytes);
 }
 
+uint64_t MemoryBudget::RoomForElastic(uint64_t room, uint64_t resident,
+                                      uint64_t elastic_held) const {
+  const uint64_t fixed_held = resident > elastic_held ? resident - elastic_held : 0;
+  const uint64_t fixed_unheld = fixed_bytes() > fixed_held ? fixed_bytes() - fixed_held : 0;
+  return room > fixed_unheld ? room - fixed_unheld : 0;
+}
+
 MemorySplit MemoryBudget::Split(uint64_t elastic) const {
   MemorySplit s;
+  s.baseline = c_.baseline_bytes;
   s.weights = c_.weights_bytes;
   s.scratch = c_.scratch_bytes;
   const uint64_t over_floor = elastic > c_.kv_min_bytes ? elastic - c_.kv_min_bytes : 0;

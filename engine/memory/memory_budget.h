@@ -1,6 +1,7 @@
 #pragma once
 // MemoryBudget: one budget for the whole process, split among the consumers that hold memory.
-// Resident weights and step scratch are fixed by the model and the step size; the KV pool and
+// The process's own baseline, resident weights and step scratch are fixed by the model and the
+// step size; the KV pool and
 // the neuron cache are elastic, and the budget controller (BudgetPolicy) moves only their part.
 // When it shrinks, the KV pool gives way first, down to one full context: its blocks beyond the
 // ones in use cost nothing to drop, and the ones in use only cost a recompute of the sequences
@@ -14,6 +15,7 @@
 namespace sparrow {
 
 struct MemoryConsumers {
+  uint64_t baseline_bytes = 0;   // the process itself (ProcessAnonBytes at load: runtime, vocab)
   uint64_t weights_bytes = 0;    // resident weights (the FFN's rows excluded when on flash)
   uint64_t scratch_bytes = 0;    // the step's buffers (EstimateScratchBytes)
   uint64_t kv_min_bytes = 0;     // one full context
@@ -22,8 +24,8 @@ struct MemoryConsumers {
 };
 
 struct MemorySplit {
-  uint64_t weights = 0, scratch = 0, kv_pool = 0, neuron_cache = 0;
-  uint64_t total() const { return weights + scratch + kv_pool + neuron_cache; }
+  uint64_t baseline = 0, weights = 0, scratch = 0, kv_pool = 0, neuron_cache = 0;
+  uint64_t total() const { return baseline + weights + scratch + kv_pool + neuron_cache; }
 };
 
 class MemoryBudget {
@@ -31,7 +33,7 @@ class MemoryBudget {
   explicit MemoryBudget(const MemoryConsumers& consumers);
 
   const MemoryConsumers& consumers() const { return c_; }
-  uint64_t fixed_bytes() const { return c_.weights_bytes + c_.scratch_bytes; }
+  uint64_t fixed_bytes() const { return c_.baseline_bytes + c_.weights_bytes + c_.scratch_bytes; }
   // The elastic part's bounds, what BudgetPolicy works in.
   uint64_t elastic_ceiling() const { return c_.kv_max_bytes + c_.cache_max_bytes; }
   uint64_t elastic_floor() const { return c_.kv_min_bytes; }
@@ -45,6 +47,11 @@ class MemoryBudget {
   uint64_t ElasticFor(uint64_t total) const {
     return total > fixed_bytes() ? total - fixed_bytes() : 0;
   }
+  // What a source's `room` leaves the elastic part once the fixed part the process does not yet
+  // hold is set aside: mapped weights not yet read and scratch not yet grown are taken without
+  // asking, as surely as the elastic consumers fill what they were granted. `resident`: the
+  // process's resident bytes; `elastic_held`: the part of them the KV pool and cache hold.
+  uint64_t RoomForElastic(uint64_t room, uint64_t resident, uint64_t elastic_held) const;
 
  private:
   MemoryConsumers c_;

@@ -279,9 +279,12 @@ void Scheduler::Finish(Sequence& s, FinishReason reason, Status status) {
       ++stats_.requests_failed;
     else
       ++stats_.requests_finished;
-    // Whoever hears of the finish sees the blocks already returned.
+    // Whoever hears of the finish sees the blocks already returned, and this sequence no
+    // longer running (it leaves running_ after the step): a client that sends its next
+    // request on hearing the answer must not find it still counted (admission at the floor).
     stats_.kv = kv_.Stats();
-    stats_.running = static_cast<int64_t>(running_.size());
+    stats_.running =
+        std::count_if(running_.begin(), running_.end(), [](const auto& r) { return !r->done; });
   }
   s.req.sink->OnFinish(info);
 }

@@ -1,5 +1,7 @@
 #include "engine/sparse/sparse_plan.h"
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 
 #include "engine/common/check.h"
@@ -154,9 +156,10 @@ Result<std::shared_ptr<const SparsePlan>> MakeSparsePlan(const Model& model,
                            " is not: sparrow convert -m MODEL -o MODEL.sparrow.gguf [--profile P]");
   }
   if (!c.powerinfer && o.sparsity == 0) {
-    return InvalidArgument(
-        "--cache-mb runs the sparse FFN from flash: give this SwiGLU model --sparsity and "
-        "--profile (a dense FFN would read every neuron from flash on every token)");
+    spdlog::warn(
+        "--cache-mb without --sparsity: every neuron of this SwiGLU model is read through the "
+        "neuron cache on every token (it runs in the memory given, at flash's speed); "
+        "--sparsity and --profile read only the active ones");
   }
   if (o.method == ThresholdMethod::kTealDown && !c.powerinfer) {
     return InvalidArgument(
@@ -214,7 +217,7 @@ Result<std::shared_ptr<const SparsePlan>> MakeInMemoryPlan(const Model& model,
     plan->dense_down_min_tokens = o.dense_down_min_tokens;
     return std::shared_ptr<const SparsePlan>(std::move(plan));
   }
-  if (o.sparsity == 0) return std::shared_ptr<const SparsePlan>();
+  if (o.sparsity == 0 && !o.cache_bytes) return std::shared_ptr<const SparsePlan>();
   if (c.ffn_kind != FfnKind::kSwiGlu && c.ffn_kind != FfnKind::kGeGlu) {
     return Unsupported(
         "--sparsity needs a SwiGLU or GeGLU model; this one's FFN is ReLU-gated without "
@@ -228,51 +231,61 @@ Result<std::shared_ptr<const SparsePlan>> MakeInMemoryPlan(const Model& model,
                              " cannot hold rows of " + std::to_string(c.n_embd));
     }
   }
-  if (o.profile_path.empty()) {
-    return InvalidArgument(
-        "--sparsity needs the model's activation profile: make one with `sparrow profile -m "
-        "MODEL -f TEXT -o PROFILE` and pass --profile PROFILE");
-  }
-  SPARROW_ASSIGN_OR_RETURN(ActivationProfile profile, ReadActivationProfile(o.profile_path, &c));
-  if (o.method == ThresholdMethod::kPredictor) {
-    if (profile.predictors.empty()) {
-      return InvalidArgument("--sparsity-method predictor needs a profile with a predictor: " +
-                             o.profile_path + " has none (sparrow profile --train-predictor)");
-    }
-    // The predictor was trained for one level; --sparsity only has to be given (not 0).
-    plan->policy = SparsePolicy::kPredictor;
-    plan->predictor_reads_normed = true;
-    // A converted file numbers its neurons in record order; the profile's in the source's.
-    if (const auto& bundles = model.weights().bundles) {
-      for (int64_t il = 0; il < c.n_layer; ++il) {
-        auto& lp = profile.predictors[il];
-        const std::vector<int32_t>& ids = bundles->layers[il].neuron_ids;
-        std::vector<float> fc2(lp.fc2.size()), bias(lp.bias.size());
-        for (int64_t k = 0; k < c.n_ff; ++k) {
-          std::copy_n(&lp.fc2[ids[k] * lp.rank], lp.rank, &fc2[k * lp.rank]);
-          bias[k] = lp.bias[ids[k]];
-        }
-        lp.fc2 = std::move(fc2);
-        lp.bias = std::move(bias);
-      }
-    }
-    for (auto& lp : profile.predictors) {
-      plan->owned_predictors.push_back(std::move(lp.fc1));
-      const auto& fc1 = plan->owned_predictors.back();
-      plan->pred_fc1.push_back({TensorType::kF32, fc1.data(), c.n_embd, lp.rank,
-                                static_cast<size_t>(c.n_embd) * sizeof(float)});
-      plan->owned_predictors.push_back(std::move(lp.fc2));
-      const auto& fc2 = plan->owned_predictors.back();
-      plan->pred_fc2.push_back({TensorType::kF32, fc2.data(), lp.rank, c.n_ff,
-                                static_cast<size_t>(lp.rank) * sizeof(float)});
-      plan->pred_bias.push_back(std::move(lp.bias));
-    }
+  if (o.sparsity == 0) {
+    // On flash with nothing skipped: CATS at thresholds of 0 takes every neuron, so the FFN's
+    // rows come through the neuron cache (the layer read whole) and the model runs in the
+    // memory it was given.
+    plan->levels = std::make_shared<SparsityLevel>(
+        std::vector<ThresholdLevel>{{0, std::vector<float>(static_cast<size_t>(c.n_layer), 0.0f)}},
+        0);
+    plan->policy = SparsePolicy::kCats;
   } else {
-    // Dense stays open to a plan unless the FFN is on flash, where it would read every neuron.
-    SPARROW_ASSIGN_OR_RETURN(plan->levels,
-                             MakeSparsityLevel(profile, o.method, o.sparsity, !o.cache_bytes));
-    plan->policy =
-        o.method == ThresholdMethod::kCats ? SparsePolicy::kCats : SparsePolicy::kTealDown;
+    if (o.profile_path.empty()) {
+      return InvalidArgument(
+          "--sparsity needs the model's activation profile: make one with `sparrow profile -m "
+          "MODEL -f TEXT -o PROFILE` and pass --profile PROFILE");
+    }
+    SPARROW_ASSIGN_OR_RETURN(ActivationProfile profile, ReadActivationProfile(o.profile_path, &c));
+    if (o.method == ThresholdMethod::kPredictor) {
+      if (profile.predictors.empty()) {
+        return InvalidArgument("--sparsity-method predictor needs a profile with a predictor: " +
+                               o.profile_path + " has none (sparrow profile --train-predictor)");
+      }
+      // The predictor was trained for one level; --sparsity only has to be given (not 0).
+      plan->policy = SparsePolicy::kPredictor;
+      plan->predictor_reads_normed = true;
+      // A converted file numbers its neurons in record order; the profile's in the source's.
+      if (const auto& bundles = model.weights().bundles) {
+        for (int64_t il = 0; il < c.n_layer; ++il) {
+          auto& lp = profile.predictors[il];
+          const std::vector<int32_t>& ids = bundles->layers[il].neuron_ids;
+          std::vector<float> fc2(lp.fc2.size()), bias(lp.bias.size());
+          for (int64_t k = 0; k < c.n_ff; ++k) {
+            std::copy_n(&lp.fc2[ids[k] * lp.rank], lp.rank, &fc2[k * lp.rank]);
+            bias[k] = lp.bias[ids[k]];
+          }
+          lp.fc2 = std::move(fc2);
+          lp.bias = std::move(bias);
+        }
+      }
+      for (auto& lp : profile.predictors) {
+        plan->owned_predictors.push_back(std::move(lp.fc1));
+        const auto& fc1 = plan->owned_predictors.back();
+        plan->pred_fc1.push_back({TensorType::kF32, fc1.data(), c.n_embd, lp.rank,
+                                  static_cast<size_t>(c.n_embd) * sizeof(float)});
+        plan->owned_predictors.push_back(std::move(lp.fc2));
+        const auto& fc2 = plan->owned_predictors.back();
+        plan->pred_fc2.push_back({TensorType::kF32, fc2.data(), lp.rank, c.n_ff,
+                                  static_cast<size_t>(lp.rank) * sizeof(float)});
+        plan->pred_bias.push_back(std::move(lp.bias));
+      }
+    } else {
+      // Dense stays open to a plan unless the FFN is on flash, where it would read every neuron.
+      SPARROW_ASSIGN_OR_RETURN(plan->levels,
+                               MakeSparsityLevel(profile, o.method, o.sparsity, !o.cache_bytes));
+      plan->policy =
+          o.method == ThresholdMethod::kCats ? SparsePolicy::kCats : SparsePolicy::kTealDown;
+    }
   }
   plan->target_sparsity = o.sparsity;
   plan->gather_max_tokens = o.gather_max_tokens;

@@ -1,9 +1,12 @@
 #include "engine/tools/plan_command.h"
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
+#include <utility>
 
+#include "engine/memory/context_fit.h"
 #include "engine/model/model.h"
 #include "engine/plan/plan_inputs.h"
 #include "engine/plan/plan_io.h"
@@ -65,7 +68,9 @@ void RegisterPlanCommand(CLI::App& app, PlanCommandOptions& o, int& exit_code) {
                   "records it)")
       ->check(CLI::Range(0.0, 1.0));
   cmd->add_option("--kv-tokens", o.kv_tokens,
-                  "KV pool for at least this many positions (default: the training context)")
+                  "KV pool for at least this many positions (default: as sparrowd chooses its "
+                  "context: the training context when its KV takes at most half of what the "
+                  "budget leaves beside the weights and scratch, else the longest that does)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 24));
   cmd->add_option("--io-depth", o.io_depth, "Flash reads in flight (as sparrow bench --io-depth)")
       ->check(CLI::Range(1, 4096))
@@ -104,18 +109,31 @@ int RunPlan(const PlanCommandOptions& o) {
       o.max_sparsity ? *o.max_sparsity : (inputs->powerinfer ? 1.0 : kDefaultMaxSparsity);
   req.objective = o.objective == "memory" ? plan::PlanRequest::Objective::kMemory
                                           : plan::PlanRequest::Objective::kSpeed;
-  const int64_t kv_tokens = o.kv_tokens > 0 ? o.kv_tokens : inputs->n_ctx;
+  ContextFit fit{o.kv_tokens, ""};
+  if (o.kv_tokens <= 0) {
+    ContextFitInput in;
+    in.n_ctx_train = inputs->n_ctx;
+    in.offer_bytes = req.budget_bytes;
+    in.fixed_bytes = inputs->resident_bytes + inputs->scratch_bytes;
+    in.kv_bytes_per_token = inputs->kv_bytes_per_token;
+    fit = FitContext(in);
+  }
+  const int64_t kv_tokens = fit.n_ctx;
   req.min_kv_bytes = static_cast<size_t>(kv_tokens) * inputs->kv_bytes_per_token;
 
   auto plan = plan::SolvePlan(*inputs, req);
   if (!plan.ok()) {
     std::string why = plan.status().ToString();
-    // The usual reason on a long-context model: a KV pool for its whole training context.
-    if (plan.status().code() == StatusCode::kResourceExhausted &&
-        req.min_kv_bytes > inputs->resident_bytes + inputs->scratch_bytes) {
-      why += "; most of it is the KV pool for " + std::to_string(kv_tokens) + " tokens (" +
-             Mib(req.min_kv_bytes) + (o.kv_tokens > 0 ? "" : ", the model's training context") +
-             "): --kv-tokens N plans for a shorter context";
+    if (plan.status().code() == StatusCode::kResourceExhausted) {
+      // Which part of the floor is the one that does not fit.
+      const std::pair<uint64_t, std::string> parts[] = {
+          {inputs->resident_bytes, "the resident weights (" + Mib(inputs->resident_bytes) + ")"},
+          {inputs->scratch_bytes, "the step's scratch (" + Mib(inputs->scratch_bytes) + ")"},
+          {req.min_kv_bytes, "the KV pool for " + std::to_string(kv_tokens) + " tokens (" +
+                                 Mib(req.min_kv_bytes) + ")"}};
+      const auto& most = *std::max_element(std::begin(parts), std::end(parts));
+      why += "; most of it is " + most.second;
+      if (&most == &parts[2] && o.kv_tokens > 0) why += ": a smaller --kv-tokens plans for less";
     }
     return Fail(why);
   }
@@ -130,12 +148,16 @@ int RunPlan(const PlanCommandOptions& o) {
   }
   std::printf(
       "# model %s: resident %s, bundles %s (records of %llu bytes%s), KV %s for %lld "
-      "tokens, scratch %s\n# miss curve: %s; hardware: %s\n",
+      "tokens%s, scratch %s\n# miss curve: %s; hardware: %s\n",
       o.model.c_str(), Mib(inputs->resident_bytes).c_str(), Mib(inputs->bundle_bytes).c_str(),
       static_cast<unsigned long long>(inputs->record_bytes),
       inputs->converted ? "" : ", not converted: mapped whole", Mib(req.min_kv_bytes).c_str(),
-      static_cast<long long>(kv_tokens), Mib(inputs->scratch_bytes).c_str(),
-      inputs->miss_curve_source.c_str(), hw_path.c_str());
+      static_cast<long long>(kv_tokens),
+      fit.why.empty() ? ""
+                      : (" (fitted to the budget; the training context is " +
+                         std::to_string(inputs->n_ctx) + ")")
+                            .c_str(),
+      Mib(inputs->scratch_bytes).c_str(), inputs->miss_curve_source.c_str(), hw_path.c_str());
   std::printf("%s# solved in %.1f ms\n", plan::PlanToYaml(*plan).c_str(), plan->solve_ms);
   return 0;
 }

@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "config/version.h"
+#include "engine/memory/device_memory.h"
 
 namespace sparrow::server {
 namespace {
@@ -19,13 +20,7 @@ json PercentilesJson(const Percentiles& p) {
 }  // namespace
 
 int64_t ProcessRssBytes() {
-  std::FILE* f = std::fopen("/proc/self/statm", "r");
-  if (!f) return 0;
-  long pages_total = 0, pages_resident = 0;
-  const int n = std::fscanf(f, "%ld %ld", &pages_total, &pages_resident);
-  std::fclose(f);
-  if (n != 2) return 0;
-  return static_cast<int64_t>(pages_resident) * sysconf(_SC_PAGESIZE);
+  return static_cast<int64_t>(ProcessResidentBytes());
 }
 
 ModelStatus DescribeModel(const ServedModel& served) {
@@ -151,7 +146,8 @@ json MemoryJson(const MemoryGovernorStats& m, const SchedulerStats& s) {
             {"ceiling_bytes", m.ceiling_bytes},
             {"floor_bytes", m.floor_bytes},
             {"consumers",
-             {{"weights_bytes", m.split.weights},
+             {{"process_bytes", m.split.baseline},
+              {"weights_bytes", m.split.weights},
               {"scratch_bytes", m.split.scratch},
               {"kv_pool_bytes", m.split.kv_pool},
               {"neuron_cache_bytes", m.split.neuron_cache}}},

@@ -20,7 +20,9 @@ uint64_t NowMs() {
 namespace {
 
 BudgetPolicyOptions Elastic(const MemoryBudget& budget, BudgetPolicyOptions policy) {
-  policy.ceiling_bytes = budget.elastic_ceiling();
+  policy.ceiling_bytes = policy.ceiling_bytes > 0
+                             ? std::min(policy.ceiling_bytes, budget.elastic_ceiling())
+                             : budget.elastic_ceiling();
   policy.floor_bytes = budget.elastic_floor();
   return policy;
 }
@@ -34,21 +36,27 @@ std::string Mib(uint64_t bytes) {
 MemoryGovernor::MemoryGovernor(Scheduler* scheduler,
                                std::vector<std::unique_ptr<PressureSource>> sources,
                                const MemoryBudget& budget, BudgetPolicyOptions policy, int tick_ms,
-                               PlanFn planner)
+                               PlanFn planner, std::function<uint64_t()> process_resident)
     : scheduler_(scheduler),
       budget_(budget),
       planner_(std::move(planner)),
+      process_resident_(std::move(process_resident)),
       policy_(Elastic(budget, policy)) {
-  stats_.ceiling_bytes = budget_.ceiling();
+  stats_.ceiling_bytes = budget_.fixed_bytes() + policy_.options().ceiling_bytes;
   stats_.floor_bytes = budget_.floor();
   stats_.split = budget_.Split(policy_.target());
   stats_.budget_bytes = stats_.split.total();
   const MemorySplit& c = stats_.split;
-  spdlog::info("memory: budget {} (weights {}, scratch {}, KV pool {} down to {}, neuron cache {})",
-               Mib(budget_.ceiling()), Mib(c.weights), Mib(c.scratch), Mib(c.kv_pool),
-               Mib(budget_.consumers().kv_min_bytes), Mib(c.neuron_cache));
-  // The planner chooses the threads and the split from the start (no monitor thread yet).
-  if (planner_) Plan(BudgetChange{policy_.target(), "start"});
+  spdlog::info(
+      "memory: budget {} of {} (process {}, weights {}, scratch {}, KV pool {} down to {}, neuron "
+      "cache {})",
+      Mib(stats_.budget_bytes), Mib(stats_.ceiling_bytes), Mib(c.baseline), Mib(c.weights),
+      Mib(c.scratch), Mib(c.kv_pool), Mib(budget_.consumers().kv_min_bytes), Mib(c.neuron_cache));
+  // The planner chooses the threads and the split from the start (no monitor thread yet); a
+  // start under the consumers' sizes (what the device offered) is applied from the start too.
+  if (planner_ || policy_.target() < budget_.elastic_ceiling()) {
+    Plan(BudgetChange{policy_.target(), "start"});
+  }
   for (const auto& s : sources) stats_.sources.emplace_back(s->name());
   monitor_ = std::make_unique<PressureMonitor>(
       std::move(sources), tick_ms,
@@ -84,7 +92,9 @@ uint64_t MemoryGovernor::ElasticInUse() const {
 void MemoryGovernor::OnTick(std::optional<uint64_t> room) {
   std::lock_guard<std::mutex> lock(mu_);
   const uint64_t before = policy_.target();
-  if (auto change = policy_.OnTick(NowMs(), room, ElasticInUse())) {
+  const uint64_t in_use = ElasticInUse();
+  if (room && process_resident_) room = budget_.RoomForElastic(*room, process_resident_(), in_use);
+  if (auto change = policy_.OnTick(NowMs(), room, in_use)) {
     // Down on a tick: the operator's cap, or a target the room no longer backs.
     ++(change->bytes > before
            ? stats_.grows
@@ -119,7 +129,7 @@ void MemoryGovernor::Plan(const BudgetChange& change) {
   }
   plan.kv_pool_bytes = static_cast<size_t>(split.kv_pool);
   // Under the ceiling, buffers that grow on demand must not take what the budget gave back.
-  plan.tight = change.bytes < budget_.elastic_ceiling();
+  plan.tight = change.bytes < policy_.options().ceiling_bytes;
   plan.cause = change.cause;
   plan.decided = std::chrono::steady_clock::now();
   spdlog::info("memory: budget {} -> {} (KV pool {}, neuron cache {}): {}",
@@ -144,9 +154,8 @@ void MemoryGovernor::Consult(MemorySplit& split, MemoryPlan* plan) {
   // The plan's choices within what the consumers can take; what the cache does not take stays
   // with the KV pool, as in the split.
   split.neuron_cache = std::min<uint64_t>(run->neuron_cache_bytes, c.cache_max_bytes);
-  const uint64_t rest = total > split.weights + split.scratch + split.neuron_cache
-                            ? total - split.weights - split.scratch - split.neuron_cache
-                            : 0;
+  const uint64_t held = split.baseline + split.weights + split.scratch + split.neuron_cache;
+  const uint64_t rest = total > held ? total - held : 0;
   split.kv_pool = std::clamp<uint64_t>(rest, c.kv_min_bytes, c.kv_max_bytes);
   plan->threads = run->threads;
   // The scheduler keeps to the levels this server may run at (SparsityLevel::Set).

@@ -46,11 +46,14 @@ using PlanFn = std::function<Result<plan::RunPlan>(uint64_t budget_bytes)>;
 class MemoryGovernor {
  public:
   // `scheduler` must outlive the governor. `sources`: DetectPressureSources(), or the tests'.
-  // The policy's ceiling and floor are the budget's elastic ones (its other fields are kept).
-  // With `planner`, every budget is planned by it (the split, and the thread count).
+  // The policy's ceiling and floor are the budget's elastic ones (a lower ceiling in `policy`,
+  // the device's limit, is kept; so are its other fields).
+  // With `planner`, every budget is planned by it (the split, and the thread count). With
+  // `process_resident` (ProcessResidentBytes), the sources' room is first charged with the
+  // fixed part the process does not hold yet (MemoryBudget::RoomForElastic).
   MemoryGovernor(Scheduler* scheduler, std::vector<std::unique_ptr<PressureSource>> sources,
                  const MemoryBudget& budget, BudgetPolicyOptions policy, int tick_ms = 100,
-                 PlanFn planner = nullptr);
+                 PlanFn planner = nullptr, std::function<uint64_t()> process_resident = nullptr);
   ~MemoryGovernor();
 
   // The operator's budget for the whole process (nullopt clears it): what is left after the
@@ -77,6 +80,7 @@ class MemoryGovernor {
   Scheduler* scheduler_;
   const MemoryBudget budget_;
   const PlanFn planner_;
+  const std::function<uint64_t()> process_resident_;
   mutable std::mutex mu_;
   BudgetPolicy policy_;
   MemoryGovernorStats stats_;

@@ -72,7 +72,7 @@ Result<PlanFn> MakePlanFn(const ServerConfig& config, const ServedModel& m,
     // The governor's budget in the planner's own count of what does not move (its estimates of
     // resident weights and scratch differ from the MemoryBudget's): the KV pool and the cache
     // then get the same bytes in both.
-    const uint64_t fixed = consumers.weights_bytes + consumers.scratch_bytes;
+    const uint64_t fixed = MemoryBudget(consumers).fixed_bytes();
     const uint64_t elastic = budget > fixed ? budget - fixed : 0;
     plan::PlanRequest r;
     r.budget_bytes =

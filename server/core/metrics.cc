@@ -151,6 +151,7 @@ void RenderMemory(const MemoryGovernorStats& m, const SchedulerStats& s, std::st
   Header("sparrow_memory_budget_bytes", "gauge",
          "Bytes each consumer may hold now (the memory budget's split).", out);
   const std::pair<const char*, uint64_t> consumers[] = {
+      {"consumer=\"process\"", m.split.baseline},
       {"consumer=\"weights\"", m.split.weights},
       {"consumer=\"scratch\"", m.split.scratch},
       {"consumer=\"kv_pool\"", m.split.kv_pool},

@@ -1,11 +1,16 @@
 #include "server/core/served_model.h"
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <thread>
 
+#include "engine/kv/kv_block_pool.h"
+#include "engine/memory/context_fit.h"
+#include "engine/memory/device_memory.h"
 #include "server/core/memory_planning.h"
 
 namespace sparrow::server {
@@ -83,10 +88,10 @@ Result<std::shared_ptr<ServedModel>> LoadServedModel(const ServerConfig& config,
   }
   m->allow_forced_output = config.allow_forced_output != 0;
 
+  // What the process holds before any pool: its runtime, the vocabulary, the chat template.
+  const uint64_t baseline_bytes = ProcessAnonBytes();
   const int64_t n_ctx_train = m->model->config().n_ctx_train;
-  m->n_ctx = config.n_ctx > 0 ? config.n_ctx : n_ctx_train;
-  if (m->n_ctx <= 0) m->n_ctx = 2048;
-  if (n_ctx_train > 0 && m->n_ctx > n_ctx_train) {
+  if (config.n_ctx > 0 && n_ctx_train > 0 && config.n_ctx > n_ctx_train) {
     return InvalidArgument("config: 'n_ctx' is " + std::to_string(config.n_ctx) +
                            " but the model '" + path + "' was trained for " +
                            std::to_string(n_ctx_train) + " positions");
@@ -98,7 +103,6 @@ Result<std::shared_ptr<ServedModel>> LoadServedModel(const ServerConfig& config,
   m->pool = std::make_unique<kernels::ThreadPool>(threads);
 
   SchedulerOptions opts;
-  opts.n_ctx = m->n_ctx;
   opts.kv_block_size = config.kv_block_size;
   opts.kv_blocks = config.kv_blocks;
   opts.max_running = config.max_running;
@@ -116,6 +120,33 @@ Result<std::shared_ptr<ServedModel>> LoadServedModel(const ServerConfig& config,
     opts.neuron_store = m->sparse_plan->store;
     opts.sparsity_level = m->sparse_plan->levels;
   }
+  const Model& model = *m->model;
+  // What the process holds whatever the context: the FFN's rows on flash are read through the
+  // neuron cache, the rest of the file is mapped and read.
+  const uint64_t ffn_on_flash = opts.neuron_store ? model.weights().bundles->bundle_bytes() : 0;
+  uint64_t weights_bytes =
+      model.file().file_size() - std::min(ffn_on_flash, model.file().file_size());
+  if (m->sparse_plan) weights_bytes += m->sparse_plan->owned_bytes();
+  const uint64_t cache_bytes = opts.neuron_store ? opts.neuron_store->stats().capacity_bytes : 0;
+  const uint64_t offer = DeviceMemoryOffer();
+  if (config.n_ctx > 0) {
+    m->n_ctx = config.n_ctx;
+  } else {
+    ContextFitInput fit;
+    fit.n_ctx_train = n_ctx_train;
+    fit.offer_bytes = offer;
+    fit.fixed_bytes = baseline_bytes + weights_bytes + cache_bytes +
+                      EstimateScratchBytes(model.config(), config.step_token_budget, fit.granule);
+    fit.kv_bytes_per_token = static_cast<uint64_t>(
+        KvBlockPool::BlockBytes(model.config().n_layer, model.config().kv_dim(), 1));
+    const ContextFit fitted = FitContext(fit);
+    m->n_ctx = fitted.n_ctx;
+    if (!fitted.why.empty()) {
+      spdlog::info("model '{}': n_ctx {} to fit the device ({}; --n-ctx sets it)", m->model_id,
+                   m->n_ctx, fitted.why);
+    }
+  }
+  opts.n_ctx = m->n_ctx;
   if (!config.workers.empty()) {
     if (!connect) {
       return Unsupported("config: 'workers' needs gRPC, and this sparrowd was built without it");
@@ -136,21 +167,27 @@ Result<std::shared_ptr<ServedModel>> LoadServedModel(const ServerConfig& config,
     // (every neuron then comes from flash: slower, never stuck); both grow back to what the
     // config asked for.
     MemoryConsumers c;
-    const Model& model = *m->model;
-    const uint64_t ffn_on_flash = opts.neuron_store ? model.weights().bundles->bundle_bytes() : 0;
-    c.weights_bytes = model.file().file_size() - std::min(ffn_on_flash, model.file().file_size());
-    if (m->sparse_plan) c.weights_bytes += m->sparse_plan->owned_bytes();
+    c.baseline_bytes = baseline_bytes;
+    c.weights_bytes = weights_bytes;
     c.scratch_bytes = EstimateScratchBytes(model.config(), opts.step_token_budget, m->n_ctx);
     const auto block = static_cast<uint64_t>(m->scheduler->kv_block_bytes());
     c.kv_min_bytes = block * static_cast<uint64_t>(m->scheduler->min_kv_blocks());
     c.kv_max_bytes = block * static_cast<uint64_t>(m->scheduler->options().kv_blocks);
-    if (opts.neuron_store) c.cache_max_bytes = opts.neuron_store->stats().capacity_bytes;
+    c.cache_max_bytes = cache_bytes;
     SPARROW_ASSIGN_OR_RETURN(PlanFn planner, MakePlanFn(config, *m, c));
+    const MemoryBudget budget(c);
+    // The first budget is what the device offers now, and no budget is more than its limit:
+    // the rest comes when the sources see room for it.
+    BudgetPolicyOptions policy;
+    if (offer > 0) policy.start_bytes = std::max<uint64_t>(1, budget.ElasticFor(offer));
+    if (const uint64_t limit = DeviceMemoryLimit(); limit > 0) {
+      policy.ceiling_bytes = std::max<uint64_t>(1, budget.ElasticFor(limit));
+    }
     m->memory = std::make_unique<MemoryGovernor>(
         m->scheduler.get(),
         config.memory_pressure == 1 ? DetectPressureSources()
                                     : std::vector<std::unique_ptr<PressureSource>>{},
-        MemoryBudget(c), BudgetPolicyOptions{}, 100, std::move(planner));
+        budget, policy, 100, std::move(planner), [] { return ProcessResidentBytes(); });
   }
   return m;
 }

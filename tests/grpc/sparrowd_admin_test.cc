@@ -775,9 +775,11 @@ TEST(SparrowdAdminTest, TheOperatorMovesTheMemoryBudgetWhileServing) {
   EXPECT_EQ(m["budget_bytes"], m["ceiling_bytes"]);
   const json& c = m["consumers"];
   EXPECT_EQ(m["budget_bytes"].get<uint64_t>(),
-            c["weights_bytes"].get<uint64_t>() + c["scratch_bytes"].get<uint64_t>() +
-                c["kv_pool_bytes"].get<uint64_t>() + c["neuron_cache_bytes"].get<uint64_t>());
+            c["process_bytes"].get<uint64_t>() + c["weights_bytes"].get<uint64_t>() +
+                c["scratch_bytes"].get<uint64_t>() + c["kv_pool_bytes"].get<uint64_t>() +
+                c["neuron_cache_bytes"].get<uint64_t>());
   EXPECT_GT(c["weights_bytes"].get<uint64_t>(), 0u);
+  EXPECT_GT(c["process_bytes"].get<uint64_t>(), 0u) << "the process's own baseline counts";
   const uint64_t floor = m["floor_bytes"];
   EXPECT_LT(floor, m["ceiling_bytes"].get<uint64_t>());
   const int64_t kv_blocks = m["kv_pool"]["blocks"];

@@ -197,17 +197,29 @@ TEST(CliTest, PlanRefusesAnInfeasibleBudgetNamingTheSmallestThatWorks) {
 
 // A long training context (here 1M tokens of a tiny model): the KV pool it would need is most
 // of the floor, and the refusal says so and how to plan for less.
-TEST(CliTest, PlanSaysWhenTheTrainingContextsKvIsWhatDoesNotFit) {
+TEST(CliTest, PlanFitsTheContextToTheBudgetAndNamesWhatDoesNotFit) {
   testing::LlamaModelSpec spec;
   spec.n_ctx = 1u << 20;
   const std::string model = testing::TempPath("long-context.gguf");
   ASSERT_TRUE(testing::WriteLlamaModel(spec, model).ok());
   const std::string hw = WriteHardwareProfile();
+  // By default the KV pool is for the context sparrowd would choose in that budget.
   CliRun r = Sparrow("plan -m " + model + " --hw " + hw + " --budget-mb 16");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("(fitted to the budget; the training context is 1048576)"),
+            std::string::npos)
+      << r.out;
+  // Asked for the whole training context: the KV pool is what does not fit, and it says so.
+  r = Sparrow("plan -m " + model + " --hw " + hw + " --budget-mb 16 --kv-tokens 1048576");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_EQ(Lines(r.err), 1) << r.err;
   EXPECT_NE(r.err.find("most of it is the KV pool for 1048576 tokens"), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find("the model's training context"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("a smaller --kv-tokens plans for less"), std::string::npos) << r.err;
+  // With a short context another part is the largest, and it is the one named (this tiny
+  // model's prompt-chunk scratch).
+  r = Sparrow("plan -m " + model + " --hw " + hw + " --budget-mb 0.01 --kv-tokens 16");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("most of it is the step's scratch"), std::string::npos) << r.err;
   r = Sparrow("plan -m " + model + " --hw " + hw + " --budget-mb 16 --kv-tokens 2048");
   EXPECT_EQ(r.exit_code, 0) << r.err;
 }

@@ -3,6 +3,7 @@
 // the cgroup's pressure events and headroom reach sparrowd's memory governor, the KV pool and
 // the neuron cache shrink and their memory goes back, nothing is OOM-killed, every stream
 // completes; when the hog leaves, the cache grows back.
+// Beside it, the context and budget sparrowd chooses for itself inside a cgroup's limit.
 // Skips where the machine has no cgroup v1 memory controller or the test may not create a
 // cgroup, or with SPARROW_SQUEEZE_TEST=0. History: with the neuron cache alone under the budget
 // it passed 2 of 3 runs (session 13); with the KV pool under it too, growth capped by the room
@@ -120,21 +121,40 @@ std::string SqueezeModel() {
   return testing::WriteConvertedModel("squeeze", s);
 }
 
-TEST(SparrowdSqueezeTest, TheCacheGivesWayToAHogAndComesBack) {
+// A cgroup v1 memory group of this test's own under ours, removed at the end of the scope; empty
+// with `skip` set where the machine has none or the test may not create one.
+struct TestCgroup {
+  std::string dir;
+  ~TestCgroup() {
+    if (!dir.empty()) rmdir(dir.c_str());
+  }
+};
+
+bool MakeTestCgroup(const std::string& name, TestCgroup* cg, std::string* skip) {
   const char* enabled = std::getenv("SPARROW_SQUEEZE_TEST");
-  if (enabled && std::string(enabled) == "0") GTEST_SKIP() << "SPARROW_SQUEEZE_TEST=0";
+  if (enabled && std::string(enabled) == "0") {
+    *skip = "SPARROW_SQUEEZE_TEST=0";
+    return false;
+  }
   const std::string ours = FindMemoryCgroupV1();
   if (ours.empty() || !std::filesystem::exists(ours + "/memory.pressure_level")) {
-    GTEST_SKIP() << "no cgroup v1 memory controller here";
+    *skip = "no cgroup v1 memory controller here";
+    return false;
   }
-  const std::string dir = ours + "/sparrow-squeeze-test-" + std::to_string(getpid());
+  const std::string dir = ours + "/sparrow-" + name + "-" + std::to_string(getpid());
   if (mkdir(dir.c_str(), 0755) != 0) {
-    GTEST_SKIP() << "cannot create a cgroup under " << ours << ": " << std::strerror(errno);
+    *skip = "cannot create a cgroup under " + ours + ": " + std::strerror(errno);
+    return false;
   }
-  struct Cleanup {
-    std::string dir;
-    ~Cleanup() { rmdir(dir.c_str()); }
-  } cleanup{dir};
+  cg->dir = dir;
+  return true;
+}
+
+TEST(SparrowdSqueezeTest, TheCacheGivesWayToAHogAndComesBack) {
+  TestCgroup cleanup;
+  std::string skip;
+  if (!MakeTestCgroup("squeeze-test", &cleanup, &skip)) GTEST_SKIP() << skip;
+  const std::string& dir = cleanup.dir;
   const std::string model = SqueezeModel();
   ASSERT_FALSE(model.empty());
 
@@ -297,6 +317,58 @@ TEST(SparrowdSqueezeTest, TheCacheGivesWayToAHogAndComesBack) {
         Gauge(Get(port, "/metrics"), "sparrow_memory_budget_bytes\\{consumer=\"neuron_cache\"\\}");
   }
   EXPECT_GT(budget_after, budget_squeezed) << "growing back once quiet";
+  p->Signal(SIGKILL);
+  p->Wait(std::chrono::seconds(5));
+}
+
+// With no --n-ctx, a model trained for 1048576 positions (512 bytes of KV each: 512 MiB for one
+// request) started in a 128 MiB cgroup serves a context whose KV fits beside the rest, and its
+// memory budget starts and stays within the limit; a request beyond that context is refused
+// naming it.
+TEST(SparrowdSqueezeTest, WithoutNCtxTheContextAndTheBudgetFitTheCgroup) {
+  TestCgroup cg;
+  std::string skip;
+  if (!MakeTestCgroup("fit-test", &cg, &skip)) GTEST_SKIP() << skip;
+  constexpr int64_t kLimit = int64_t{128} << 20;
+  std::ofstream(cg.dir + "/memory.limit_in_bytes") << kLimit;
+  testing::LlamaModelSpec spec;
+  spec.n_ctx = 1u << 20;
+  const int64_t kv_per_token = 2 * spec.n_layer * spec.n_head_kv * (spec.n_embd / spec.n_head) * 4;
+  const std::string model = testing::TempPath("fit-long-context.gguf");
+  ASSERT_TRUE(testing::WriteLlamaModel(spec, model).ok());
+
+  SparrowdProcess::Options o;
+  o.args = {"--model", model, "--port", "0", "--grpc-port", "-1", "--threads", "1"};
+  o.cgroup_procs = cg.dir + "/cgroup.procs";
+  std::string error;
+  auto p = SparrowdProcess::Start(SparrowdProcess::Binary(SPARROWD), o, &error);
+  ASSERT_NE(p, nullptr) << error;
+  std::smatch fit;
+  const std::string log = p->Stdout();
+  ASSERT_TRUE(std::regex_search(log, fit, std::regex("n_ctx ([0-9]+) to fit the device"))) << log;
+  const int64_t n_ctx = std::stoll(fit[1]);
+  EXPECT_LT(n_ctx, int64_t{1} << 20);
+  EXPECT_GE(n_ctx, 4096) << "most of the limit is left for it";
+  EXPECT_EQ(n_ctx % 256, 0);
+  EXPECT_LE(n_ctx * kv_per_token, kLimit / 2) << "one request's KV takes at most half";
+  EXPECT_NE(log.find("needs 512 MiB of KV; the device offers 128 MiB"), std::string::npos) << log;
+
+  const std::string metrics = Get(p->http_port(), "/metrics");
+  const double total = Gauge(metrics, "sparrow_memory_budget_bytes\\{consumer=\"total\"\\}");
+  EXPECT_GT(total, 0) << metrics;
+  EXPECT_LE(total, static_cast<double>(kLimit)) << "the first budget is within the limit";
+  EXPECT_LE(Gauge(metrics, "sparrow_memory_ceiling_bytes"), static_cast<double>(kLimit));
+  EXPECT_LE(Gauge(metrics, "sparrow_memory_floor_bytes"), static_cast<double>(kLimit));
+  EXPECT_GT(Gauge(metrics, "sparrow_memory_budget_bytes\\{consumer=\"process\"\\}"), 0);
+
+  json b = Body(Post(p->http_port(), "/v1/completions",
+                     json{{"prompt", "a b c"}, {"max_tokens", 8}, {"temperature", 0}}.dump()));
+  ASSERT_TRUE(b.contains("choices")) << b.dump();
+  EXPECT_EQ(b["choices"][0]["finish_reason"], "length");
+  b = Body(Post(p->http_port(), "/v1/completions",
+                json{{"prompt", "a b c"}, {"max_tokens", n_ctx + 1}}.dump()));
+  EXPECT_NE(b.dump().find("maximum context length is " + std::to_string(n_ctx)), std::string::npos)
+      << b.dump();
   p->Signal(SIGKILL);
   p->Wait(std::chrono::seconds(5));
 }

@@ -390,16 +390,19 @@ TEST(SparrowdShardTest, AWorkerWhoseBudgetShrinksGetsASmallerSlice) {
   nlohmann::json s = Shards(coord->http_port());
   ASSERT_EQ(s["placement"].size(), 2u) << s.dump();
   const int64_t before = worker_neurons(s);
-  EXPECT_GT(before, 8192 * 2 / 5) << s.dump();  // about half: the devices are alike
+  // About half: the devices are alike; less when the loopback link measured slow under load
+  // (28% seen with both cores busy).
+  EXPECT_GT(before, 8192 / 5) << s.dump();
 
-  // 90 MB: the worker may hold about a third of the model's layers now.
-  std::ofstream(dir + "/memory.limit_in_bytes") << (90 << 20);
+  // 40 MiB: the worker may hold about a seventh of the model's layers now.
+  std::ofstream(dir + "/memory.limit_in_bytes") << (40 << 20);
   for (int i = 0; i < 300 && Shards(coord->http_port())["replans"] != 1; ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   s = Shards(coord->http_port());
   ASSERT_EQ(s["replans"], 1) << s.dump() << coord->Stdout();
-  EXPECT_LT(worker_neurons(s), 8192 * 36 / 100) << s.dump();
-  EXPECT_NE(coord->Stdout().find("offers 80 MiB (was "), std::string::npos) << coord->Stdout();
+  EXPECT_LT(worker_neurons(s), 8192 / 6) << s.dump();
+  EXPECT_LT(worker_neurons(s), before) << s.dump();
+  EXPECT_NE(coord->Stdout().find("offers 35 MiB (was "), std::string::npos) << coord->Stdout();
   // And it serves on the new slices.
   Reply r = Post(coord->http_port(), "/v1/completions",
                  {{"prompt", "Once upon a time"}, {"max_tokens", 4}, {"temperature", 0}});

@@ -29,6 +29,21 @@ TEST(BudgetPolicyTest, StartsAtTheCeiling) {
   EXPECT_FALSE(p.starved(0));
 }
 
+TEST(BudgetPolicyTest, StartsAtWhatTheDeviceOfferedAndGrowsOnlyIntoRoom) {
+  BudgetPolicyOptions o = Options();
+  o.start_bytes = 300 * kMiB;
+  BudgetPolicy p(o);
+  EXPECT_EQ(p.target(), 300 * kMiB);
+  EXPECT_FALSE(p.OnTick(100000, 0, 300 * kMiB)) << "no room, no growth";
+  auto c = p.OnTick(102000, 50 * kMiB, 300 * kMiB);
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->bytes, 350 * kMiB) << "a step, at most the room";
+  o.start_bytes = 10 * kMiB;
+  EXPECT_EQ(BudgetPolicy(o).target(), 100 * kMiB) << "never under the floor";
+  o.start_bytes = 5000 * kMiB;
+  EXPECT_EQ(BudgetPolicy(o).target(), 1000 * kMiB) << "never over the ceiling";
+}
+
 TEST(BudgetPolicyTest, EachLevelShrinksByItsOwnMeasure) {
   BudgetPolicy p(Options());
   auto c = p.OnPressure(PressureLevel::kLow, "cgroup-v1: low", 1000);
