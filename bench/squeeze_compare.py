@@ -201,7 +201,8 @@ def main():
     p.add_argument("--streams", type=int, default=2)
     p.add_argument("--tokens", type=int, default=16)
     p.add_argument("--threads", type=int, default=2)
-    p.add_argument("--ctx", type=int, default=1024)
+    p.add_argument("--ctx", type=int, default=1024,
+                   help="context per stream; 0: sparrowd chooses it from the limit (no --n-ctx)")
     p.add_argument("--sample-s", type=float, default=0.5)
     p.add_argument("--window", type=float, default=10, help="seconds of the tok/s window")
     p.add_argument("--out", default="squeeze")
@@ -214,8 +215,8 @@ def main():
     runs = {
         "sparrowd": [args.sparrowd, "--model", args.sparrow_model, "--port", str(port),
                      "--grpc-port", "-1", "--threads", str(args.threads), "--cache-mb",
-                     str(args.cache_mb), "--n-ctx", str(args.ctx), "--max-running",
-                     str(args.streams)],
+                     str(args.cache_mb), "--max-running", str(args.streams)] +
+                    (["--n-ctx", str(args.ctx)] if args.ctx > 0 else []),
         "llama": [args.llama_server, "-m", args.llama_model, "--port", str(port + 1), "-t",
                   str(args.threads), "-c", str(args.ctx * args.streams), "-np",
                   str(args.streams)],
@@ -224,6 +225,9 @@ def main():
         del runs["llama"]
     elif not args.llama_model:
         raise SystemExit("squeeze_compare: --llama-server needs --llama-model")
+    elif args.ctx <= 0:
+        raise SystemExit("squeeze_compare: --llama-server needs --ctx N (llama-server would "
+                         "take the training context)")
     summaries = []
     # Each server on its own port: a killed one may hold its socket for a moment.
     for i, (name, cmd) in enumerate(runs.items()):

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <memory>
 
+#include "engine/sparse/hot_lru_rule.h"
 #include "engine/sparse/neuron_cache.h"
 
 namespace sparrow {
@@ -118,8 +119,11 @@ class HotAndLruReplay : public ReplayCache {
         capacity_(capacity),
         ranked_(ranked),
         n_ff_(trace.n_ff()),
-        hot_(static_cast<size_t>(trace.n_layer() * trace.n_ff()), 0) {
-    Split(capacity / 2);
+        hot_(static_cast<size_t>(trace.n_layer() * trace.n_ff()), 0),
+        rule_(trace.n_layer(), trace.n_ff(), kConfiguredShare) {
+    Split(static_cast<int64_t>(static_cast<double>(capacity) * kConfiguredShare));
+    configured_hot_ = hot_;
+    configured_lru_slots_ = lru_slots_;
   }
   int64_t Use(int64_t layer, std::span<const int32_t> ids) override {
     cold_.clear();
@@ -127,9 +131,19 @@ class HotAndLruReplay : public ReplayCache {
       if (!hot_[layer * n_ff_ + id]) cold_.push_back(id);
     }
     const int64_t missed = lru_->Use(layer, cold_);
-    window_lookups_ += static_cast<int64_t>(cold_.size());
-    window_hits_ += static_cast<int64_t>(cold_.size()) - missed;
-    if (++window_calls_ >= 16 * trace_.n_layer()) MaybeAdapt();
+    if (rule_.given_away()) {
+      ghost_.clear();
+      for (int32_t id : ids) {
+        if (!configured_hot_[layer * n_ff_ + id]) ghost_.push_back(id);
+      }
+      rule_.CountGhost(static_cast<int32_t>(layer), ghost_, configured_lru_slots_);
+    } else {
+      rule_.CountLru(static_cast<int64_t>(cold_.size()),
+                     static_cast<int64_t>(cold_.size()) - missed);
+    }
+    if (const auto share = rule_.EndCall(lru_slots_, lru_->full())) {
+      Split(static_cast<int64_t>(static_cast<double>(capacity_) * *share));
+    }
     return missed;
   }
 
@@ -147,16 +161,9 @@ class HotAndLruReplay : public ReplayCache {
     lru_ = std::make_unique<TwoQueueReplay>(trace_, record_bytes_,
                                             static_cast<uint64_t>(lru_slots_) * record_bytes_);
   }
-  // NeuronStore's adaptive rule (NeuronStore::MaybeAdapt): an LRU part that finds under one
-  // lookup in twenty over 16 tokens, full and looked up more than twice its size, gives its
-  // bytes to the hot segment for good. Without it the curve was pessimistic wherever a token's
-  // cold neurons outnumber the LRU's slots.
-  void MaybeAdapt() {
-    const bool thrashing = lru_slots_ > 0 && window_lookups_ > 2 * lru_slots_ &&
-                           window_hits_ * 20 < window_lookups_ && lru_->full();
-    window_calls_ = window_lookups_ = window_hits_ = 0;
-    if (thrashing) Split(capacity_);
-  }
+  // NeuronStore's share, judged by the same rule (HotLruRule): without it the curve was
+  // pessimistic wherever a token's cold neurons outnumber the LRU's slots.
+  static constexpr double kConfiguredShare = 0.5;
 
   const NeuronTrace& trace_;
   const size_t record_bytes_;
@@ -164,10 +171,11 @@ class HotAndLruReplay : public ReplayCache {
   const std::vector<std::vector<int32_t>>& ranked_;
   const int64_t n_ff_;
   std::vector<uint8_t> hot_;
-  std::vector<int32_t> cold_;
+  std::vector<uint8_t> configured_hot_;
+  std::vector<int32_t> cold_, ghost_;
   std::unique_ptr<TwoQueueReplay> lru_;
-  int64_t lru_slots_ = 0;
-  int64_t window_calls_ = 0, window_lookups_ = 0, window_hits_ = 0;
+  int64_t lru_slots_ = 0, configured_lru_slots_ = 0;
+  HotLruRule rule_;
 };
 
 // Each layer's neurons by how often the trace's tokens outside [skip_begin, skip_end) use them,

@@ -250,6 +250,7 @@ NeuronCacheStats NeuronCache::stats() const {
   st.capacity = capacity_;
   st.capacity_bytes = capacity_bytes_;
   st.mapped_bytes = arena_.mapped_bytes();
+  st.held_bytes = std::min(st.mapped_bytes, static_cast<size_t>(used_) * arena_.slot_bytes());
   st.shrink_pending = shrink_pending_;
   return st;
 }

@@ -76,14 +76,15 @@ NeuronStore::NeuronStore(const NeuronBundleLayout& layout, std::unique_ptr<Bundl
       n_ff_(layout.layers.empty() ? 0 : static_cast<int64_t>(layout.layers[0].neuron_ids.size())),
       record_bytes_(static_cast<size_t>(layout.largest_record_bytes())),
       hot_share_(options.hot_share),
-      adaptive_(options.adaptive),
       reader_(std::move(reader)),
       cache_(std::make_unique<NeuronCache>(n_layer_, n_ff_, record_bytes_, 0)),
       hot_base_(static_cast<size_t>(n_layer_), nullptr),
       hot_(static_cast<size_t>(n_layer_), 0),
       env_(options.env ? options.env : Env::Default()),
       read_ahead_(options.read_ahead),
-      io_(std::make_unique<IoThread>()) {}
+      io_(std::make_unique<IoThread>()) {
+  if (options.adaptive) rule_.emplace(n_layer_, n_ff_, options.hot_share);
+}
 
 NeuronStore::~NeuronStore() {
   if (reading_) (void)Finish(&read_failed_);
@@ -96,8 +97,12 @@ NeuronStore::~NeuronStore() {
 }
 
 int64_t NeuronStore::HotRecordsFor(size_t cache_bytes) const {
+  return HotRecordsAt(cache_bytes, hot_share_);
+}
+
+int64_t NeuronStore::HotRecordsAt(size_t cache_bytes, double share) const {
   if (n_layer_ == 0) return 0;
-  const double hot = static_cast<double>(cache_bytes) * hot_share_;
+  const double hot = static_cast<double>(cache_bytes) * share;
   const auto per_layer = static_cast<int64_t>(hot / static_cast<double>(n_layer_) /
                                               static_cast<double>(record_bytes_));
   return std::clamp<int64_t>(per_layer, 0, n_ff_);
@@ -309,6 +314,7 @@ void NeuronStore::Start(int32_t layer, std::span<const int32_t> ids, const uint8
     }
   }
   hot_hits_ += static_cast<int64_t>(ids.size() - cache_ids_.size());
+  if (rule_ && rule_->given_away()) CountGhost(layer, ids);
   slots_.resize(cache_ids_.size());
   misses_.clear();
   cache_->Acquire(layer, cache_ids_, slots_.data(), &misses_);
@@ -393,27 +399,42 @@ void NeuronStore::Release() {
   }
   cache_->Release(layer_, cache_ids_, slots_, cache_failed_);
   layer_ = -1;
-  ++window_calls_;
-  window_lookups_ += static_cast<int64_t>(cache_ids_.size());
-  for (uint8_t* s : slots_) window_hits_ += s != nullptr;
-  window_hits_ -= static_cast<int64_t>(misses_.size());
+  int64_t hits = 0;
+  for (uint8_t* s : slots_) hits += s != nullptr;
+  hits -= static_cast<int64_t>(misses_.size());
   Unpin();
-  if (adaptive_) MaybeAdapt();
+  if (rule_) Adapt(hits);
 }
 
-void NeuronStore::MaybeAdapt() {
-  if (window_calls_ < 16 * n_layer_) return;
+void NeuronStore::CountGhost(int32_t layer, std::span<const int32_t> ids) {
+  const int64_t hot = HotRecordsAt(capacity_bytes_, rule_->configured_share());
+  ghost_ids_.clear();
+  for (int32_t id : ids) {
+    if (id >= hot) ghost_ids_.push_back(id);
+  }
+  const auto hot_bytes = static_cast<size_t>(hot * n_layer_) * record_bytes_;
+  const size_t lru_bytes = capacity_bytes_ > hot_bytes ? capacity_bytes_ - hot_bytes : 0;
+  rule_->CountGhost(layer, ghost_ids_, static_cast<int64_t>(lru_bytes / record_bytes_));
+}
+
+void NeuronStore::Adapt(int64_t hits) {
+  if (!rule_->given_away()) rule_->CountLru(static_cast<int64_t>(cache_ids_.size()), hits);
   const NeuronCacheStats c = cache_->stats();
-  const bool thrashing = c.capacity > 0 && c.used >= c.capacity &&
-                         window_lookups_ > 2 * c.capacity && window_hits_ * 20 < window_lookups_;
-  const int64_t lookups = window_lookups_, hits = window_hits_;
-  window_calls_ = window_lookups_ = window_hits_ = 0;
-  if (!thrashing || hot_share_ >= 1.0) return;
-  spdlog::info(
-      "neuron cache: its LRU part found {} of {} lookups over the last 16 tokens (a token's "
-      "misses outnumber its {} slots); its {:.1f} MiB go to the hot segment",
-      hits, lookups, c.capacity, static_cast<double>(c.capacity) * record_bytes_ / 1048576.0);
-  hot_share_ = 1.0;
+  const std::optional<double> share = rule_->EndCall(c.capacity, c.used >= c.capacity);
+  if (!share) return;
+  if (rule_->given_away()) {
+    spdlog::info(
+        "neuron cache: its LRU part found {} of {} lookups over the last 16 tokens (a token's "
+        "misses outnumber its {} slots); its {:.1f} MiB go to the hot segment",
+        rule_->last_hits(), rule_->last_lookups(), c.capacity,
+        static_cast<double>(c.capacity) * record_bytes_ / 1048576.0);
+  } else {
+    spdlog::info(
+        "neuron cache: an LRU part would have found {} of {} lookups over the last 16 tokens; "
+        "it gets its share back (hot share {:.2f})",
+        rule_->last_hits(), rule_->last_lookups(), *share);
+  }
+  hot_share_ = *share;
   (void)Resize(capacity_bytes_);
 }
 

@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -29,6 +30,7 @@
 #include "engine/common/result.h"
 #include "engine/model/model.h"
 #include "engine/sparse/bundle_reader.h"
+#include "engine/sparse/hot_lru_rule.h"
 #include "engine/sparse/io_thread.h"
 #include "engine/sparse/neuron_cache.h"
 #include "engine/sparse/record_arrivals.h"
@@ -39,9 +41,8 @@ struct NeuronStoreOptions {
   size_t cache_bytes = 0;  // hot segment + dynamic cache
   // Share of cache_bytes given to the hot segment (each layer's first records).
   double hot_share = 0.5;
-  // The LRU part earns its share or gives it up: when it is full and finds under 5% of its
-  // lookups over 16 tokens (one token's misses outnumber its slots: it thrashes), its bytes go
-  // to the hot segment (hot share 1).
+  // The LRU part earns its share (HotLruRule): thrashing, its bytes go to the hot segment; when
+  // a ghost of it would find one lookup in five again, it gets them back.
   bool adaptive = true;
   bool direct = true;  // O_DIRECT (falls back to buffered reads + DONTNEED)
   // Reads in flight at once (io_uring; 0 or 1: one pread at a time). A step's misses are issued
@@ -168,11 +169,15 @@ class NeuronStore {
   const int64_t n_layer_, n_ff_;
   const size_t record_bytes_;  // the largest layer's (cache slots fit every layer)
   std::atomic<double> hot_share_;
-  const bool adaptive_;
-  // The adaptive rule's window: cache lookups and hits since it last looked.
-  int64_t window_calls_ = 0, window_lookups_ = 0, window_hits_ = 0;
-  // Gives the LRU's bytes to the hot segment when it thrashes (NeuronStoreOptions::adaptive).
-  void MaybeAdapt();
+  // The hot/LRU split's judge (NeuronStoreOptions::adaptive); empty when the share is fixed.
+  std::optional<HotLruRule> rule_;
+  std::vector<int32_t> ghost_ids_;
+  // Each layer's hot records for `cache_bytes` at `share`.
+  int64_t HotRecordsAt(size_t cache_bytes, double share) const;
+  // Feeds the rule a call's cold neurons at the configured share while the LRU is given away.
+  void CountGhost(int32_t layer, std::span<const int32_t> ids);
+  // Feeds the rule the call just released; applies a new share.
+  void Adapt(int64_t hits);
   std::unique_ptr<BundleReader> reader_;
   std::unique_ptr<NeuronCache> cache_;
 

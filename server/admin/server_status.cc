@@ -184,7 +184,7 @@ json MemoryJson(const MemoryGovernorStats& m, const SchedulerStats& s) {
   if (s.neuron_cache) {
     j["neuron_cache"] = {
         {"capacity_bytes", s.neuron_cache->capacity_bytes},
-        {"resident_bytes", s.neuron_cache->hot_bytes + s.neuron_cache->cache.mapped_bytes}};
+        {"resident_bytes", s.neuron_cache->hot_bytes + s.neuron_cache->cache.held_bytes}};
   }
   return j;
 }

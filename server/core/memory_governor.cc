@@ -85,7 +85,7 @@ void MemoryGovernor::OnEvent(std::string_view source, const PressureReading& r) 
 uint64_t MemoryGovernor::ElasticInUse() const {
   const SchedulerStats s = scheduler_->Stats();
   uint64_t bytes = static_cast<uint64_t>(s.kv.touched_blocks * scheduler_->kv_block_bytes());
-  if (s.neuron_cache) bytes += s.neuron_cache->hot_bytes + s.neuron_cache->cache.mapped_bytes;
+  if (s.neuron_cache) bytes += s.neuron_cache->hot_bytes + s.neuron_cache->cache.held_bytes;
   return bytes;
 }
 

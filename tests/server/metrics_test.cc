@@ -63,7 +63,8 @@ TEST(MetricsTest, NeuronCacheCountersAppearWithAStore) {
   c.cache.evictions = 2;
   c.capacity_bytes = 1 << 20;
   c.hot_bytes = 4096;
-  c.cache.mapped_bytes = 8192;
+  c.cache.mapped_bytes = 4 << 20;  // a whole chunk mapped, two records' bytes in it held
+  c.cache.held_bytes = 8192;
   c.reads.bytes = 12288;
   c.reads.latency[0] = 1;
   c.reads.latency[2] = 2;

@@ -144,12 +144,14 @@ TEST(NeuronCache, ShrinkKeepsTheHotBundlesWithTheirBytesAndUnmapsChunks) {
   for (int32_t i = 0; i < 1000; i += 20) hot.push_back(i);  // 50 bundles hit again
   Touch(c, 1, hot);
   EXPECT_EQ(c.stats().mapped_bytes, 63 * chunk);  // 1000 slots: 62.5 chunks
+  EXPECT_EQ(c.stats().held_bytes, 1000 * kRecord) << "what the bundles fill, not the chunks";
 
   ASSERT_TRUE(c.Resize(100 * kRecord).ok());
   const NeuronCacheStats s = c.stats();
   EXPECT_EQ(s.capacity, 100);
   EXPECT_EQ(s.used, 100);
   EXPECT_EQ(s.mapped_bytes, 7 * chunk);
+  EXPECT_EQ(s.held_bytes, 100 * kRecord);
   EXPECT_FALSE(s.shrink_pending);
   for (int32_t id : hot) EXPECT_TRUE(c.Contains(1, id)) << id;
   // Kept bundles moved into low slots with their bytes (Touch checks the pattern of every hit).

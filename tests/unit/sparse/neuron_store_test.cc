@@ -246,7 +246,8 @@ TEST_F(NeuronStoreTest, StartHandsOutWhatIsInMemoryWhileTheMissesAreRead) {
 }
 
 // The LRU part earns its share: steps whose misses outnumber its slots (it thrashes) hand its
-// bytes to the hot segment; steps that reuse what it holds keep the split.
+// bytes to the hot segment; steps that reuse what it holds keep the split, and steps that would
+// reuse it again take it back.
 TEST_F(NeuronStoreTest, AThrashingCacheGivesItsBytesToTheHotSegment) {
   const int64_t n_layer = model_->config().n_layer;
   for (bool reuse : {true, false}) {
@@ -266,9 +267,22 @@ TEST_F(NeuronStoreTest, AThrashingCacheGivesItsBytesToTheHotSegment) {
     const NeuronStoreStats st = s->stats();
     EXPECT_EQ(st.hot_share, reuse ? 0.5 : 1.0);
     EXPECT_LE(st.hot_bytes + st.cache.capacity * record_bytes(), all_bytes() / 8);
-    if (!reuse) {
-      EXPECT_GT(st.hot_records, 16 * n_layer);  // growing toward 32 per layer
+    if (reuse) continue;
+    EXPECT_GT(st.hot_records, 16 * n_layer);  // growing toward 32 per layer
+    // Steps that reuse a few neurons again: a ghost of the LRU would find them, so the LRU
+    // gets its share back (a spell of thrashing is not forever).
+    for (int token = 0; token < 32; ++token) {
+      for (int32_t layer = 0; layer < n_layer; ++layer) {
+        std::vector<int32_t> ids(12);
+        std::iota(ids.begin(), ids.end(), 100);
+        EXPECT_TRUE(AcquireAndCheck(*s, layer, ids).empty());
+      }
     }
+    const NeuronStoreStats back = s->stats();
+    EXPECT_EQ(back.hot_share, 0.5);
+    EXPECT_EQ(back.hot_records, 16 * n_layer) << "the hot segment gave the LRU's bytes back";
+    EXPECT_GT(back.cache.capacity, 0);
+    EXPECT_LE(back.hot_bytes + back.cache.capacity * record_bytes(), all_bytes() / 8);
   }
 }
 
