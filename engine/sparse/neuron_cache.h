@@ -28,9 +28,9 @@ struct NeuronCacheStats {
   int64_t bypassed = 0;          // misses that found no slot (all pinned or no capacity)
   int64_t used = 0;              // bundles held
   int64_t active = 0, inactive = 0, pinned = 0;
-  int64_t capacity = 0;         // bundles it may hold
-  size_t capacity_bytes = 0;    // what Resize asked for
-  size_t mapped_bytes = 0;      // address space taken from the OS (whole chunks)
+  int64_t capacity = 0;       // bundles it may hold
+  size_t capacity_bytes = 0;  // what Resize asked for
+  size_t mapped_bytes = 0;    // address space taken from the OS (whole chunks)
   // The bytes the bundles held fill (at most mapped_bytes): what "resident" means in every report
   // and what the memory budget counts. A chunk's untouched slots cost nothing; transparent huge
   // pages may back a little more.
