@@ -1,5 +1,6 @@
 #include "server/core/memory_governor.h"
 
+#include <malloc.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -26,6 +27,10 @@ BudgetPolicyOptions Elastic(const MemoryBudget& budget, BudgetPolicyOptions poli
   policy.floor_bytes = budget.elastic_floor();
   return policy;
 }
+
+// What the planner's solver may take beside the process: `sparrow plan` peaks 30 MB over
+// `sparrow info` on the KJV model (/usr/bin/time -v), with a margin.
+constexpr uint64_t kSolverHeapBytes = uint64_t{48} << 20;
 
 std::string Mib(uint64_t bytes) {
   return std::to_string(bytes >> 20) + " MiB";
@@ -74,7 +79,7 @@ void MemoryGovernor::OnEvent(std::string_view source, const PressureReading& r) 
                             (r.detail.empty() ? "" : " (" + r.detail + ")");
   if (auto change = policy_.OnPressure(r.level, cause, NowMs(), ElasticInUse())) {
     ++stats_.shrinks;
-    Plan(*change);
+    Plan(*change, /*solve=*/false);
     // The KV pool and the rest wait for the step in flight; the cache need not.
     if (r.level == PressureLevel::kCritical) {
       scheduler_->ShrinkNeuronCacheNow(static_cast<size_t>(stats_.split.neuron_cache));
@@ -94,12 +99,18 @@ void MemoryGovernor::OnTick(std::optional<uint64_t> room) {
   const uint64_t before = policy_.target();
   const uint64_t in_use = ElasticInUse();
   if (room && process_resident_) room = budget_.RoomForElastic(*room, process_resident_(), in_use);
-  if (auto change = policy_.OnTick(NowMs(), room, in_use)) {
+  room_ = room;
+  const uint64_t now = NowMs();
+  if (auto change = policy_.OnTick(now, room, in_use)) {
     // Down on a tick: the operator's cap, or a target the room no longer backs.
     ++(change->bytes > before
            ? stats_.grows
            : (policy_.operator_limit() ? stats_.operator_changes : stats_.shrinks));
-    Plan(*change);
+    // Growth and the operator's cap come when it is quiet; a target the room no longer backs is
+    // pressure (the policy says so), and is not planned until it is quiet again.
+    Plan(*change, /*solve=*/policy_.level(now) == PressureLevel::kNone);
+  } else if (plan_deferred_ && policy_.level(now) == PressureLevel::kNone && RoomToSolve()) {
+    Plan(BudgetChange{policy_.target(), "quiet again: the budget planned"});
   }
 }
 
@@ -119,11 +130,25 @@ void MemoryGovernor::SetOperatorBudget(std::optional<uint64_t> bytes) {
   }
 }
 
-void MemoryGovernor::Plan(const BudgetChange& change) {
+bool MemoryGovernor::RoomToSolve() const {
+  return !room_ || *room_ >= kSolverHeapBytes;
+}
+
+void MemoryGovernor::Plan(const BudgetChange& change, bool solve) {
   MemorySplit split = budget_.Split(change.bytes);
   MemoryPlan plan;
   plan.version = ++stats_.plan_version;
-  if (planner_) Consult(split, &plan);
+  if (planner_ && solve && RoomToSolve()) {
+    Consult(split, &plan);
+    plan_deferred_ = false;
+  } else if (planner_) {
+    plan_deferred_ = true;
+    stats_.run_plan.reset();
+    stats_.plan_error =
+        "under memory pressure the budget's own split applies; the planner runs once it is quiet "
+        "with room for its solver (" +
+        Mib(kSolverHeapBytes) + ")";
+  }
   if (budget_.consumers().cache_max_bytes > 0) {
     plan.neuron_cache_bytes = static_cast<size_t>(split.neuron_cache);
   }
@@ -169,6 +194,8 @@ void MemoryGovernor::Consult(MemorySplit& split, MemoryPlan* plan) {
       run->predicted_tokens_per_s, binding.empty() ? "none" : binding, run->solve_ms);
   stats_.plan_error.clear();
   stats_.run_plan = std::move(run).value();
+  // The solver's heap goes back to the device, not to malloc's free lists.
+  malloc_trim(0);
 }
 
 int64_t MemoryGovernor::Replan(const std::string& cause) {

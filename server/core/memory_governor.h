@@ -74,13 +74,19 @@ class MemoryGovernor {
   uint64_t ElasticInUse() const;
   // Lets the planner choose the split of `split`'s total and the thread count (under mu_).
   void Consult(MemorySplit& split, MemoryPlan* plan);
-  // Hands a change to the scheduler (under mu_).
-  void Plan(const BudgetChange& change);
+  // Hands a change to the scheduler (under mu_). `solve`: the planner may be asked. It is not
+  // under pressure, nor while the sources see less room than the solver's heap takes (Z3 peaks at
+  // ~30 MB over the process): the budget's own split applies, and the planner runs once it is
+  // quiet with room for it (a solve in a squeezed cgroup got the hog beside it OOM-killed).
+  void Plan(const BudgetChange& change, bool solve = true);
+  bool RoomToSolve() const;
 
   Scheduler* scheduler_;
   const MemoryBudget budget_;
   const PlanFn planner_;
   const std::function<uint64_t()> process_resident_;
+  bool plan_deferred_ = false;    // a budget applied without the planner, to plan once quiet
+  std::optional<uint64_t> room_;  // the sources' last room for the elastic part
   mutable std::mutex mu_;
   BudgetPolicy policy_;
   MemoryGovernorStats stats_;

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/util/golden.h"
+#include "tests/util/hardware_profile.h"
 #include "tests/util/synthetic_llama.h"
 #include "tests/util/test_paths.h"
 
@@ -156,15 +157,7 @@ TEST(CliTest, InfoAndTokenize) {
 }
 
 // A small hand-written hardware profile: two threads, flash measured at 4 and 64 KiB.
-std::string WriteHardwareProfile() {
-  const std::string path = testing::TempPath("hw.yaml");
-  std::ofstream(path) << "version: 1\nmax_threads: 2\nmemory_gb_per_s: [20, 30]\n"
-                         "kernels:\n  q4_0:\n    dense_gb_per_s: [10, 18]\n"
-                         "    gather_gb_per_s: [5, 9]\n"
-                         "flash:\n  rates:\n    - {block_kib: 4, depth: 1, mib_per_s: 50}\n"
-                         "    - {block_kib: 64, depth: 1, mib_per_s: 600}\n";
-  return path;
-}
+using testing::WriteHardwareProfile;
 
 const std::string kKjvQ4 = testing::SharedDir() + "/kjv/models/kjv-llama-5m-q4_0.gguf";
 

@@ -32,6 +32,7 @@
 #include "engine/kernels/quantize.h"
 #include "engine/memory/pressure_source.h"
 #include "tests/util/converted_model.h"
+#include "tests/util/hardware_profile.h"
 #include "tests/util/sparrowd_process.h"
 #include "tests/util/synthetic_llama.h"
 #include "tests/util/test_paths.h"
@@ -164,7 +165,9 @@ TEST(SparrowdSqueezeTest, TheCacheGivesWayToAHogAndComesBack) {
   o.args = {"--model", model, "--port", "0", "--grpc-port", "-1", "--threads", "2", "--cache-mb",
             "64", "--max-running", "8", "--n-ctx", "512",
             // The device's own sources: the cgroup is what this test is about.
-            "--memory-pressure", "1"};
+            "--memory-pressure", "1",
+            // Every budget planned by the Z3 planner, as on a device that ran profile-hw.
+            "--hw-profile", testing::WriteHardwareProfile()};
   o.cgroup_procs = dir + "/cgroup.procs";
   std::string error;
   auto p = SparrowdProcess::Start(SparrowdProcess::Binary(SPARROWD), o, &error);
@@ -187,21 +190,28 @@ TEST(SparrowdSqueezeTest, TheCacheGivesWayToAHogAndComesBack) {
     std::vector<std::string> texts;
     for (auto& x : f) {
       const json b = Body(x.get());
-      texts.push_back(b.contains("choices") ? b["choices"][0]["text"].get<std::string>()
-                                            : "<failed: " + b.dump() + ">");
+      // Complete: its whole answer, ended by the length asked for or the end of text.
+      const bool complete =
+          b.contains("choices") && (b["choices"][0]["finish_reason"] == "length" ||
+                                    b["choices"][0]["finish_reason"] == "stop");
+      texts.push_back(complete ? b["choices"][0]["text"].get<std::string>()
+                               : "<failed: " + b.dump() + ">");
     }
     return texts;
   };
   // Unpressed: the reference outputs, and a full cache.
   const int64_t rss_start = RssBytes(p->pid());
   const std::vector<std::string> reference = run_all();
+  for (const std::string& r : reference) ASSERT_EQ(r.rfind("<failed", 0), std::string::npos) << r;
   const int64_t rss_full = RssBytes(p->pid());
   const std::string full_metrics = Get(port, "/metrics");
   const double budget_full =
       Gauge(full_metrics, "sparrow_memory_budget_bytes\\{consumer=\"neuron_cache\"\\}");
-  ASSERT_EQ(budget_full, 64.0 * (1 << 20));
+  // Unpressed, the whole cache and a KV pool over its floor (the planner, once it has learnt the
+  // predictor's share, may trade some KV for nothing else: the cache is whole already).
+  ASSERT_EQ(budget_full, 64.0 * (1 << 20)) << p->Stdout();
   const double kv_full = Gauge(full_metrics, "sparrow_kv_blocks_total");
-  ASSERT_EQ(kv_full, 256);
+  ASSERT_GT(kv_full, 64) << p->Stdout();
 
   // The limit leaves 32 MiB over what the cgroup holds now; the hog wants that, what the KV pool
   // holds over its least (one context, 16 MiB), and a quarter of what the neuron cache holds,
@@ -274,7 +284,7 @@ TEST(SparrowdSqueezeTest, TheCacheGivesWayToAHogAndComesBack) {
   int same = 0, completed = 0;
   for (size_t i = 0; i < reference.size(); ++i) {
     same += squeezed[i] == reference[i];
-    completed += !squeezed[i].empty() && squeezed[i].rfind("<failed", 0) != 0;
+    completed += squeezed[i].rfind("<failed", 0) != 0;
   }
   EXPECT_EQ(completed, static_cast<int>(reference.size())) << "every stream completed";
   for (size_t i = 0; i < reference.size(); ++i) {
@@ -317,6 +327,18 @@ TEST(SparrowdSqueezeTest, TheCacheGivesWayToAHogAndComesBack) {
         Gauge(Get(port, "/metrics"), "sparrow_memory_budget_bytes\\{consumer=\"neuron_cache\"\\}");
   }
   EXPECT_GT(budget_after, budget_squeezed) << "growing back once quiet";
+  // The planner planned the budgets once it was quiet with room for its solver, not under the
+  // squeeze (its heap would have come from the hog's share).
+  std::string log = p->Stdout();
+  for (int i = 0; i < 300 && log.find("memory: plan for ") == std::string::npos; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    log = p->Stdout();
+  }
+  EXPECT_NE(log.find("memory: plan for "), std::string::npos) << log;
+  std::printf("[squeeze] %s\n",
+              log.find("memory: plan for ") == std::string::npos
+                  ? "never planned"
+                  : log.substr(log.find("memory: plan for ")).substr(0, 160).c_str());
   p->Signal(SIGKILL);
   p->Wait(std::chrono::seconds(5));
 }
