@@ -1,5 +1,6 @@
 #include "server/http/http_session.h"
 
+#include <malloc.h>
 #include <spdlog/spdlog.h>
 
 #include <boost/asio/redirect_error.hpp>
@@ -89,6 +90,9 @@ struct BusyRequest {
   ~BusyRequest() { --state.busy; }
   HttpServerState& state;
 };
+
+// Answers of at least this many tokens give their freed heap back to the OS when done.
+constexpr int64_t kLargeAnswerTokens = 256;
 
 struct OpenConnection {
   explicit OpenConnection(Metrics& m) : metrics(m) { metrics.ConnectionOpened(); }
@@ -202,6 +206,12 @@ asio::awaitable<void> RunHttpSession(asio::ip::tcp::socket socket, ServerContext
     }
     ctx.metrics.RecordResponse("http", std::to_string(log.status));
     LogRequest(log, opts.json_logs);
+    if (!ok || log.completion_tokens >= kLargeAnswerTokens) {
+      // A large answer (n choices of top logprobs build hundreds of MB of small blocks) or one
+      // abandoned half way is freed by now; without a trim glibc keeps the pages (a slow reader
+      // left RSS at 454 MB after its sockets were dropped).
+      malloc_trim(0);
+    }
     if (!ok || !req.keep_alive() || state.draining) break;
   }
   co_await stream.Shutdown();

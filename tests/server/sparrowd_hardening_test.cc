@@ -7,6 +7,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <set>
@@ -235,6 +236,7 @@ TEST(HardeningSlowReaderTest, ReadersThatStallAreDroppedAtTheWriteTimeout) {
   auto p = StartSparrowd(
       {"--grpc-port", "-1", "--write-timeout-ms", "1000", "--max-buffered-bytes", "65536"});
   ASSERT_NE(p, nullptr);
+  const int64_t rss_start = p->ResidentBytes();
   // ~6 MB (non-stream) and ~9 MB (stream) answers: more than the socket buffers hold.
   json big = {{"prompt", "Once upon a time"}, {"max_tokens", 700}, {"n", 16}, {"logprobs", 20}};
   std::vector<int> stalled;
@@ -258,6 +260,17 @@ TEST(HardeningSlowReaderTest, ReadersThatStallAreDroppedAtTheWriteTimeout) {
   // The stream's undelivered output went over the cap: its sixteen choices were cancelled.
   EXPECT_GE(Metric(p->http_port(), "sparrow_requests_total{status=\"cancelled\"}"), 16);
   EXPECT_TRUE(WaitForMetric(p->http_port(), "sparrow_kv_blocks_used", 0));
+  // What the abandoned answers took goes back to the OS (the case: 19 -> 478 MB, and
+  // still 454 MB after the sockets were dropped).
+  int64_t rss_end = p->ResidentBytes();
+  for (int i = 0; i < 100 && rss_end > rss_start + (int64_t{64} << 20); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    rss_end = p->ResidentBytes();
+  }
+  EXPECT_LE(rss_end, rss_start + (int64_t{64} << 20))
+      << "RSS " << (rss_start >> 20) << " MiB at start, " << (rss_end >> 20) << " MiB after";
+  std::printf("[slow reader] sparrowd RSS %lld MiB at start, %lld MiB after the drops\n",
+              static_cast<long long>(rss_start >> 20), static_cast<long long>(rss_end >> 20));
   for (int fd : stalled) ::close(fd);
 }
 

@@ -68,15 +68,6 @@ int64_t OomKills(const std::string& dir) {
   return 0;
 }
 
-int64_t RssBytes(pid_t pid) {
-  std::istringstream in(ReadFile("/proc/" + std::to_string(pid) + "/status"));
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("VmRSS:", 0) == 0) return std::stoll(line.substr(6)) * 1024;
-  }
-  return -1;
-}
-
 std::string Post(int port, const std::string& path, const std::string& body) {
   const int fd = testing::ConnectTcp("127.0.0.1", port, std::chrono::seconds(120));
   if (fd < 0) return "";
@@ -200,10 +191,10 @@ TEST(SparrowdSqueezeTest, TheCacheGivesWayToAHogAndComesBack) {
     return texts;
   };
   // Unpressed: the reference outputs, and a full cache.
-  const int64_t rss_start = RssBytes(p->pid());
+  const int64_t rss_start = p->ResidentBytes();
   const std::vector<std::string> reference = run_all();
   for (const std::string& r : reference) ASSERT_EQ(r.rfind("<failed", 0), std::string::npos) << r;
-  const int64_t rss_full = RssBytes(p->pid());
+  const int64_t rss_full = p->ResidentBytes();
   const std::string full_metrics = Get(port, "/metrics");
   const double budget_full =
       Gauge(full_metrics, "sparrow_memory_budget_bytes\\{consumer=\"neuron_cache\"\\}");
@@ -257,7 +248,7 @@ TEST(SparrowdSqueezeTest, TheCacheGivesWayToAHogAndComesBack) {
           budget_squeezed, Gauge(m, "sparrow_memory_budget_bytes\\{consumer=\"neuron_cache\"\\}"));
       const double kv = Gauge(m, "sparrow_kv_blocks_total");
       if (kv > 0) kv_squeezed = std::min(kv_squeezed, kv);
-      const int64_t rss = RssBytes(p->pid());
+      const int64_t rss = p->ResidentBytes();
       if (rss > 0) rss_squeezed = std::min(rss_squeezed, rss);
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }

@@ -115,6 +115,15 @@ SparrowdProcess::~SparrowdProcess() {
   }
 }
 
+int64_t SparrowdProcess::ResidentBytes() const {
+  std::ifstream in("/proc/" + std::to_string(pid_) + "/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("VmRSS:", 0) == 0) return std::stoll(line.substr(6)) * 1024;
+  }
+  return -1;
+}
+
 void SparrowdProcess::Signal(int sig) {
   if (pid_ <= 0 || exited_) return;
   ::kill(pid_, sig);

@@ -38,6 +38,8 @@ class SparrowdProcess {
   int http_port() const { return http_port_; }
   int grpc_port() const { return grpc_port_; }  // 0 without gRPC
   pid_t pid() const { return pid_; }
+  // Its VmRSS (/proc/PID/status), -1 when gone.
+  int64_t ResidentBytes() const;
 
   // SIGSTOP returns once the whole process has stopped.
   void Signal(int sig);
