@@ -134,6 +134,10 @@ const std::vector<KeySpec>& Keys() {
       {"cache_hot_percent",
        "Share of cache_mb preloaded with each layer's hottest neurons (the rest: an LRU cache)",
        nullptr, &ServerConfig::cache_hot_percent, 0, 100},
+      {"io_depth",
+       "With cache_mb: flash reads in flight at once (io_uring; 1: one read at a time; `sparrow "
+       "bench --io-depth` measures the device)",
+       nullptr, &ServerConfig::io_depth, 1, 4096},
       {"memory_pressure",
        "Size the KV pool and the neuron cache (with cache_mb) by the device's memory pressure, the "
        "operator and the host app (1), by the operator and the host app only (2), or keep them "

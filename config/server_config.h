@@ -62,6 +62,8 @@ struct ServerConfig {
   // file is mapped); cache_hot_percent of them are each layer's hottest, preloaded.
   int64_t cache_mb = -1;
   int64_t cache_hot_percent = 50;
+  // With cache_mb: flash reads in flight at once (io_uring); 1: one pread at a time.
+  int64_t io_depth = 128;
   // With cache_mb: shrink the neuron cache when the device wants memory back (PSI, the cgroup's
   // pressure events and headroom, MemAvailable), the operator or the host app says so, and grow
   // it back when it is quiet (1); the same without watching the device (2: admin API and

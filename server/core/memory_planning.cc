@@ -41,11 +41,13 @@ Result<PlanFn> MakePlanFn(const ServerConfig& config, const ServedModel& m,
   // Built on first use: a PowerInfer file's share of active neurons is known once tokens ran.
   auto inputs = std::make_shared<std::optional<plan::PlanInputs>>();
   const int64_t step_tokens = config.step_token_budget;
-  return PlanFn([&m, hw = std::move(hw), profile, inputs, consumers, max_sparsity,
-                 step_tokens](uint64_t budget) -> Result<plan::RunPlan> {
+  const int io_depth = static_cast<int>(config.io_depth);
+  return PlanFn([&m, hw = std::move(hw), profile, inputs, consumers, max_sparsity, step_tokens,
+                 io_depth](uint64_t budget) -> Result<plan::RunPlan> {
     if (!*inputs) {
       plan::PlanInputsOptions o;
       o.prompt_chunk = step_tokens;  // no step computes more
+      o.io_queue_depth = io_depth;   // the store's reads in flight
       const FfnCounters f = m.scheduler->Stats().ffn;
       if (f.neurons_total > 0) {
         o.active_share =

@@ -44,6 +44,7 @@ Result<std::shared_ptr<const SparsePlan>> MakeSparsePlanFromConfig(const ServerC
   o.profile_path = config.profile;
   if (config.cache_mb >= 0) o.cache_bytes = static_cast<size_t>(config.cache_mb) << 20;
   o.store.hot_share = static_cast<double>(config.cache_hot_percent) / 100.0;
+  o.store.queue_depth = static_cast<int>(config.io_depth);
   auto plan = MakeSparsePlan(model, o, pool);
   if (!plan.ok()) return plan.status().WithContext("config: sparsity");
   return plan;

@@ -88,6 +88,13 @@ TEST(ConfigLoaderTest, BadValuesNameKeyValueAndOrigin) {
   ASSERT_FALSE(y.ok());
   EXPECT_NE(y.status().message().find("unknown key 'prot'"), std::string::npos);
 
+  auto d = LoadServerConfig({"--io-depth", "0"}, none.lookup());
+  ASSERT_FALSE(d.ok());
+  EXPECT_NE(d.status().message().find("'io_depth'"), std::string::npos) << d.status().message();
+  auto d4 = LoadServerConfig({"--io-depth", "4"}, none.lookup());
+  ASSERT_TRUE(d4.ok()) << d4.status().message();
+  EXPECT_EQ(d4->config.io_depth, 4);
+
   auto l = LoadServerConfig({"--log-format", "xml"}, none.lookup());
   ASSERT_FALSE(l.ok());
   EXPECT_NE(l.status().message().find("'log_format'"), std::string::npos);

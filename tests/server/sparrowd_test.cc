@@ -204,7 +204,7 @@ TEST_F(SparrowdTest, MetricsCountRequests) {
 
 // A converted PowerInfer file served with its FFN on flash (cache_mb 0: every neuron read when a
 // token needs it): completions are the same as from the file in memory, and /metrics carries the
-// neuron cache's counters.
+// neuron cache's counters; with io_depth 1 the reads are one pread at a time, and the same.
 TEST(SparrowdFlashTest, ServesAConvertedModelFromFlashWithItsCounters) {
   const std::string src = testing::SharedDir() + "/pwri/models/pwri-bamboo-q4_0.gguf";
   if (!testing::FileExists(src)) GTEST_SKIP() << src << " is missing";
@@ -212,11 +212,12 @@ TEST(SparrowdFlashTest, ServesAConvertedModelFromFlashWithItsCounters) {
   ASSERT_FALSE(converted.empty());
   const std::string request =
       R"({"prompt": "Once upon a time", "max_tokens": 12, "temperature": 0})";
-  std::string texts[2];
-  for (int flash = 0; flash < 2; ++flash) {
+  std::string texts[3];
+  for (int flash = 0; flash < 3; ++flash) {
     testing::SparrowdProcess::Options o;
     o.args = {"--model", converted, "--port", "0", "--grpc-port", "-1", "--threads", "1"};
     if (flash) o.args.insert(o.args.end(), {"--cache-mb", "0"});
+    if (flash == 2) o.args.insert(o.args.end(), {"--io-depth", "1"});
     std::string error;
     auto p = testing::SparrowdProcess::Start(testing::SparrowdProcess::Binary(SPARROWD), o, &error);
     ASSERT_NE(p, nullptr) << error;
@@ -236,9 +237,13 @@ TEST(SparrowdFlashTest, ServesAConvertedModelFromFlashWithItsCounters) {
     ASSERT_TRUE(
         std::regex_search(metrics, m, std::regex("sparrow_flash_read_bytes_total ([0-9.e+]+)")));
     EXPECT_GT(std::stod(m[1]), 0);
+    if (flash == 2) {
+      EXPECT_NE(p->Stdout().find("through pread"), std::string::npos) << p->Stdout();
+    }
   }
   EXPECT_FALSE(texts[0].empty());
   EXPECT_EQ(texts[1], texts[0]);
+  EXPECT_EQ(texts[2], texts[0]);
 }
 
 }  // namespace
