@@ -2,14 +2,12 @@
 
 #include <algorithm>
 
+#include "engine/memory/memory_budget.h"
+
 namespace sparrow {
 namespace {
 
 constexpr int64_t kContextWithoutTraining = 2048;
-
-std::string Mib(uint64_t bytes) {
-  return std::to_string(bytes >> 20) + " MiB";
-}
 
 }  // namespace
 
@@ -25,8 +23,8 @@ ContextFit FitContext(const ContextFitInput& in) {
   const int64_t n_ctx = std::min(train, std::max(granule, fits / granule * granule));
   const uint64_t train_kv = static_cast<uint64_t>(train) * in.kv_bytes_per_token;
   return {n_ctx, "one request of the training context (" + std::to_string(train) +
-                     " tokens) needs " + Mib(train_kv) + " of KV; the device offers " +
-                     Mib(in.offer_bytes) + ", " + Mib(in.fixed_bytes) +
+                     " tokens) needs " + WholeMib(train_kv) + " of KV; the device offers " +
+                     WholeMib(in.offer_bytes) + ", " + WholeMib(in.fixed_bytes) +
                      " of it for weights, scratch, cache and the process, and at most half of "
                      "the rest goes to one request's KV"};
 }

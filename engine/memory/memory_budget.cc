@@ -4,6 +4,10 @@
 
 namespace sparrow {
 
+std::string WholeMib(uint64_t bytes) {
+  return std::to_string(bytes >> 20) + " MiB";
+}
+
 MemoryBudget::MemoryBudget(const MemoryConsumers& consumers) : c_(consumers) {
   c_.kv_min_bytes = std::min(c_.kv_min_bytes, c_.kv_max_bytes);
 }

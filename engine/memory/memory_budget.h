@@ -9,6 +9,7 @@
 // Below the KV pool's floor the budget is starved. The planner (engine/plan) may choose another
 // split at the same total. Immutable; thread-safe.
 #include <cstdint>
+#include <string>
 
 #include "engine/model/model_config.h"
 
@@ -56,6 +57,9 @@ class MemoryBudget {
  private:
   MemoryConsumers c_;
 };
+
+// "123 MiB" (whole MiB, rounded down): the budget's log lines and messages.
+std::string WholeMib(uint64_t bytes);
 
 // The most a step's buffers take for `step_tokens` tokens at a context of `n_ctx`: the forward
 // pass's activations, the FFN's intermediate rows, attention scores and the logits. An

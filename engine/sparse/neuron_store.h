@@ -61,6 +61,9 @@ struct NeuronStoreStats {
   int64_t hot_hits = 0;     // records served by the hot segment
   int64_t hot_records = 0;  // records held in the hot segment now (all layers)
   size_t hot_bytes = 0;
+  // What the store holds in memory: the hot segment and the bytes the cache's bundles fill (what
+  // every "resident" report shows and the memory budget counts).
+  size_t held_bytes() const { return hot_bytes + cache.held_bytes; }
   int64_t layer_reads = 0;  // whole layers read for batches that need most neurons (prefill)
   // Time the step waited for flash (reads not hidden behind compute), microseconds.
   uint64_t wait_micros = 0;

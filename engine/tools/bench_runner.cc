@@ -203,7 +203,7 @@ BenchResult::CacheUse CacheUseBetween(const NeuronStoreStats& a, const NeuronSto
   u.prefetch_reads_per_token = guessed / n;
   u.prefetch_accuracy =
       guessed > 0 ? static_cast<double>(b.prefetch_used - a.prefetch_used) / guessed : 0;
-  u.resident_bytes = b.hot_bytes + b.cache.held_bytes;
+  u.resident_bytes = b.held_bytes();
   return u;
 }
 

@@ -95,7 +95,7 @@ nlohmann::json NeuronCacheReport(const NeuronStoreStats& s) {
   nlohmann::json j;
   const int64_t used = s.hot_hits + s.cache.hits + s.cache.misses;
   j["capacity_bytes"] = s.capacity_bytes;
-  j["resident_bytes"] = s.hot_bytes + s.cache.held_bytes;
+  j["resident_bytes"] = s.held_bytes();
   j["hot_bytes"] = s.hot_bytes;
   j["hot_share"] = s.hot_share;
   j["hot_hits"] = s.hot_hits;

@@ -1,9 +1,6 @@
 #include "server/admin/server_status.h"
 
 #include <spdlog/spdlog.h>
-#include <unistd.h>
-
-#include <cstdio>
 
 #include "config/version.h"
 #include "engine/memory/device_memory.h"
@@ -18,10 +15,6 @@ json PercentilesJson(const Percentiles& p) {
 }
 
 }  // namespace
-
-int64_t ProcessRssBytes() {
-  return static_cast<int64_t>(ProcessResidentBytes());
-}
 
 ModelStatus DescribeModel(const ServedModel& served) {
   ModelStatus m;
@@ -71,7 +64,7 @@ ServerStatus CollectStatus(const ServerContext& ctx, const ModelStatus& model) {
   s.ffn_active_fraction = st.ffn.neurons_total > 0 ? static_cast<double>(st.ffn.neurons_computed) /
                                                          static_cast<double>(st.ffn.neurons_total)
                                                    : 1.0;
-  s.rss_bytes = ProcessRssBytes();
+  s.rss_bytes = static_cast<int64_t>(ProcessResidentBytes());
   if (served->memory) s.budget_bytes = static_cast<int64_t>(served->memory->stats().budget_bytes);
   return s;
 }
@@ -182,9 +175,8 @@ json MemoryJson(const MemoryGovernorStats& m, const SchedulerStats& s) {
   // The level in force, which the plan's may differ from (a level the server may not run at).
   if (s.sparsity) j["sparsity"] = *s.sparsity;
   if (s.neuron_cache) {
-    j["neuron_cache"] = {
-        {"capacity_bytes", s.neuron_cache->capacity_bytes},
-        {"resident_bytes", s.neuron_cache->hot_bytes + s.neuron_cache->cache.held_bytes}};
+    j["neuron_cache"] = {{"capacity_bytes", s.neuron_cache->capacity_bytes},
+                         {"resident_bytes", s.neuron_cache->held_bytes()}};
   }
   return j;
 }

@@ -32,10 +32,6 @@ BudgetPolicyOptions Elastic(const MemoryBudget& budget, BudgetPolicyOptions poli
 // `sparrow info` on the KJV model (/usr/bin/time -v), with a margin.
 constexpr uint64_t kSolverHeapBytes = uint64_t{48} << 20;
 
-std::string Mib(uint64_t bytes) {
-  return std::to_string(bytes >> 20) + " MiB";
-}
-
 }  // namespace
 
 MemoryGovernor::MemoryGovernor(Scheduler* scheduler,
@@ -55,8 +51,9 @@ MemoryGovernor::MemoryGovernor(Scheduler* scheduler,
   spdlog::info(
       "memory: budget {} of {} (process {}, weights {}, scratch {}, KV pool {} down to {}, neuron "
       "cache {})",
-      Mib(stats_.budget_bytes), Mib(stats_.ceiling_bytes), Mib(c.baseline), Mib(c.weights),
-      Mib(c.scratch), Mib(c.kv_pool), Mib(budget_.consumers().kv_min_bytes), Mib(c.neuron_cache));
+      WholeMib(stats_.budget_bytes), WholeMib(stats_.ceiling_bytes), WholeMib(c.baseline),
+      WholeMib(c.weights), WholeMib(c.scratch), WholeMib(c.kv_pool),
+      WholeMib(budget_.consumers().kv_min_bytes), WholeMib(c.neuron_cache));
   // The planner chooses the threads and the split from the start (no monitor thread yet); a
   // start under the consumers' sizes (what the device offered) is applied from the start too.
   if (planner_ || policy_.target() < budget_.elastic_ceiling()) {
@@ -90,7 +87,7 @@ void MemoryGovernor::OnEvent(std::string_view source, const PressureReading& r) 
 uint64_t MemoryGovernor::ElasticInUse() const {
   const SchedulerStats s = scheduler_->Stats();
   uint64_t bytes = static_cast<uint64_t>(s.kv.touched_blocks * scheduler_->kv_block_bytes());
-  if (s.neuron_cache) bytes += s.neuron_cache->hot_bytes + s.neuron_cache->cache.held_bytes;
+  if (s.neuron_cache) bytes += s.neuron_cache->held_bytes();
   return bytes;
 }
 
@@ -120,7 +117,7 @@ void MemoryGovernor::Report(PressureLevel level, const std::string& source) {
 
 void MemoryGovernor::SetOperatorBudget(std::optional<uint64_t> bytes) {
   std::lock_guard<std::mutex> lock(mu_);
-  spdlog::info("memory: operator budget {}", bytes ? Mib(*bytes) : std::string("cleared"));
+  spdlog::info("memory: operator budget {}", bytes ? WholeMib(*bytes) : std::string("cleared"));
   stats_.operator_budget_bytes = bytes;
   std::optional<uint64_t> elastic;
   if (bytes) elastic = budget_.ElasticFor(*bytes);
@@ -147,7 +144,7 @@ void MemoryGovernor::Plan(const BudgetChange& change, bool solve) {
     stats_.plan_error =
         "under memory pressure the budget's own split applies; the planner runs once it is quiet "
         "with room for its solver (" +
-        Mib(kSolverHeapBytes) + ")";
+        WholeMib(kSolverHeapBytes) + ")";
   }
   if (budget_.consumers().cache_max_bytes > 0) {
     plan.neuron_cache_bytes = static_cast<size_t>(split.neuron_cache);
@@ -158,8 +155,8 @@ void MemoryGovernor::Plan(const BudgetChange& change, bool solve) {
   plan.cause = change.cause;
   plan.decided = std::chrono::steady_clock::now();
   spdlog::info("memory: budget {} -> {} (KV pool {}, neuron cache {}): {}",
-               Mib(stats_.budget_bytes), Mib(split.total()), Mib(split.kv_pool),
-               Mib(split.neuron_cache), change.cause);
+               WholeMib(stats_.budget_bytes), WholeMib(split.total()), WholeMib(split.kv_pool),
+               WholeMib(split.neuron_cache), change.cause);
   stats_.split = split;
   stats_.budget_bytes = split.total();
   scheduler_->ApplyMemoryPlan(std::move(plan));
@@ -172,7 +169,7 @@ void MemoryGovernor::Consult(MemorySplit& split, MemoryPlan* plan) {
     // An infeasible budget: the split stands, and the operator sees why.
     stats_.plan_error = run.status().message();
     stats_.run_plan.reset();
-    spdlog::warn("memory: the planner has no plan for {}: {}", Mib(total), stats_.plan_error);
+    spdlog::warn("memory: the planner has no plan for {}: {}", WholeMib(total), stats_.plan_error);
     return;
   }
   const MemoryConsumers& c = budget_.consumers();
@@ -190,8 +187,9 @@ void MemoryGovernor::Consult(MemorySplit& split, MemoryPlan* plan) {
   spdlog::info(
       "memory: plan for {}: {} threads, sparsity {}, neuron cache {}, KV pool {}, predicted "
       "{:.2f} tokens/s (binding: {}; solved in {:.1f} ms)",
-      Mib(total), run->threads, run->sparsity, Mib(split.neuron_cache), Mib(split.kv_pool),
-      run->predicted_tokens_per_s, binding.empty() ? "none" : binding, run->solve_ms);
+      WholeMib(total), run->threads, run->sparsity, WholeMib(split.neuron_cache),
+      WholeMib(split.kv_pool), run->predicted_tokens_per_s, binding.empty() ? "none" : binding,
+      run->solve_ms);
   stats_.plan_error.clear();
   stats_.run_plan = std::move(run).value();
   // The solver's heap goes back to the device, not to malloc's free lists.

@@ -114,7 +114,7 @@ void RenderNeuronCache(const NeuronStoreStats& c, std::string* out) {
       static_cast<double>(c.capacity_bytes));
   one("sparrow_neuron_cache_resident_bytes", "gauge",
       "Bytes the neuron cache holds (hot segment and cache chunks).",
-      static_cast<double>(c.hot_bytes + c.cache.held_bytes));
+      static_cast<double>(c.held_bytes()));
   one("sparrow_neuron_cache_layer_reads_total", "counter",
       "Whole layers read for steps that needed most neurons (prompts).",
       static_cast<double>(c.layer_reads));
