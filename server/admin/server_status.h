@@ -55,7 +55,6 @@ nlohmann::json MemoryJson(const MemoryGovernorStats& m, const SchedulerStats& s)
 // a model on this device alone is one placement and no links.
 nlohmann::json ShardsJson(const ServedModel& served);
 
-
 // The served model; fixed until a reload, so callers describe it once per model.
 ModelStatus DescribeModel(const ServedModel& served);
 // Everything but the throughput, which the caller measures over time (AdminController).
