@@ -124,6 +124,11 @@ std::string RenderMemory(const admin::v1::MemoryBudget& m) {
   out += "split     process " + b(c.process_bytes()) + ", weights " + b(c.weights_bytes()) +
          ", scratch " + b(c.scratch_bytes()) + ", KV pool " + b(c.kv_pool_bytes()) +
          ", neuron cache " + b(c.neuron_cache_bytes()) + "\n";
+  const admin::v1::MemoryConsumers& h = m.held();
+  out += "held      process " + b(h.process_bytes()) + ", weights " + b(h.weights_bytes()) +
+         ", scratch " + b(h.scratch_bytes()) + ", KV pool " + b(h.kv_pool_bytes()) +
+         ", neuron cache " + b(h.neuron_cache_bytes()) + ": " + b(m.held_bytes()) + " of RSS " +
+         b(m.rss_bytes()) + "\n";
   out += "KV pool   " + std::to_string(m.kv_pool().used_blocks()) + " of " +
          std::to_string(m.kv_pool().blocks()) + " blocks used, " + b(m.kv_pool().mapped_bytes()) +
          " mapped\n";

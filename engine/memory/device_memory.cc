@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <fstream>
 #include <string>
 
@@ -47,6 +48,24 @@ uint64_t ProcessAnonBytes() {
   std::string line;
   while (std::getline(in, line)) {
     if (line.rfind("RssAnon:", 0) == 0) return std::stoull(line.substr(8)) << 10;
+  }
+  return 0;
+}
+
+uint64_t MappingResidentBytes(const void* address) {
+  const auto at = reinterpret_cast<uintptr_t>(address);
+  std::ifstream in("/proc/self/smaps");
+  std::string line;
+  bool inside = false;
+  while (std::getline(in, line)) {
+    // A mapping's header: "start-end perms offset dev inode [path]", addresses in hex.
+    unsigned long long start = 0, end = 0;
+    if (std::sscanf(line.c_str(), "%llx-%llx ", &start, &end) == 2 &&
+        line.find('-') < line.find(' ')) {
+      inside = at >= start && at < end;
+      continue;
+    }
+    if (inside && line.rfind("Rss:", 0) == 0) return std::stoull(line.substr(4)) << 10;
   }
   return 0;
 }

@@ -20,4 +20,9 @@ uint64_t ProcessResidentBytes();
 // the mapped model file); 0 when unknown.
 uint64_t ProcessAnonBytes();
 
+// The resident bytes of this process's mapping that contains `address` (its Rss in
+// /proc/self/smaps: the pages of a mapped file this process has read, not the page cache's); 0
+// when unknown or not mapped.
+uint64_t MappingResidentBytes(const void* address);
+
 }  // namespace sparrow

@@ -10,6 +10,7 @@ std::string WholeMib(uint64_t bytes) {
 
 MemoryBudget::MemoryBudget(const MemoryConsumers& consumers) : c_(consumers) {
   c_.kv_min_bytes = std::min(c_.kv_min_bytes, c_.kv_max_bytes);
+  c_.scratch_min_bytes = std::min(c_.scratch_min_bytes, c_.scratch_bytes);
 }
 
 uint64_t MemoryBudget::RoomForElastic(uint64_t room, uint64_t resident,
@@ -23,23 +24,27 @@ MemorySplit MemoryBudget::Split(uint64_t elastic) const {
   MemorySplit s;
   s.baseline = c_.baseline_bytes;
   s.weights = c_.weights_bytes;
-  s.scratch = c_.scratch_bytes;
-  const uint64_t over_floor = elastic > c_.kv_min_bytes ? elastic - c_.kv_min_bytes : 0;
+  uint64_t over_floor = elastic > c_.kv_min_bytes ? elastic - c_.kv_min_bytes : 0;
   s.neuron_cache = std::min(over_floor, c_.cache_max_bytes);
-  const uint64_t left = elastic > s.neuron_cache ? elastic - s.neuron_cache : 0;
+  over_floor -= s.neuron_cache;
+  const uint64_t scratch_extra = std::min(over_floor, c_.scratch_bytes - c_.scratch_min_bytes);
+  s.scratch = c_.scratch_min_bytes + scratch_extra;
+  const uint64_t left = elastic - scratch_extra - s.neuron_cache;
   s.kv_pool = std::clamp(left, c_.kv_min_bytes, c_.kv_max_bytes);
   return s;
 }
 
-uint64_t EstimateScratchBytes(const ModelConfig& c, int64_t step_tokens, int64_t n_ctx) {
+uint64_t EstimateScratchBytes(const ModelConfig& c, int64_t step_tokens, int64_t n_ctx,
+                              int64_t logit_rows) {
   const auto t = static_cast<uint64_t>(std::max<int64_t>(1, step_tokens));
   // Per token: the residual stream and its normed copy, q and the attention output, k and v,
-  // the FFN's gate and up rows and its output, and a row of logits.
+  // the FFN's gate and up rows and its output.
   const auto per_token =
-      static_cast<uint64_t>(4 * c.n_embd + 2 * c.q_dim() + 2 * c.kv_dim() + 2 * c.n_ff + c.n_vocab);
+      static_cast<uint64_t>(4 * c.n_embd + 2 * c.q_dim() + 2 * c.kv_dim() + 2 * c.n_ff);
+  const auto rows = std::min<uint64_t>(t, static_cast<uint64_t>(std::max<int64_t>(1, logit_rows)));
   // Attention scores of one head over the whole context, per thread at most 2 heads in flight.
   const auto scores = static_cast<uint64_t>(std::max<int64_t>(1, n_ctx) * 2 * c.n_head);
-  return sizeof(float) * (t * per_token + scores);
+  return sizeof(float) * (t * per_token + rows * static_cast<uint64_t>(c.n_vocab) + scores);
 }
 
 }  // namespace sparrow

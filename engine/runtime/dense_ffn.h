@@ -22,6 +22,8 @@ class DenseFfn : public FeedForward {
   void ComputeLayer(int64_t il, const LayerWeights& l, const FfnInput& in, float* out);
   std::string_view mode() const override { return "dense"; }
   FfnCounters counters() const override { return counters_; }
+  uint64_t scratch_bytes() const override { return CapacityBytes(gate_, up_, all_rows_); }
+  void ReleaseScratch() override { ReleaseVectors(gate_, up_, all_rows_); }
 
   // Called on every Compute from now on; null stops it. Must outlive its use.
   void set_observer(FfnObserver* observer) { observer_ = observer; }

@@ -3,7 +3,9 @@
 // scheduler and the server) runs a dense or a sparse model alike. One instance per ForwardPass:
 // it owns scratch and counters, not thread-safe.
 #include <cstdint>
+#include <optional>
 #include <string_view>
+#include <vector>
 
 #include "engine/common/status.h"
 
@@ -55,6 +57,32 @@ class FeedForward {
   // "dense", or the sparse policy's name.
   virtual std::string_view mode() const = 0;
   virtual FfnCounters counters() const { return {}; }
+
+  // The sparsity level a memory plan switches between two steps: the one nearest `sparsity`
+  // that this FFN may run at, which it returns (SparsityLevel::Set). Nullopt: this FFN's level
+  // is fixed (dense, the predictor, experts), and so is sparsity().
+  virtual std::optional<double> SetSparsity(double sparsity) {
+    (void)sparsity;
+    return std::nullopt;
+  }
+  virtual std::optional<double> sparsity() const { return std::nullopt; }
+
+  // The bytes of the buffers it grew for the largest batch so far; ReleaseScratch gives them
+  // back (the next batch grows what it needs again).
+  virtual uint64_t scratch_bytes() const { return 0; }
+  virtual void ReleaseScratch() {}
 };
+
+// The bytes `vectors` reserve (their capacity): what scratch_bytes() sums.
+template <typename... V>
+uint64_t CapacityBytes(const V&... vectors) {
+  return (uint64_t{0} + ... + (vectors.capacity() * sizeof(typename V::value_type)));
+}
+
+// Gives back what `vectors` reserve.
+template <typename... V>
+void ReleaseVectors(V&... vectors) {
+  ((V().swap(vectors)), ...);
+}
 
 }  // namespace sparrow

@@ -4,11 +4,11 @@
 #include <cmath>
 #include <string>
 
+#include "engine/common/check.h"
 #include "engine/kernels/matmul.h"
 #include "engine/kernels/thread_pool.h"
 #include "engine/kernels/vec_ops.h"
 #include "engine/runtime/attention.h"
-#include "engine/sparse/ffn_factory.h"
 
 namespace sparrow {
 
@@ -37,9 +37,33 @@ ForwardPass::ForwardPass(const Model& model, kernels::ThreadPool* pool,
       pool_(pool),
       rope_(RopeFor(c_, model.weights(), false)),
       rope_swa_(RopeFor(c_, model.weights(), true)),
-      ffn_(ffn ? std::move(ffn) : MakeDefaultFeedForward(model, pool)) {}
+      ffn_(std::move(ffn)) {
+  SPARROW_CHECK(ffn_ != nullptr);
+}
 
 ForwardPass::~ForwardPass() = default;
+
+uint64_t ForwardPass::scratch_bytes() const {
+  uint64_t bytes =
+      ffn_->scratch_bytes() + CapacityBytes(xn_, q_, k_, v_, att_, ffn_out_, attn_scratch_,
+                                            layer_in_, slice_gate_, slice_up_);
+  auto flight = [&bytes](const Flight& f) {
+    bytes += CapacityBytes(f.x, f.cos, f.sin, f.cos_swa, f.sin_swa, f.decode, f.failed);
+  };
+  for (const auto& f : flights_) flight(*f);
+  for (const auto& f : spare_) flight(*f);
+  flight(worker_flight_);
+  return bytes;
+}
+
+void ForwardPass::ReleaseScratch() {
+  SPARROW_CHECK(flights_.empty());
+  ffn_->ReleaseScratch();
+  ReleaseVectors(xn_, q_, k_, v_, att_, ffn_out_, attn_scratch_, layer_in_, slice_gate_, slice_up_);
+  spare_.clear();
+  Flight& w = worker_flight_;
+  ReleaseVectors(w.x, w.cos, w.sin, w.cos_swa, w.sin_swa, w.decode, w.failed);
+}
 
 void ForwardPass::Resize(int64_t n) {
   auto grow = [](std::vector<float>& v, int64_t size) {

@@ -26,12 +26,18 @@ class ThreadPool;
 class ForwardPass {
  public:
   // `pool` may be null (single-threaded); both must outlive this object. `ffn` computes every
-  // layer's FFN; null takes the model's default (MakeDefaultFeedForward).
-  ForwardPass(const Model& model, kernels::ThreadPool* pool,
-              std::unique_ptr<FeedForward> ffn = nullptr);
+  // layer's FFN (not null: the caller chooses it, e.g. MakeDefaultFeedForward or
+  // MakeFeedForward in engine/sparse).
+  ForwardPass(const Model& model, kernels::ThreadPool* pool, std::unique_ptr<FeedForward> ffn);
   ~ForwardPass();
 
   const FeedForward& ffn() const { return *ffn_; }
+  FeedForward& ffn() { return *ffn_; }
+
+  // The bytes of the buffers grown for the largest batch so far (this pass's and its FFN's);
+  // ReleaseScratch gives them back, with nothing in flight.
+  uint64_t scratch_bytes() const;
+  void ReleaseScratch();
 
   // One sequence's part of a batch: consecutive tokens at positions start_pos.., whose keys
   // and values go to `cache`.

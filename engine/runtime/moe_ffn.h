@@ -66,6 +66,14 @@ class MoeFfn : public FeedForward {
   // neurons_total counts every expert's neurons, neurons_computed the chosen experts' (their
   // open neurons for ReGLU experts).
   FfnCounters counters() const override { return counters_; }
+  uint64_t scratch_bytes() const override {
+    return CapacityBytes(probs_, weights_, rows_in_, gate_, up_, expert_out_, guess_in_, guess_,
+                         hidden_, chosen_, order_, members_, starts_, records_, expert_of_, failed_,
+                         picks_, open_, all_neurons_, open_count_, failed_tokens_);
+  }
+  void ReleaseScratch() override {
+    ReleaseVectors(probs_, weights_, rows_in_, gate_, up_, expert_out_, hidden_);
+  }
   void set_observer(ExpertObserver* observer) { observer_ = observer; }
 
  private:

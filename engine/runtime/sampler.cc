@@ -116,4 +116,23 @@ int32_t Sampler::Sample(std::span<const float> logits) {
   return cand_[dist(rng_)].id;
 }
 
+float TokenLogprob(std::span<const float> logits, int32_t token, int32_t top,
+                   std::vector<std::pair<int32_t, float>>* top_out) {
+  float mx = logits[0];
+  for (float l : logits) mx = std::max(mx, l);
+  double sum = 0;
+  for (float l : logits) sum += std::exp(static_cast<double>(l - mx));
+  const float log_z = mx + static_cast<float>(std::log(sum));
+  if (top > 0 && top_out != nullptr) {
+    std::vector<int32_t> ids(logits.size());
+    for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int32_t>(i);
+    const size_t k = std::min<size_t>(top, ids.size());
+    std::partial_sort(ids.begin(), ids.begin() + k, ids.end(), [&](int32_t a, int32_t b) {
+      return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
+    });
+    for (size_t i = 0; i < k; ++i) top_out->emplace_back(ids[i], logits[ids[i]] - log_z);
+  }
+  return logits[token] - log_z;
+}
+
 }  // namespace sparrow

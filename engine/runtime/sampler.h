@@ -8,6 +8,7 @@
 #include <random>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "engine/common/status.h"
@@ -54,6 +55,11 @@ class Sampler {
   std::vector<Candidate> cand_;
   std::vector<float> probs_;
 };
+
+// The model's log-probability of `token` (log-softmax of the raw `logits`), and with `top` > 0 the
+// `top` most likely tokens with theirs, most likely first (ties: the lower id), into *top_out.
+float TokenLogprob(std::span<const float> logits, int32_t token, int32_t top,
+                   std::vector<std::pair<int32_t, float>>* top_out);
 
 // Index of the largest value; ties go to the lowest index.
 int32_t ArgMax(std::span<const float> logits);

@@ -22,12 +22,13 @@
 #include "engine/common/result.h"
 #include "engine/kv/kv_block_pool.h"
 #include "engine/memory/memory_plan.h"
+#include "engine/memory/memory_user.h"
 #include "engine/model/model.h"
 #include "engine/runtime/forward_pass.h"
 #include "engine/sched/request.h"
+#include "engine/sched/step_scratch.h"
 #include "engine/sched/step_time_model.h"
 #include "engine/sparse/neuron_store.h"
-#include "engine/sparse/sparsity_level.h"
 
 namespace sparrow {
 namespace kernels {
@@ -48,13 +49,13 @@ struct SchedulerOptions {
   // (costs learnt as it runs, step_time_model.h); 0: the token budget alone decides.
   double step_time_target_ms = 0;
   std::function<bool(int32_t)> is_eog;  // end-of-generation tokens; required
-  // The FFN the forward pass runs (sparse_plan.h: MakeFeedForward); null: the model's default.
+  // The FFN the forward pass runs (sparse_plan.h: MakeFeedForward); null: the model's default
+  // (MakeDefaultFeedForward). A memory plan's sparsity goes to it (FeedForward::SetSparsity).
   std::function<std::unique_ptr<FeedForward>(const Model&, kernels::ThreadPool*)> make_ffn;
-  // The FFN's neuron store when its rows live on flash (--cache-mb): its counters join Stats().
-  std::shared_ptr<NeuronStore> neuron_store;
-  // The FFN's sparsity levels when a memory plan may switch them (a threshold policy's
-  // SparsePlan::levels); null: the level is fixed and plans' sparsity is ignored.
-  std::shared_ptr<SparsityLevel> sparsity_level;
+  // Memory users besides the two the scheduler owns (the KV pool and the step's scratch): the
+  // FFN's neuron or expert cache when its rows live on flash (--cache-mb; a NeuronStore's
+  // counters join Stats()). Memory plans resize each by its name.
+  std::vector<std::shared_ptr<MemoryUser>> memory_users;
   // Layer ranges other devices compute (collaborative inference): sorted, disjoint, checked by
   // ForwardPass::SetRemoteLayers before the scheduler is built. They hear of every block copy and
   // resize of the KV pool, so their blocks mirror it.
@@ -81,9 +82,10 @@ struct SchedulerStats {
   std::string_view ffn_mode;                     // "dense", or the sparse policy (a static string)
   FfnCounters ffn;                               // decoded tokens' FFN neurons, total and computed
   std::optional<NeuronStoreStats> neuron_cache;  // with a neuron store (SchedulerOptions)
+  std::vector<MemoryUserStats> memory;           // every memory user: the KV pool, scratch, ...
   int64_t memory_plan_version = 0;               // the last plan applied (0: none yet)
   double memory_plan_latency_ms = 0;             // from its decision to its application
-  std::optional<double> sparsity;                // the level in force (with a sparsity_level)
+  std::optional<double> sparsity;                // the level in force (FeedForward::sparsity)
 };
 
 class Scheduler {
@@ -105,18 +107,15 @@ class Scheduler {
   SchedulerStats Stats() const;
 
   // Applies `plan` between two steps (at once when idle): the compute threads are set, the
-  // sparsity level (the allowed one nearest the plan's, SparsityLevel::Set), the neuron store is
-  // resized to its bytes, and the KV pool to its bytes (preempting the newest sequences, which
-  // resume later with their prefix kept where the prefix cache still holds it, when the blocks in
-  // use do not fit). Returns at once; a newer plan replaces one not applied yet. Stats()
-  // names the plan applied.
+  // sparsity level (the allowed one nearest the plan's, FeedForward::SetSparsity), and each
+  // memory user it names is resized to its bytes (the KV pool preempting the newest sequences,
+  // which resume later with their prefix kept where the prefix cache still holds it, when the
+  // blocks in use do not fit) and given its level. Returns at once; a newer plan replaces one
+  // not applied yet. Stats() names the plan applied. An urgent plan (critical pressure cannot
+  // wait for the step in flight: a step under reclaim stalls can take seconds while a hog fills
+  // the last of the limit) first shrinks the users that can from the caller's thread
+  // (MemoryUser::ShrinkNow: the neuron cache waits at most for the layer in use).
   void ApplyMemoryPlan(MemoryPlan plan);
-  // Critical pressure cannot wait for the step in flight (a step under reclaim stalls can take
-  // seconds while a hog fills the last of the limit): the neuron store shrinks to `bytes` now,
-  // from the caller's thread (it waits at most for the layer in use; a layer's records stay
-  // pinned until released). Only ever down; the plan that follows applies the rest between
-  // steps as usual. Nothing without a neuron store.
-  void ShrinkNeuronCacheNow(size_t bytes);
   // Other devices' layer ranges change (a device left or came back and the layers were placed
   // again): applied between steps, after the batches in flight land. The devices that take new
   // layers hold no keys for them, so every running sequence is preempted (it resumes later,
@@ -163,6 +162,8 @@ class Scheduler {
   void CountWaitingLocked();
   // Applies the pending memory plan, if any (scheduler thread, between steps).
   void ApplyPendingPlan();
+  // The KV pool as a memory user (scheduler_memory.cc).
+  class KvPoolUser;
   void ApplyPendingRemote();  // scheduler thread, between steps
   // Resizes the KV pool to `blocks`, preempting sequences while the blocks in use do not fit.
   void ResizeKv(int64_t blocks);
@@ -195,9 +196,10 @@ class Scheduler {
   int64_t kv_block_bytes_ = 0;
   int64_t min_kv_blocks_ = 0;
   StepTimeModel step_time_;  // scheduler thread only
-  // MemoryPlan::tight, and the most tokens a step has taken (scheduler thread only).
-  bool tight_ = false;
-  int64_t largest_step_ = 0;
+  std::shared_ptr<KvPoolUser> kv_user_;
+  std::shared_ptr<StepScratch> scratch_;
+  // Every memory user, the KV pool and the scratch first (fixed after construction).
+  std::vector<std::shared_ptr<MemoryUser>> users_;
 
   mutable std::mutex mu_;
   std::condition_variable cv_;

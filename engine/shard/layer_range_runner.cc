@@ -2,6 +2,8 @@
 
 #include <string>
 
+#include "engine/sparse/ffn_factory.h"
+
 namespace sparrow {
 
 Result<std::unique_ptr<LayerRangeRunner>> LayerRangeRunner::Create(const Model& model,
@@ -35,7 +37,7 @@ LayerRangeRunner::LayerRangeRunner(const Model& model, kernels::ThreadPool* pool
       kv_(a.first_layer, a.end_layer,
           a.slice ? a.slice->kv_heads() * model.config().head_dim : model.config().kv_dim(),
           a.kv_block_size, a.kv_blocks),
-      fp_(model, pool),
+      fp_(model, pool, MakeDefaultFeedForward(model, pool)),
       sliced_(std::move(sliced)) {}
 
 Status LayerRangeRunner::Apply(std::span<const KvBlockOp> ops) {

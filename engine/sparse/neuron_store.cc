@@ -142,7 +142,19 @@ Status NeuronStore::ReadRecords(int32_t layer, int64_t first, int64_t last, uint
   return st;
 }
 
-Status NeuronStore::Resize(size_t cache_bytes) {
+uint64_t NeuronStore::held_bytes() const {
+  return stats().held_bytes();
+}
+
+bool NeuronStore::ShrinkNow(uint64_t bytes) {
+  if (bytes >= capacity_bytes()) return true;
+  const Status st = Resize(bytes);
+  if (!st.ok())
+    spdlog::warn("memory: neuron cache shrink to {} bytes failed: {}", bytes, st.ToString());
+  return st.ok();
+}
+
+Status NeuronStore::Resize(uint64_t cache_bytes) {
   const int64_t hot = HotRecordsFor(cache_bytes);
   const size_t hot_bytes = static_cast<size_t>(hot * n_layer_) * record_bytes_;
   // The hot segment's share first, so the two never hold more than asked for between them.

@@ -28,6 +28,7 @@
 
 #include "engine/common/env.h"
 #include "engine/common/result.h"
+#include "engine/memory/memory_user.h"
 #include "engine/model/model.h"
 #include "engine/sparse/bundle_reader.h"
 #include "engine/sparse/hot_lru_rule.h"
@@ -61,9 +62,9 @@ struct NeuronStoreStats {
   int64_t hot_hits = 0;     // records served by the hot segment
   int64_t hot_records = 0;  // records held in the hot segment now (all layers)
   size_t hot_bytes = 0;
-  // What the store holds in memory: the hot segment and the bytes the cache's bundles fill (what
-  // every "resident" report shows and the memory budget counts).
-  size_t held_bytes() const { return hot_bytes + cache.held_bytes; }
+  // What the store holds in memory: the hot segment, the bytes the cache's bundles fill and the
+  // staging buffer (what every "resident" report shows and the memory budget counts).
+  size_t held_bytes() const { return hot_bytes + cache.held_bytes + staging_bytes; }
   int64_t layer_reads = 0;  // whole layers read for batches that need most neurons (prefill)
   // Time the step waited for flash (reads not hidden behind compute), microseconds.
   uint64_t wait_micros = 0;
@@ -81,7 +82,7 @@ struct NeuronStoreStats {
   bool read_ahead_on = false;
 };
 
-class NeuronStore {
+class NeuronStore final : public MemoryUser {
  public:
   // Opens `model`'s file (a converted one) a second time for flash reads and preloads the hot
   // segment. Errors name the file.
@@ -138,9 +139,16 @@ class NeuronStore {
 
   // The one entry point for the memory budget: from any thread. Shrinking evicts and gives the
   // memory back to the OS; growing lets the segments fill (the hot one a little per step).
-  Status Resize(size_t cache_bytes);
+  Status Resize(uint64_t cache_bytes) override;
   // What the last Resize (or the options) asked for.
-  size_t capacity_bytes() const { return capacity_bytes_; }
+  uint64_t capacity_bytes() const override { return capacity_bytes_; }
+
+  // As a MemoryUser: "neuron_cache" (an expert file's cache of experts too), holding its
+  // segments' filled records; a tight level turns layer staging off; ShrinkNow is Resize down.
+  std::string_view name() const override { return "neuron_cache"; }
+  uint64_t held_bytes() const override;
+  void ApplyLevel(bool tight) override { set_layer_staging(!tight); }
+  bool ShrinkNow(uint64_t bytes) override;
 
   NeuronStoreStats stats() const;
 

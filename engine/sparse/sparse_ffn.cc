@@ -26,6 +26,30 @@ SparseFfn::SparseFfn(const Model& model, std::shared_ptr<const SparsePlan> plan,
   if (plan_->levels) level_ = &plan_->levels->Current();
 }
 
+std::optional<double> SparseFfn::SetSparsity(double sparsity) {
+  if (!plan_->levels) return std::nullopt;
+  return plan_->levels->Set(sparsity);
+}
+
+std::optional<double> SparseFfn::sparsity() const {
+  if (!plan_->levels) return std::nullopt;
+  return plan_->levels->Current().sparsity;
+}
+
+uint64_t SparseFfn::scratch_bytes() const {
+  return dense_.scratch_bytes() + CapacityBytes(logits_, gate_, up_, h_, dense_in_, dense_out_,
+                                                active_, all_rows_, sparse_, counted_, tok_ids_,
+                                                tok_start_, union_, pos_, failed_ids_, batch_of_,
+                                                dot_at_, up_dot_, gate_dot_, recs_, gate_ptrs_,
+                                                up_ptrs_, down_ptrs_, bad_, alpha_);
+}
+
+void SparseFfn::ReleaseScratch() {
+  dense_.ReleaseScratch();
+  // The ones that grow with the batch's tokens; the per-neuron ones are a layer's at most.
+  ReleaseVectors(logits_, gate_, up_, h_, dense_in_, dense_out_, tok_ids_, up_dot_, gate_dot_);
+}
+
 Status SparseFfn::Compute(int64_t il, const FfnInput& in, float* out) {
   const ModelConfig& c = model_.config();
   const int64_t n = in.n;

@@ -44,6 +44,10 @@ class SparseFfn : public FeedForward {
   Status Compute(int64_t il, const FfnInput& in, float* out) override;
   std::string_view mode() const override { return SparsePolicyName(plan_->policy); }
   FfnCounters counters() const override { return counters_; }
+  std::optional<double> SetSparsity(double sparsity) override;
+  std::optional<double> sparsity() const override;
+  uint64_t scratch_bytes() const override;
+  void ReleaseScratch() override;
 
   // Called with every sparse token's choice from now on; null stops it. Must outlive its use.
   void set_choice_observer(NeuronChoiceObserver* observer) { observer_ = observer; }

@@ -172,12 +172,29 @@ Result<std::string> AdminController::Reload(const AdminCaller& who, const std::s
                                      : "invalid_model_name");
   }
   // Loaded while the old model serves, so a file that fails leaves everything as it was. The
-  // sparsity settings (a profile) belong to the model the server started with.
+  // server's sparsity and neuron cache settings go with it where the new model can take them
+  // (a profile of its shape, a converted file for --cache-mb); where it cannot, it is served
+  // without them, and the log says which and why.
   spdlog::info("admin: reload: loading {}", file->path);
   ServerConfig load_config = ctx_.config;
-  load_config.sparsity.assign(1, '0');  // (not = "0": GCC 12 misreports that as -Wrestrict)
-  load_config.profile.clear();
-  auto next = LoadServedModel(load_config, file->path, "", ctx_.connect_workers);
+  std::shared_ptr<ServedModel> serving = ctx_.served();
+  auto next = LoadServedModel(load_config, file->path, "", ctx_.connect_workers, serving.get());
+  const bool has_settings =
+      load_config.sparsity != "0" || !load_config.profile.empty() || load_config.cache_mb >= 0;
+  if (!next.ok() && has_settings && next.status().code() != StatusCode::kNotFound) {
+    const Status with_settings = next.status();
+    load_config.sparsity.assign(1, '0');  // (not = "0": GCC 12 misreports that as -Wrestrict)
+    load_config.profile.clear();
+    load_config.cache_mb = -1;
+    next = LoadServedModel(load_config, file->path, "", ctx_.connect_workers, serving.get());
+    if (next.ok()) {
+      spdlog::warn(
+          "admin: reload: '{}' cannot run with this server's sparsity and neuron cache settings "
+          "({}); it is served without them, every neuron in memory",
+          file->name, with_settings.message());
+    }
+  }
+  serving.reset();
   if (!next.ok()) {
     spdlog::warn("admin: reload of {} failed, the old model keeps serving: {}", file->name,
                  next.status().message());
@@ -199,6 +216,20 @@ Result<std::string> AdminController::Reload(const AdminCaller& who, const std::s
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   const ModelStatus described = DescribeModel(**next);
+  // The operator's budget holds for the new model too, where it is not under its floor.
+  if (old->memory && (*next)->memory) {
+    if (const auto bytes = old->memory->stats().operator_budget_bytes) {
+      const uint64_t floor = (*next)->memory->stats().floor_bytes;
+      if (*bytes >= floor) {
+        (*next)->memory->SetOperatorBudget(*bytes);
+      } else {
+        spdlog::warn(
+            "admin: reload: the operator's budget {} is under the new model's floor {}; the "
+            "device's budget applies",
+            WholeMib(*bytes), WholeMib(floor));
+      }
+    }
+  }
   ctx_.SwapServed(std::move(*next));
   {
     std::lock_guard<std::mutex> lock(mu_);

@@ -160,6 +160,17 @@ void RenderMemory(const MemoryGovernorStats& m, const SchedulerStats& s, std::st
   for (const auto& [label, bytes] : consumers) {
     Sample("sparrow_memory_budget_bytes", label, static_cast<double>(bytes), out);
   }
+  Header("sparrow_memory_held_bytes", "gauge",
+         "Bytes each consumer holds now (their total agrees with the process's RSS).", out);
+  const std::pair<const char*, uint64_t> held[] = {
+      {"consumer=\"process\"", m.held.baseline},          {"consumer=\"weights\"", m.held.weights},
+      {"consumer=\"scratch\"", m.held.scratch},           {"consumer=\"kv_pool\"", m.held.kv_pool},
+      {"consumer=\"neuron_cache\"", m.held.neuron_cache}, {"consumer=\"total\"", m.held.total()}};
+  for (const auto& [label, bytes] : held) {
+    Sample("sparrow_memory_held_bytes", label, static_cast<double>(bytes), out);
+  }
+  Header("sparrow_process_resident_bytes", "gauge", "The process's resident bytes (RSS).", out);
+  Sample("sparrow_process_resident_bytes", "", static_cast<double>(m.rss_bytes), out);
   Header("sparrow_memory_ceiling_bytes", "gauge", "The whole budget with no pressure.", out);
   Sample("sparrow_memory_ceiling_bytes", "", static_cast<double>(m.ceiling_bytes), out);
   Header("sparrow_memory_floor_bytes", "gauge", "The least budget that makes progress.", out);

@@ -10,10 +10,10 @@
 #include <string>
 #include <string_view>
 
+#include "engine/control/memory_governor.h"
 #include "engine/sched/request.h"
 #include "engine/sched/scheduler.h"
 #include "server/core/latency_window.h"
-#include "server/core/memory_governor.h"
 
 namespace sparrow::server {
 

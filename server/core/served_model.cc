@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -11,7 +12,8 @@
 #include "engine/kv/kv_block_pool.h"
 #include "engine/memory/context_fit.h"
 #include "engine/memory/device_memory.h"
-#include "server/core/memory_planning.h"
+#include "engine/plan/hardware_profile.h"
+#include "engine/sparse/ffn_factory.h"
 
 namespace sparrow::server {
 
@@ -50,10 +52,49 @@ Result<std::shared_ptr<const SparsePlan>> MakeSparsePlanFromConfig(const ServerC
   return plan;
 }
 
+namespace {
+
+// The planner for `m` (its model, scheduler and pool must outlive the function), or a null PlanFn
+// without a hardware profile: `hw_profile` names it ("none": never plan), else the default cache
+// path is used when the file exists. Fails when a named profile, or the model's activation
+// profile, cannot be read.
+Result<PlanFn> PlannerFromConfig(const ServerConfig& config, const ServedModel& m,
+                                 const MemoryConsumers& consumers) {
+  if (config.hw_profile == "none") return PlanFn();
+  std::string path = config.hw_profile;
+  if (path.empty()) {
+    path = plan::DefaultHardwareProfilePath();
+    std::error_code ec;
+    if (path.empty() || !std::filesystem::exists(path, ec)) {
+      spdlog::info(
+          "memory: no hardware profile{}{}; budgets split by a fixed rule (run `sparrow "
+          "profile-hw` to have them planned)",
+          path.empty() ? "" : " at ", path);
+      return PlanFn();
+    }
+  }
+  BudgetPlannerOptions o;
+  SPARROW_ASSIGN_OR_RETURN(o.hardware, plan::ReadHardwareProfile(path));
+  if (!config.profile.empty()) {
+    auto p = ReadActivationProfile(config.profile, &m.model->config());
+    if (!p.ok()) return p.status().WithContext("config: profile");
+    o.profile = std::make_shared<const ActivationProfile>(std::move(p).value());
+  }
+  o.max_sparsity = std::strtod(config.sparsity.c_str(), nullptr);
+  o.step_tokens = config.step_token_budget;
+  o.io_depth = static_cast<int>(config.io_depth);
+  o.max_threads = m.pool ? m.pool->size() : 1;
+  spdlog::info("memory: budgets planned with the hardware profile {}", path);
+  return MakeBudgetPlanner(std::move(o), *m.model, *m.scheduler, m.sparse_plan, consumers);
+}
+
+}  // namespace
+
 Result<std::shared_ptr<ServedModel>> LoadServedModel(const ServerConfig& config,
                                                      const std::string& path,
                                                      const std::string& model_id,
-                                                     const ConnectWorkersFn& connect) {
+                                                     const ConnectWorkersFn& connect,
+                                                     const ServedModel* replacing) {
   auto m = std::make_shared<ServedModel>();
   m->path = path;
   SPARROW_ASSIGN_OR_RETURN(m->model, Model::Load(path));
@@ -89,8 +130,15 @@ Result<std::shared_ptr<ServedModel>> LoadServedModel(const ServerConfig& config,
   }
   m->allow_forced_output = config.allow_forced_output != 0;
 
-  // What the process holds before any pool: its runtime, the vocabulary, the chat template.
-  const uint64_t baseline_bytes = ProcessAnonBytes();
+  // What the process holds before any pool: its runtime and libraries, the vocabulary, the chat
+  // template; the model's pages it has read so far are the weights' part.
+  const uint64_t model_resident = MappingResidentBytes(m->model->file().base());
+  const uint64_t resident = ProcessResidentBytes();
+  const uint64_t baseline_bytes =
+      replacing != nullptr
+          ? replacing->baseline_bytes
+          : (resident > model_resident ? resident - model_resident : ProcessAnonBytes());
+  m->baseline_bytes = baseline_bytes;
   const int64_t n_ctx_train = m->model->config().n_ctx_train;
   if (config.n_ctx > 0 && n_ctx_train > 0 && config.n_ctx > n_ctx_train) {
     return InvalidArgument("config: 'n_ctx' is " + std::to_string(config.n_ctx) +
@@ -115,20 +163,18 @@ Result<std::shared_ptr<ServedModel>> LoadServedModel(const ServerConfig& config,
   SPARROW_ASSIGN_OR_RETURN(m->sparse_plan,
                            MakeSparsePlanFromConfig(config, *m->model, m->pool.get()));
   opts.make_ffn = [plan = m->sparse_plan](const Model& model, kernels::ThreadPool* pool) {
-    return MakeFeedForward(model, plan, pool);
+    return plan ? MakeFeedForward(model, plan, pool) : MakeDefaultFeedForward(model, pool);
   };
-  if (m->sparse_plan) {
-    opts.neuron_store = m->sparse_plan->store;
-    opts.sparsity_level = m->sparse_plan->levels;
-  }
+  const std::shared_ptr<NeuronStore> store = m->sparse_plan ? m->sparse_plan->store : nullptr;
+  if (store) opts.memory_users.push_back(store);
   const Model& model = *m->model;
   // What the process holds whatever the context: the FFN's rows on flash are read through the
   // neuron cache, the rest of the file is mapped and read.
-  const uint64_t ffn_on_flash = opts.neuron_store ? model.weights().bundles->bundle_bytes() : 0;
+  const uint64_t ffn_on_flash = store ? model.weights().bundles->bundle_bytes() : 0;
   uint64_t weights_bytes =
       model.file().file_size() - std::min(ffn_on_flash, model.file().file_size());
   if (m->sparse_plan) weights_bytes += m->sparse_plan->owned_bytes();
-  const uint64_t cache_bytes = opts.neuron_store ? opts.neuron_store->stats().capacity_bytes : 0;
+  const uint64_t cache_bytes = store ? store->capacity_bytes() : 0;
   const uint64_t offer = DeviceMemoryOffer();
   if (config.n_ctx > 0) {
     m->n_ctx = config.n_ctx;
@@ -137,7 +183,8 @@ Result<std::shared_ptr<ServedModel>> LoadServedModel(const ServerConfig& config,
     fit.n_ctx_train = n_ctx_train;
     fit.offer_bytes = offer;
     fit.fixed_bytes = baseline_bytes + weights_bytes + cache_bytes +
-                      EstimateScratchBytes(model.config(), config.step_token_budget, fit.granule);
+                      EstimateScratchBytes(model.config(), config.step_token_budget, fit.granule,
+                                           config.max_running);
     fit.kv_bytes_per_token = static_cast<uint64_t>(
         KvBlockPool::BlockBytes(model.config().n_layer, model.config().kv_dim(), 1));
     const ContextFit fitted = FitContext(fit);
@@ -170,25 +217,30 @@ Result<std::shared_ptr<ServedModel>> LoadServedModel(const ServerConfig& config,
     MemoryConsumers c;
     c.baseline_bytes = baseline_bytes;
     c.weights_bytes = weights_bytes;
-    c.scratch_bytes = EstimateScratchBytes(model.config(), opts.step_token_budget, m->n_ctx);
+    c.scratch_bytes =
+        EstimateScratchBytes(model.config(), opts.step_token_budget, m->n_ctx, opts.max_running);
+    c.scratch_min_bytes =
+        EstimateScratchBytes(model.config(), kTightStepTokens, m->n_ctx, opts.max_running);
     const auto block = static_cast<uint64_t>(m->scheduler->kv_block_bytes());
     c.kv_min_bytes = block * static_cast<uint64_t>(m->scheduler->min_kv_blocks());
     c.kv_max_bytes = block * static_cast<uint64_t>(m->scheduler->options().kv_blocks);
     c.cache_max_bytes = cache_bytes;
-    SPARROW_ASSIGN_OR_RETURN(PlanFn planner, MakePlanFn(config, *m, c));
+    MemoryGovernorOptions g;
+    SPARROW_ASSIGN_OR_RETURN(g.planner, PlannerFromConfig(config, *m, c));
     const MemoryBudget budget(c);
     // The first budget is what the device offers now, and no budget is more than its limit:
     // the rest comes when the sources see room for it.
-    BudgetPolicyOptions policy;
-    if (offer > 0) policy.start_bytes = std::max<uint64_t>(1, budget.ElasticFor(offer));
+    if (offer > 0) g.policy.start_bytes = std::max<uint64_t>(1, budget.ElasticFor(offer));
     if (const uint64_t limit = DeviceMemoryLimit(); limit > 0) {
-      policy.ceiling_bytes = std::max<uint64_t>(1, budget.ElasticFor(limit));
+      g.policy.ceiling_bytes = std::max<uint64_t>(1, budget.ElasticFor(limit));
     }
+    g.process_resident = [] { return ProcessResidentBytes(); };
+    g.weights_resident = [base = model.file().base()] { return MappingResidentBytes(base); };
     m->memory = std::make_unique<MemoryGovernor>(
         m->scheduler.get(),
         config.memory_pressure == 1 ? DetectPressureSources()
                                     : std::vector<std::unique_ptr<PressureSource>>{},
-        budget, policy, 100, std::move(planner), [] { return ProcessResidentBytes(); });
+        budget, std::move(g));
   }
   return m;
 }

@@ -9,13 +9,13 @@
 
 #include "config/server_config.h"
 #include "engine/common/result.h"
+#include "engine/control/memory_governor.h"
 #include "engine/kernels/thread_pool.h"
 #include "engine/model/model.h"
 #include "engine/sched/scheduler.h"
 #include "engine/sparse/sparse_plan.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "server/core/chat_renderer.h"
-#include "server/core/memory_governor.h"
 #include "server/core/reasoning_splitter.h"
 #include "server/core/worker_ranges.h"
 
@@ -29,6 +29,9 @@ struct ServedModel {
   int64_t n_ctx = 0;                         // positions one request may use (prompt + output)
   ReasoningFormat reasoning_format = ReasoningFormat::kDeepSeek;  // unless a request says
   bool allow_forced_output = false;  // requests may force the answer (tests)
+  // The process's own resident bytes beside the model's (runtime, libraries, vocabulary), as
+  // measured when it was loaded: the memory budget's baseline.
+  uint64_t baseline_bytes = 0;
   // Declaration order is destruction order in reverse: the scheduler goes first, while the
   // model, tokenizer and pool its step thread and sinks use are still alive.
   std::unique_ptr<Model> model;
@@ -46,12 +49,14 @@ struct ServedModel {
 
 // Loads the GGUF at `path` with the engine settings of `config` (threads, n_ctx, KV cache,
 // batching, sparsity) and starts its scheduler. `model_id` "" means the file name without
-// .gguf. With `workers` set, `connect` reaches them (empty: this build cannot). Errors name the
-// file, the setting or the worker at fault.
+// .gguf. With `workers` set, `connect` reaches them (empty: this build cannot). `replacing`: the
+// model this one is to replace (a reload), whose baseline it takes (what the process holds now
+// is mostly that model's). Errors name the file, the setting or the worker at fault.
 Result<std::shared_ptr<ServedModel>> LoadServedModel(const ServerConfig& config,
                                                      const std::string& path,
                                                      const std::string& model_id,
-                                                     const ConnectWorkersFn& connect = {});
+                                                     const ConnectWorkersFn& connect = {},
+                                                     const ServedModel* replacing = nullptr);
 
 // The sparse plan the config asks for (keys sparsity, profile, sparsity_method); null for dense.
 Result<std::shared_ptr<const SparsePlan>> MakeSparsePlanFromConfig(const ServerConfig& config,

@@ -13,6 +13,7 @@
 #include "engine/model/model.h"
 #include "engine/runtime/forward_pass.h"
 #include "engine/runtime/sampler.h"
+#include "engine/sparse/ffn_factory.h"
 #include "engine/sparse/sparse_plan.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "engine/tools/bundle_convert.h"
@@ -118,6 +119,7 @@ void CheckFile(const std::string& json_path, kernels::ThreadPool* pool, bool con
     ASSERT_NE((*plan)->store, nullptr);
     ffn = MakeFeedForward(**model, *plan, pool);
   }
+  if (!ffn) ffn = MakeDefaultFeedForward(**model, pool);
   ForwardPass fp(**model, pool, std::move(ffn));
 
   float worst = 0;

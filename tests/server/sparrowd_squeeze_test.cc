@@ -101,16 +101,7 @@ double Gauge(const std::string& metrics, const std::string& name) {
 
 // A PowerInfer-layout model whose bundles take 64 MiB (8 layers of 4096 neurons), converted.
 std::string SqueezeModel() {
-  testing::LlamaModelSpec s;
-  s.weight_type = s.embd_type = s.output_type = TensorType::kQ8_0;
-  s.n_embd = 512;
-  s.n_head = 8;
-  s.n_head_kv = 8;
-  s.n_ff = 4096;
-  s.n_layer = 8;
-  s.n_ctx = 1024;
-  s.predictor_rank = 64;
-  return testing::WriteConvertedModel("squeeze", s);
+  return testing::WriteConvertedFlashSizedModel("squeeze");
 }
 
 // A cgroup v1 memory group of this test's own under ours, removed at the end of the scope; empty

@@ -39,6 +39,21 @@ inline std::string WriteConvertedModel(const std::string& name, LlamaModelSpec s
   return ConvertedCopy(src, name);
 }
 
+// A PowerInfer-layout Q8_0 model whose bundles take 64 MiB (8 layers of 4096 neurons, 1024
+// positions), converted: large enough that its cache and weights are most of a process.
+inline std::string WriteConvertedFlashSizedModel(const std::string& name) {
+  LlamaModelSpec s;
+  s.weight_type = s.embd_type = s.output_type = TensorType::kQ8_0;
+  s.n_embd = 512;
+  s.n_head = 8;
+  s.n_head_kv = 8;
+  s.n_ff = 4096;
+  s.n_layer = 8;
+  s.n_ctx = 1024;
+  s.predictor_rank = 64;
+  return WriteConvertedModel(name, s);
+}
+
 // A small PowerInfer-layout synthetic model of `type`, converted.
 inline std::string WriteConvertedSyntheticModel(const std::string& name, TensorType type) {
   LlamaModelSpec s;

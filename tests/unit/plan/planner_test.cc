@@ -173,6 +173,23 @@ TEST(PlannerTest, LeftoverBudgetGrowsTheKvPoolUpToItsCeiling) {
   EXPECT_EQ(p->memory_bytes, 17500000u);
 }
 
+// No plan takes more than the budget it was made for, at any budget (odd ones included: the
+// solver's sizes are whole units, the budget need not be), for either objective.
+TEST(PlannerTest, APlanNeverExceedsItsBudget) {
+  for (size_t budget = 15000000; budget <= 20000000; budget += 123457) {
+    for (PlanRequest::Objective obj :
+         {PlanRequest::Objective::kSpeed, PlanRequest::Objective::kMemory}) {
+      PlanRequest r = Request(budget);
+      r.max_kv_bytes = 3000001;
+      r.objective = obj;
+      auto p = SolvePlan(HandInputs(), r);
+      ASSERT_TRUE(p.ok()) << budget << ": " << p.status().ToString();
+      EXPECT_LE(p->memory_bytes, budget);
+      EXPECT_LE(11000000u + p->neuron_cache_bytes + p->kv_pool_bytes, budget);
+    }
+  }
+}
+
 TEST(PlannerTest, BadRequestsNameTheField) {
   PlanRequest r = Request(20000000);
   r.max_threads = 0;

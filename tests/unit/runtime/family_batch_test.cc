@@ -12,6 +12,7 @@
 #include "engine/kernels/thread_pool.h"
 #include "engine/model/model.h"
 #include "engine/runtime/forward_pass.h"
+#include "engine/sparse/ffn_factory.h"
 #include "tests/util/test_paths.h"
 
 namespace sparrow {
@@ -45,13 +46,13 @@ class FamilyBatchTest : public ::testing::TestWithParam<std::string> {
 TEST_P(FamilyBatchTest, BatchEqualsChunksThenSingleTokens) {
   const ModelConfig& c = model_->config();
   const int64_t v = c.n_vocab;
-  ForwardPass one(*model_, nullptr);
+  ForwardPass one(*model_, nullptr, MakeDefaultFeedForward(*model_, nullptr));
   ContiguousKvCache c1(c.n_layer, 32, c.kv_dim());
   std::vector<float> batch;
   ASSERT_TRUE(one.Run(tokens_, 0, c1, true, &batch).ok());
 
   kernels::ThreadPool pool(2);
-  ForwardPass two(*model_, &pool);
+  ForwardPass two(*model_, &pool, MakeDefaultFeedForward(*model_, &pool));
   ContiguousKvCache c2(c.n_layer, 32, c.kv_dim());
   std::vector<float> step;
   ASSERT_TRUE(two.Run({tokens_.data(), 5}, 0, c2, true, &step).ok());
@@ -65,7 +66,7 @@ TEST_P(FamilyBatchTest, BatchOfSequencesEqualsEachAlone) {
   const ModelConfig& c = model_->config();
   const int64_t v = c.n_vocab;
   kernels::ThreadPool pool(2);
-  ForwardPass fp(*model_, &pool);
+  ForwardPass fp(*model_, &pool, MakeDefaultFeedForward(*model_, &pool));
   std::vector<ContiguousKvCache> caches;
   for (int i = 0; i < 3; ++i) caches.emplace_back(c.n_layer, 32, c.kv_dim());
   std::vector<float> scratch;

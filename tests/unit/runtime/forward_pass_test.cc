@@ -13,6 +13,7 @@
 #include "engine/kernels/dequantize.h"
 #include "engine/kernels/quantize.h"
 #include "engine/kernels/thread_pool.h"
+#include "engine/sparse/ffn_factory.h"
 #include "tests/util/synthetic_llama.h"
 #include "tests/util/test_paths.h"
 
@@ -268,7 +269,7 @@ TEST_P(ForwardPassTest, MatchesDoublePrecisionReference) {
   auto model = Load();
   ASSERT_NE(model, nullptr);
   const auto tokens = Tokens(*model);
-  ForwardPass fp(*model, nullptr);
+  ForwardPass fp(*model, nullptr, MakeDefaultFeedForward(*model, nullptr));
   ContiguousKvCache cache(model->config().n_layer, 32, model->config().kv_dim());
   std::vector<float> logits;
   ASSERT_TRUE(fp.Run(tokens, 0, cache, /*all_logits=*/true, &logits).ok());
@@ -288,13 +289,13 @@ TEST_P(ForwardPassTest, BatchEqualsTokenByTokenAndThreadsDoNotMatter) {
   ASSERT_NE(model, nullptr);
   const auto tokens = Tokens(*model);
   const ModelConfig& c = model->config();
-  ForwardPass one(*model, nullptr);
+  ForwardPass one(*model, nullptr, MakeDefaultFeedForward(*model, nullptr));
   ContiguousKvCache c1(c.n_layer, 32, c.kv_dim());
   std::vector<float> batch_logits;
   ASSERT_TRUE(one.Run(tokens, 0, c1, true, &batch_logits).ok());
 
   kernels::ThreadPool pool(2);
-  ForwardPass two(*model, &pool);
+  ForwardPass two(*model, &pool, MakeDefaultFeedForward(*model, &pool));
   ContiguousKvCache c2(c.n_layer, 32, c.kv_dim());
   std::vector<float> step;
   // A 4-token chunk then single tokens: chunked prefill followed by decode.
@@ -314,7 +315,7 @@ TEST_P(ForwardPassTest, BatchOfSequencesEqualsEachAlone) {
   const ModelConfig& c = model->config();
   const auto tokens = Tokens(*model);
   kernels::ThreadPool pool(2);
-  ForwardPass fp(*model, &pool);
+  ForwardPass fp(*model, &pool, MakeDefaultFeedForward(*model, &pool));
   // Three sequences: one prefilling 5 tokens, two decoding one token after different histories.
   std::vector<ContiguousKvCache> caches;
   for (int i = 0; i < 3; ++i) caches.emplace_back(c.n_layer, 32, c.kv_dim());
@@ -361,7 +362,7 @@ TEST(ForwardPassErrors, BadTokenAndFullContextFailWithoutCrash) {
   auto model = Model::Load(path);
   ASSERT_TRUE(model.ok()) << model.status().ToString();
   const ModelConfig& c = (*model)->config();
-  ForwardPass fp(**model, nullptr);
+  ForwardPass fp(**model, nullptr, MakeDefaultFeedForward(**model, nullptr));
   ContiguousKvCache cache(c.n_layer, 4, c.kv_dim());
   std::vector<float> logits;
   const int32_t bad = static_cast<int32_t>(c.n_vocab);

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <map>
 
 namespace sparrow {
@@ -119,6 +120,23 @@ TEST(SamplerTest, PenaltyWindowForgetsOldTokens) {
   s.Accept(2);
   s.Accept(2);  // token 0 has left the window
   EXPECT_EQ(s.Sample(l), 0);
+}
+
+// log-softmax by hand: logits {0, ln 2, ln 3, ln 2} have probabilities 1/8, 2/8, 3/8, 2/8.
+TEST(SamplerTest, TokenLogprobIsTheLogSoftmaxWithTheBestAlternatives) {
+  const std::vector<float> l = {0.0f, std::log(2.0f), std::log(3.0f), std::log(2.0f)};
+  std::vector<std::pair<int32_t, float>> top;
+  EXPECT_NEAR(TokenLogprob(l, 0, 0, &top), std::log(1.0 / 8), 1e-6);
+  EXPECT_TRUE(top.empty()) << "no alternatives asked for";
+  EXPECT_NEAR(TokenLogprob(l, 3, 3, &top), std::log(2.0 / 8), 1e-6);
+  ASSERT_EQ(top.size(), 3u);
+  EXPECT_EQ(top[0].first, 2);
+  EXPECT_NEAR(top[0].second, std::log(3.0 / 8), 1e-6);
+  EXPECT_EQ(top[1].first, 1) << "a tie goes to the lower id";
+  EXPECT_EQ(top[2].first, 3);
+  top.clear();
+  EXPECT_NEAR(TokenLogprob(l, 1, 20, &top), std::log(2.0 / 8), 1e-6);
+  EXPECT_EQ(top.size(), 4u) << "no more alternatives than the vocabulary";
 }
 
 TEST(SamplerTest, ValidateNamesTheParameter) {

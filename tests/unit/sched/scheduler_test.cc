@@ -13,7 +13,9 @@
 #include <thread>
 
 #include "engine/kernels/thread_pool.h"
+#include "engine/memory/memory_budget.h"
 #include "engine/runtime/generate.h"
+#include "engine/sparse/ffn_factory.h"
 #include "engine/sparse/sparse_plan.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "tests/util/converted_model.h"
@@ -79,7 +81,7 @@ class CollectingSink : public RequestSink {
 MemoryPlan CachePlan(int64_t version, size_t cache_bytes, const std::string& cause) {
   MemoryPlan p;
   p.version = version;
-  p.neuron_cache_bytes = cache_bytes;
+  p.bytes[kNeuronCacheUser] = cache_bytes;
   p.cause = cause;
   p.decided = std::chrono::steady_clock::now();
   return p;
@@ -131,7 +133,7 @@ class SchedulerTest : public ::testing::Test {
     o.make_ffn = [p = *plan](const Model& model, kernels::ThreadPool* tp) {
       return MakeFeedForward(model, p, tp);
     };
-    o.neuron_store = (*plan)->store;
+    o.memory_users.push_back((*plan)->store);
     return o;
   }
 
@@ -182,7 +184,7 @@ class SchedulerTest : public ::testing::Test {
 
   // The same request through the single-sequence loop, as the reference.
   std::vector<int32_t> Alone(const std::string& text, int64_t max_tokens) {
-    ForwardPass fp(*model_, nullptr);
+    ForwardPass fp(*model_, nullptr, MakeDefaultFeedForward(*model_, nullptr));
     ContiguousKvCache cache(model_->config().n_layer, 256, model_->config().kv_dim());
     GenerateOptions o;
     o.max_tokens = max_tokens;
@@ -474,7 +476,7 @@ TEST_F(SchedulerTest, MemoryPlansResizeTheKvPoolWhileStreamsRun) {
   }
   MemoryPlan squeeze;
   squeeze.version = 1;
-  squeeze.kv_pool_bytes = 0;  // clamped to the floor
+  squeeze.bytes[kKvPoolUser] = 0;  // clamped to the floor
   squeeze.cause = "test: squeeze";
   squeeze.decided = std::chrono::steady_clock::now();
   s.ApplyMemoryPlan(squeeze);
@@ -486,7 +488,7 @@ TEST_F(SchedulerTest, MemoryPlansResizeTheKvPoolWhileStreamsRun) {
   EXPECT_GT(st.preemptions, 0);
   MemoryPlan release = squeeze;
   release.version = 2;
-  release.kv_pool_bytes = SIZE_MAX / 2;  // clamped to the configured pool
+  release.bytes[kKvPoolUser] = SIZE_MAX / 2;  // clamped to the configured pool
   release.cause = "test: release";
   s.ApplyMemoryPlan(release);
   for (size_t i = 0; i < sinks.size(); ++i) {
@@ -498,6 +500,54 @@ TEST_F(SchedulerTest, MemoryPlansResizeTheKvPoolWhileStreamsRun) {
   EXPECT_EQ(st.kv.total_blocks, full);
   EXPECT_EQ(st.kv.used_blocks, 0);
   EXPECT_EQ(st.requests_failed, 0);
+}
+
+// The step's scratch is a memory user: its held bytes are what the forward pass's buffers grew
+// to; a plan that gives it less caps the tokens a step takes and gives the buffers back at once,
+// and the steps after it stay within that (the prompt goes in smaller chunks, and completes).
+TEST_F(SchedulerTest, AScratchBudgetCapsTheStepsAndGivesTheBuffersBack) {
+  SchedulerOptions o = Options();
+  o.step_token_budget = 128;
+  Scheduler s(*model_, nullptr, o);
+  auto scratch = [&s] {
+    for (const MemoryUserStats& u : s.Stats().memory) {
+      if (u.name == kScratchUser) return u;
+    }
+    ADD_FAILURE() << "no scratch user";
+    return MemoryUserStats{};
+  };
+  std::string text;
+  for (int i = 0; i < 12; ++i) text += " Once upon a time, there was a little girl named Lily.";
+  auto run = [&] {
+    auto sink = std::make_shared<CollectingSink>();
+    EXPECT_TRUE(s.Submit(Greedy(text, 8, sink)).ok());
+    EXPECT_EQ(sink->Wait().reason, FinishReason::kLength);
+    // The scratch is measured after the step: wait for the loop to count it.
+    for (int i = 0; i < 1000 && s.Stats().running > 0; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  };
+  ASSERT_GT(Greedy(text, 8, nullptr).prompt.size(), 128u);
+  run();
+  const MemoryUserStats wide = scratch();
+  const ModelConfig& c = model_->config();
+  EXPECT_GE(wide.held_bytes, uint64_t{128} * 4 * static_cast<uint64_t>(c.n_embd))
+      << "a step of 128 tokens grew at least their residual rows";
+  EXPECT_EQ(wide.capacity_bytes, EstimateScratchBytes(c, 128, o.n_ctx, o.max_running));
+
+  MemoryPlan plan;
+  plan.version = 1;
+  plan.bytes[kScratchUser] = EstimateScratchBytes(c, 40, o.n_ctx, o.max_running);
+  plan.decided = std::chrono::steady_clock::now();
+  s.ApplyMemoryPlan(plan);
+  while (s.Stats().memory_plan_version < 1) std::this_thread::yield();
+  const MemoryUserStats narrow = scratch();
+  EXPECT_EQ(narrow.capacity_bytes, EstimateScratchBytes(c, 40, o.n_ctx, o.max_running));
+  EXPECT_LT(narrow.held_bytes, wide.held_bytes / 2) << "the buffers went back at once";
+  run();
+  const MemoryUserStats after = scratch();
+  EXPECT_LE(after.held_bytes, after.capacity_bytes);
+  EXPECT_LT(after.held_bytes, wide.held_bytes);
 }
 
 TEST_F(SchedulerTest, SharedPrefixBlocksAreReused) {

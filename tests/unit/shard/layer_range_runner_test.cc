@@ -16,6 +16,7 @@
 
 #include "engine/kernels/thread_pool.h"
 #include "engine/sched/scheduler.h"
+#include "engine/sparse/ffn_factory.h"
 #include "tests/util/collecting_sink.h"
 #include "tests/util/test_paths.h"
 
@@ -194,7 +195,7 @@ class LayerRangeRunnerTest : public ::testing::TestWithParam<std::string> {
     if (shrink) {
       MemoryPlan plan;
       plan.version = 1;
-      plan.kv_pool_bytes = static_cast<size_t>(s.kv_block_bytes() * 24);
+      plan.bytes[kKvPoolUser] = static_cast<uint64_t>(s.kv_block_bytes() * 24);
       plan.decided = std::chrono::steady_clock::now();
       s.ApplyMemoryPlan(plan);
     }
@@ -454,7 +455,7 @@ TEST(LayerRangeRunnerChecksTest, RefusesSlicesThatDoNotCutTheLayers) {
     std::vector<std::shared_ptr<RemoteLayers>> r;
     for (const TensorSlice& s : slices)
       r.push_back(std::make_shared<InProcessLayers>(model, 0, end, s));
-    ForwardPass fp(model, nullptr);
+    ForwardPass fp(model, nullptr, MakeDefaultFeedForward(model, nullptr));
     return fp.SetRemoteLayers(r);
   };
   const int64_t L = c.n_layer;
@@ -474,7 +475,7 @@ TEST(LayerRangeRunnerChecksTest, RefusesSlicesThatDoNotCutTheLayers) {
     std::vector<std::shared_ptr<RemoteLayers>> r{
         std::make_shared<InProcessLayers>(model, 0, L, TensorSlice{1, 2, 384, 768}),
         std::make_shared<InProcessLayers>(model, 0, 1, TensorSlice{0, 1, 0, 384})};
-    ForwardPass fp(model, nullptr);
+    ForwardPass fp(model, nullptr, MakeDefaultFeedForward(model, nullptr));
     Status ranges = fp.SetRemoteLayers(r);
     EXPECT_NE(ranges.message().find("share one range of layers"), std::string::npos)
         << ranges.ToString();

@@ -13,6 +13,7 @@
 #include "engine/kernels/quantize.h"
 #include "engine/kernels/thread_pool.h"
 #include "engine/runtime/forward_pass.h"
+#include "engine/sparse/ffn_factory.h"
 #include "tests/util/synthetic_llama.h"
 #include "tests/util/test_paths.h"
 
@@ -73,7 +74,8 @@ TEST(PowerInferModelTest, ReadsTheFfnKindAndSparseTensors) {
   EXPECT_EQ(l.ffn_down_t.cols, 64);
   EXPECT_EQ(l.pred_fc1.rows, 32);
   EXPECT_EQ(l.pred_fc2.cols, 32);
-  EXPECT_EQ(ForwardPass(*relu, nullptr).ffn().mode(), "predictor");
+  EXPECT_EQ(ForwardPass(*relu, nullptr, MakeDefaultFeedForward(*relu, nullptr)).ffn().mode(),
+            "predictor");
 
   auto bamboo = LoadSpec(PwriSpec(TensorType::kQ4_0, "bamboo"), "bamboo");
   ASSERT_NE(bamboo, nullptr);
@@ -86,7 +88,8 @@ TEST(PowerInferModelTest, ReadsTheFfnKindAndSparseTensors) {
   ASSERT_NE(dense, nullptr);
   EXPECT_FALSE(dense->config().powerinfer);
   EXPECT_EQ(dense->config().ffn_kind, FfnKind::kSwiGlu);
-  EXPECT_EQ(ForwardPass(*dense, nullptr).ffn().mode(), "dense");
+  EXPECT_EQ(ForwardPass(*dense, nullptr, MakeDefaultFeedForward(*dense, nullptr)).ffn().mode(),
+            "dense");
 }
 
 // A token computed alone (gathering its neurons' rows) and the same token inside a batch (whole

@@ -16,6 +16,7 @@
 #include "engine/model/neuron_bundles.h"
 #include "engine/runtime/forward_pass.h"
 #include "engine/runtime/kv_cache.h"
+#include "engine/sparse/ffn_factory.h"
 #include "engine/tools/predictor_frequency.h"
 #include "tests/util/synthetic_llama.h"
 #include "tests/util/test_paths.h"
@@ -65,7 +66,7 @@ Result<ConvertSummary> Convert(const std::string& in, const std::string& out,
 
 // Logits of a short prompt and three decoded tokens, each step's row appended.
 std::vector<float> Logits(const Model& m) {
-  ForwardPass fp(m, nullptr);
+  ForwardPass fp(m, nullptr, MakeDefaultFeedForward(m, nullptr));
   ContiguousKvCache cache(m.config().n_layer, 64, m.config().kv_dim());
   const std::vector<int32_t> prompt = {1, 70, 81, 92, 103};
   std::vector<float> all, step;
@@ -227,7 +228,8 @@ TEST(ConvertToBundles, SwiGluModelKeepsTheGateResidentAndRunsDense) {
     // K-quant down rows become Q8_0 (no row-accumulation kernel for K-quants).
     EXPECT_EQ((*b)->weights().bundles->layers[0].down_type,
               type == TensorType::kQ4_K ? TensorType::kQ8_0 : type);
-    EXPECT_EQ(ForwardPass(**b, nullptr).ffn().mode(), "dense");
+    EXPECT_EQ(ForwardPass(**b, nullptr, MakeDefaultFeedForward(**b, nullptr)).ffn().mode(),
+              "dense");
     EXPECT_LT(MaxRelDiff(Logits(**b), Logits(**a)), type == TensorType::kF32 ? 1e-5f : 2e-2f);
   }
 }

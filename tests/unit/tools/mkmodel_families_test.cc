@@ -11,6 +11,7 @@
 #include "engine/model/model.h"
 #include "engine/runtime/forward_pass.h"
 #include "engine/runtime/kv_cache.h"
+#include "engine/sparse/ffn_factory.h"
 #include "engine/tools/mkmodel_generate.h"
 #include "tests/util/test_paths.h"
 
@@ -34,7 +35,7 @@ SyntheticModelSpec OneLayer(std::string_view shape, ModelFileType ftype) {
 
 // A prompt of three tokens and one decoded step; every logit finite.
 void ExpectForwardRuns(const Model& model) {
-  ForwardPass pass(model, nullptr);
+  ForwardPass pass(model, nullptr, MakeDefaultFeedForward(model, nullptr));
   ContiguousKvCache cache(model.config().n_layer, 8, model.config().kv_dim());
   std::vector<float> logits;
   const int32_t prompt[] = {1, 450, 4996};

@@ -8,6 +8,7 @@
 #include "engine/model/model.h"
 #include "engine/runtime/forward_pass.h"
 #include "engine/runtime/kv_cache.h"
+#include "engine/sparse/ffn_factory.h"
 #include "engine/sparse/sparse_plan.h"
 #include "tests/util/test_paths.h"
 
@@ -101,7 +102,7 @@ TEST(WriteSyntheticModel, MissingVocabularyIsAnError) {
 
 // The measured share of neurons a PWRI file's predictor chooses per decoded token.
 double DecodedActiveShare(const Model& model, int n_tokens) {
-  ForwardPass pass(model, nullptr);
+  ForwardPass pass(model, nullptr, MakeDefaultFeedForward(model, nullptr));
   ContiguousKvCache cache(model.config().n_layer, n_tokens, model.config().kv_dim());
   std::vector<float> logits;
   int32_t token = 1;

@@ -10,6 +10,7 @@
 
 #include "engine/kernels/thread_pool.h"
 #include "engine/model/model.h"
+#include "engine/sparse/ffn_factory.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "tests/util/test_paths.h"
 
@@ -43,7 +44,7 @@ TEST(PerplexityTest, MatchesLlamaPerplexityOnTheKjvModel) {
   ASSERT_TRUE(tok.ok());
   const auto tokens = (*tok)->Tokenize(testing::ReadFileOrDie(dir + "text/kjv-eval.txt"), true);
   kernels::ThreadPool pool(2);
-  ForwardPass fp(**model, &pool);
+  ForwardPass fp(**model, &pool, MakeDefaultFeedForward(**model, &pool));
   int64_t calls = 0;
   auto r = Perplexity(fp, (*model)->config(), tokens, 128, tokens.front(),
                       [&](int64_t, int64_t, double) { ++calls; });

@@ -13,6 +13,7 @@
 #include "engine/kernels/thread_pool.h"
 #include "engine/model/model.h"
 #include "engine/runtime/forward_pass.h"
+#include "engine/sparse/ffn_factory.h"
 #include "engine/sparse/sparse_plan.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "engine/tools/bundle_convert.h"
@@ -179,7 +180,7 @@ TEST_F(ProfileTest, ConvertPutsHotNeuronsFirst) {
   ASSERT_TRUE(src.ok());
   std::vector<float> a, b;
   for (auto [model, out] : {std::pair{src->get(), &a}, std::pair{m->get(), &b}}) {
-    ForwardPass fp(*model, nullptr);
+    ForwardPass fp(*model, nullptr, MakeDefaultFeedForward(*model, nullptr));
     ContiguousKvCache cache(6, 64, model->config().kv_dim());
     const std::vector<int32_t> prompt = {1, 40, 50, 60, 70};
     ASSERT_TRUE(fp.Run(prompt, 0, cache, false, out).ok());

@@ -3,7 +3,7 @@
 // within a plan; after a quiet spell both grow back to their ceiling in steps; the operator's
 // budget caps them; the host app's onTrimMemory level acts like any source. The source is an
 // eventfd the test writes to: the same descriptor kind the cgroup v1 source polls.
-#include "server/core/memory_governor.h"
+#include "engine/control/memory_governor.h"
 
 #include <gtest/gtest.h>
 #include <sys/eventfd.h>
@@ -12,14 +12,14 @@
 #include <atomic>
 #include <thread>
 
+#include "engine/control/budget_planner.h"
 #include "engine/kernels/thread_pool.h"
-#include "engine/plan/plan_inputs.h"
 #include "engine/sparse/sparse_plan.h"
 #include "tests/unit/plan/plan_fixture.h"
 #include "tests/util/collecting_sink.h"
 #include "tests/util/converted_model.h"
 
-namespace sparrow::server {
+namespace sparrow {
 namespace {
 
 class ScriptedPressureSource : public PressureSource {
@@ -57,7 +57,7 @@ class MemoryGovernorTest : public ::testing::Test {
     o.make_ffn = [p = plan_](const Model& model, kernels::ThreadPool* tp) {
       return MakeFeedForward(model, p, tp);
     };
-    o.neuron_store = plan_->store;
+    o.memory_users.push_back(plan_->store);
     scheduler_ = std::make_unique<Scheduler>(*model_, &pool_, o);
     fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   }
@@ -66,12 +66,14 @@ class MemoryGovernorTest : public ::testing::Test {
   std::unique_ptr<MemoryGovernor> Start(PlanFn planner = nullptr) {
     std::vector<std::unique_ptr<PressureSource>> sources;
     sources.push_back(std::make_unique<ScriptedPressureSource>(fd_, &level_));
-    BudgetPolicyOptions p;
-    p.quiet_ms = 1000;
-    p.grow_every_ms = 20;
-    p.grow_fraction = 0.25;
-    return std::make_unique<MemoryGovernor>(scheduler_.get(), std::move(sources), Budget(), p, 10,
-                                            std::move(planner));
+    MemoryGovernorOptions o;
+    o.policy.quiet_ms = 1000;
+    o.policy.grow_every_ms = 20;
+    o.policy.grow_fraction = 0.25;
+    o.tick_ms = 10;
+    o.planner = std::move(planner);
+    return std::make_unique<MemoryGovernor>(scheduler_.get(), std::move(sources), Budget(),
+                                            std::move(o));
   }
   // The consumers as sparrowd counts them; weights and scratch are fixed here.
   MemoryBudget Budget() const {
@@ -171,11 +173,15 @@ TEST_F(MemoryGovernorTest, ACriticalShrinkActsAtOnceAndLeavesTheStreamsAsTheyWer
     }
     if (shrink) {
       while (sinks[0]->count() < 4) std::this_thread::yield();
-      scheduler_->ShrinkNeuronCacheNow(0);
+      MemoryPlan urgent;
+      urgent.version = 1;
+      urgent.bytes[kNeuronCacheUser] = 0;
+      urgent.urgent = true;
+      scheduler_->ApplyMemoryPlan(urgent);
       const NeuronStoreStats now = *scheduler_->Stats().neuron_cache;
       EXPECT_EQ(now.capacity_bytes, 0u) << "done when the call returns";
       EXPECT_EQ(now.hot_bytes, 0u) << "the hot segment's pages went back";
-      scheduler_->ShrinkNeuronCacheNow(all_);
+      EXPECT_TRUE(plan_->store->ShrinkNow(all_));
       EXPECT_EQ(scheduler_->Stats().neuron_cache->capacity_bytes, 0u) << "only ever down";
     }
     std::vector<std::vector<int32_t>> out;
@@ -209,14 +215,19 @@ TEST_F(MemoryGovernorTest, TheOperatorsBudgetAndTheHostAppsLevelsAct) {
   WaitForCapacity(all_);  // grows back past the cleared budget, to the ceiling
 }
 
-// The plan's sparsity level reaches the scheduler's SparsityLevel (a threshold policy's levels,
-// here without thresholds: the level moves, this model's predictor ignores it), clamped to the
-// levels there are.
+// The plan's sparsity level reaches the FFN's SparsityLevel (a threshold policy's levels, here
+// given to this model's plan without thresholds: the level moves, its predictor ignores it),
+// clamped to the levels there are.
 TEST_F(MemoryGovernorTest, ThePlansSparsityLevelReachesTheScheduler) {
   SchedulerOptions o = scheduler_->options();
   scheduler_.reset();
-  o.sparsity_level = std::make_shared<SparsityLevel>(
+  auto levelled = std::make_shared<SparsePlan>(*plan_);
+  levelled->levels = std::make_shared<SparsityLevel>(
       std::vector<ThresholdLevel>{{0, {}}, {0.25, {1}}, {0.5, {2}}}, 2);
+  o.make_ffn = [p = std::shared_ptr<const SparsePlan>(levelled)](const Model& model,
+                                                                 kernels::ThreadPool* tp) {
+    return MakeFeedForward(model, p, tp);
+  };
   scheduler_ = std::make_unique<Scheduler>(*model_, &pool_, o);
   EXPECT_EQ(scheduler_->Stats().sparsity, 0.5);
   std::atomic<double> sparsity{0.25};
@@ -238,24 +249,20 @@ TEST_F(MemoryGovernorTest, ThePlansSparsityLevelReachesTheScheduler) {
 // every budget is planned (those under pressure once it is quiet), the plan's threads reach the
 // pool and its cache the store.
 TEST_F(MemoryGovernorTest, WithAPlannerEveryBudgetIsPlannedAndApplied) {
-  plan::PlanInputsOptions io;
-  io.active_share = 0.25;
-  auto inputs = plan::MakePlanInputs(*model_, nullptr, plan::testing::TwoThreadHardware(), io);
-  ASSERT_TRUE(inputs.ok()) << inputs.status().ToString();
   const MemoryBudget budget = Budget();
+  // The planner sparrowd uses, on this model and scheduler.
+  BudgetPlannerOptions bo;
+  bo.hardware = plan::testing::TwoThreadHardware();
+  bo.active_share = 0.25;
+  bo.max_threads = 2;
+  const PlanFn budget_planner =
+      MakeBudgetPlanner(bo, *model_, *scheduler_, plan_, budget.consumers());
   std::atomic<int> calls{0};
   std::atomic<uint64_t> asked{0};  // the last budget planned (the monitor's thread writes it)
   PlanFn planner = [&](uint64_t bytes) -> Result<plan::RunPlan> {
     asked = bytes;
     ++calls;
-    plan::PlanRequest r;
-    // The governor's count of what does not move is not the planner's: translate, as sparrowd
-    // does (memory_planning.cc).
-    r.budget_bytes = bytes - budget.fixed_bytes() + inputs->resident_bytes + inputs->scratch_bytes;
-    r.max_threads = 2;
-    r.min_kv_bytes = budget.consumers().kv_min_bytes;
-    r.max_kv_bytes = budget.consumers().kv_max_bytes;
-    return plan::SolvePlan(*inputs, r);
+    return budget_planner(bytes);
   };
   pool_.set_active_threads(1);
   auto g = Start(planner);
@@ -302,4 +309,4 @@ TEST_F(MemoryGovernorTest, WithAPlannerEveryBudgetIsPlannedAndApplied) {
 }
 
 }  // namespace
-}  // namespace sparrow::server
+}  // namespace sparrow

@@ -1,11 +1,12 @@
 #pragma once
-// MemoryGovernor: sparrowd's budget controller. It watches the pressure sources this machine has
-// (PressureMonitor), decides with BudgetPolicy how many bytes the elastic consumers may hold,
-// splits them between the KV pool and the neuron cache (MemoryBudget), and hands each decision to
-// the scheduler as a MemoryPlan, which applies it between two steps: when the device wants
-// memory back the pool and the cache shrink and RSS falls while requests keep running; when it
-// is quiet again they grow back. Every change is logged with its cause. One per served model;
-// thread-safe.
+// MemoryGovernor: the engine's budget controller. It watches the pressure sources this machine
+// has (PressureMonitor), decides with BudgetPolicy how many bytes the elastic consumers may hold,
+// splits them among the memory users (MemoryBudget, or the planner: BudgetPlanner), and hands
+// each decision to the scheduler as a MemoryPlan, which applies it to the users between two
+// steps: when the device wants memory back the KV pool, the cache and the scratch shrink and RSS
+// falls while requests keep running; when it is quiet again they grow back. Every change is
+// logged with its cause. The one route of a budget change: operator or pressure -> governor ->
+// planner -> scheduler -> memory users. One per served model; thread-safe.
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -14,13 +15,15 @@
 #include <string>
 #include <vector>
 
+#include "engine/common/env.h"
+#include "engine/control/budget_planner.h"
 #include "engine/memory/budget_policy.h"
 #include "engine/memory/memory_budget.h"
 #include "engine/memory/pressure_monitor.h"
 #include "engine/plan/planner.h"
 #include "engine/sched/scheduler.h"
 
-namespace sparrow::server {
+namespace sparrow {
 
 struct MemoryGovernorStats {
   // The whole process's budget: now, with no pressure, and the least that makes progress.
@@ -28,6 +31,10 @@ struct MemoryGovernorStats {
   uint64_t ceiling_bytes = 0;
   uint64_t floor_bytes = 0;
   MemorySplit split;  // budget_bytes among the consumers
+  // What they hold now (the process's baseline as measured at load, the weights as they are
+  // counted in the budget, the users' held bytes): what the budget is about.
+  MemorySplit held;
+  uint64_t rss_bytes = 0;  // the process's resident bytes (with process_resident), to compare
   std::optional<uint64_t> operator_budget_bytes;
   // The Z3 planner's last plan for the budget (with a planner), or why there is none.
   std::optional<plan::RunPlan> run_plan;
@@ -39,21 +46,28 @@ struct MemoryGovernorStats {
   std::vector<std::string> sources;
 };
 
-// Asks the planner (engine/plan) how to run under a whole-process budget: threads, neuron cache
-// and KV pool. Errors (an infeasible budget) leave the MemoryBudget's own split in force.
-using PlanFn = std::function<Result<plan::RunPlan>(uint64_t budget_bytes)>;
+struct MemoryGovernorOptions {
+  // The policy's ceiling and floor are the budget's elastic ones (a lower ceiling here, the
+  // device's limit, is kept; so are its other fields).
+  BudgetPolicyOptions policy;
+  int tick_ms = 100;  // how often the sources' room is read
+  // With a planner (MakeBudgetPlanner), every budget is planned by it (the split, the thread
+  // count and the sparsity level).
+  PlanFn planner;
+  // With it (ProcessResidentBytes), the sources' room is first charged with the fixed part the
+  // process does not hold yet (MemoryBudget::RoomForElastic).
+  std::function<uint64_t()> process_resident;
+  // The bytes of the weights the process holds now (MappingResidentBytes of the model's
+  // mapping); null: the budget's figure for them.
+  std::function<uint64_t()> weights_resident;
+  Env* env = nullptr;  // the clock; null: Env::Default()
+};
 
 class MemoryGovernor {
  public:
   // `scheduler` must outlive the governor. `sources`: DetectPressureSources(), or the tests'.
-  // The policy's ceiling and floor are the budget's elastic ones (a lower ceiling in `policy`,
-  // the device's limit, is kept; so are its other fields).
-  // With `planner`, every budget is planned by it (the split, and the thread count). With
-  // `process_resident` (ProcessResidentBytes), the sources' room is first charged with the
-  // fixed part the process does not hold yet (MemoryBudget::RoomForElastic).
   MemoryGovernor(Scheduler* scheduler, std::vector<std::unique_ptr<PressureSource>> sources,
-                 const MemoryBudget& budget, BudgetPolicyOptions policy, int tick_ms = 100,
-                 PlanFn planner = nullptr, std::function<uint64_t()> process_resident = nullptr);
+                 const MemoryBudget& budget, MemoryGovernorOptions options);
   ~MemoryGovernor();
 
   // The operator's budget for the whole process (nullopt clears it): what is left after the
@@ -70,21 +84,26 @@ class MemoryGovernor {
  private:
   void OnEvent(std::string_view source, const PressureReading& reading);
   void OnTick(std::optional<uint64_t> room);
-  // What the KV pool and the neuron cache really hold now (their blocks and records written).
+  // What the elastic part really holds now (blocks and records written, scratch grown past its
+  // floor), from the scheduler's memory users.
   uint64_t ElasticInUse() const;
+  uint64_t NowMs() const;
   // Lets the planner choose the split of `split`'s total and the thread count (under mu_).
   void Consult(MemorySplit& split, MemoryPlan* plan);
   // Hands a change to the scheduler (under mu_). `solve`: the planner may be asked. It is not
   // under pressure, nor while the sources see less room than the solver's heap takes (Z3 peaks at
   // ~30 MB over the process): the budget's own split applies, and the planner runs once it is
   // quiet with room for it (a solve in a squeezed cgroup got the hog beside it OOM-killed).
-  void Plan(const BudgetChange& change, bool solve = true);
+  // `urgent`: critical pressure (MemoryPlan::urgent).
+  void Plan(const BudgetChange& change, bool solve = true, bool urgent = false);
   bool RoomToSolve() const;
 
   Scheduler* scheduler_;
   const MemoryBudget budget_;
   const PlanFn planner_;
   const std::function<uint64_t()> process_resident_;
+  const std::function<uint64_t()> weights_resident_;
+  Env* const env_;
   bool plan_deferred_ = false;    // a budget applied without the planner, to plan once quiet
   std::optional<uint64_t> room_;  // the sources' last room for the elastic part
   mutable std::mutex mu_;
@@ -93,4 +112,4 @@ class MemoryGovernor {
   std::unique_ptr<PressureMonitor> monitor_;  // last: its thread calls into the rest
 };
 
-}  // namespace sparrow::server
+}  // namespace sparrow

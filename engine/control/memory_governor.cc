@@ -1,4 +1,4 @@
-#include "server/core/memory_governor.h"
+#include "engine/control/memory_governor.h"
 
 #include <malloc.h>
 #include <spdlog/spdlog.h>
@@ -8,16 +8,7 @@
 
 #include "engine/common/env.h"
 
-namespace sparrow::server {
-namespace {
-
-// The monitor's clock: Env's steady clock, in milliseconds.
-uint64_t NowMs() {
-  return Env::Default()->NowMicros() / 1000;
-}
-
-}  // namespace
-
+namespace sparrow {
 namespace {
 
 BudgetPolicyOptions Elastic(const MemoryBudget& budget, BudgetPolicyOptions policy) {
@@ -36,13 +27,14 @@ constexpr uint64_t kSolverHeapBytes = uint64_t{48} << 20;
 
 MemoryGovernor::MemoryGovernor(Scheduler* scheduler,
                                std::vector<std::unique_ptr<PressureSource>> sources,
-                               const MemoryBudget& budget, BudgetPolicyOptions policy, int tick_ms,
-                               PlanFn planner, std::function<uint64_t()> process_resident)
+                               const MemoryBudget& budget, MemoryGovernorOptions options)
     : scheduler_(scheduler),
       budget_(budget),
-      planner_(std::move(planner)),
-      process_resident_(std::move(process_resident)),
-      policy_(Elastic(budget, policy)) {
+      planner_(std::move(options.planner)),
+      process_resident_(std::move(options.process_resident)),
+      weights_resident_(std::move(options.weights_resident)),
+      env_(options.env != nullptr ? options.env : Env::Default()),
+      policy_(Elastic(budget, options.policy)) {
   stats_.ceiling_bytes = budget_.fixed_bytes() + policy_.options().ceiling_bytes;
   stats_.floor_bytes = budget_.floor();
   stats_.split = budget_.Split(policy_.target());
@@ -61,7 +53,7 @@ MemoryGovernor::MemoryGovernor(Scheduler* scheduler,
   }
   for (const auto& s : sources) stats_.sources.emplace_back(s->name());
   monitor_ = std::make_unique<PressureMonitor>(
-      std::move(sources), tick_ms,
+      std::move(sources), options.tick_ms,
       [this](std::string_view source, const PressureReading& r) { OnEvent(source, r); },
       [this](std::optional<uint64_t> room) { OnTick(room); });
 }
@@ -76,18 +68,26 @@ void MemoryGovernor::OnEvent(std::string_view source, const PressureReading& r) 
                             (r.detail.empty() ? "" : " (" + r.detail + ")");
   if (auto change = policy_.OnPressure(r.level, cause, NowMs(), ElasticInUse())) {
     ++stats_.shrinks;
-    Plan(*change, /*solve=*/false);
-    // The KV pool and the rest wait for the step in flight; the cache need not.
-    if (r.level == PressureLevel::kCritical) {
-      scheduler_->ShrinkNeuronCacheNow(static_cast<size_t>(stats_.split.neuron_cache));
-    }
+    // Critical: the users that can shrink do so at once; the rest wait for the step in flight.
+    Plan(*change, /*solve=*/false, /*urgent=*/r.level == PressureLevel::kCritical);
   }
+}
+
+uint64_t MemoryGovernor::NowMs() const {
+  return env_->NowMicros() / 1000;
 }
 
 uint64_t MemoryGovernor::ElasticInUse() const {
   const SchedulerStats s = scheduler_->Stats();
-  uint64_t bytes = static_cast<uint64_t>(s.kv.touched_blocks * scheduler_->kv_block_bytes());
-  if (s.neuron_cache) bytes += s.neuron_cache->held_bytes();
+  uint64_t bytes = 0;
+  for (const MemoryUserStats& u : s.memory) {
+    if (u.name == kScratchUser) {
+      const uint64_t floor = budget_.consumers().scratch_min_bytes;
+      bytes += u.held_bytes > floor ? u.held_bytes - floor : 0;
+    } else {
+      bytes += u.held_bytes;
+    }
+  }
   return bytes;
 }
 
@@ -131,7 +131,7 @@ bool MemoryGovernor::RoomToSolve() const {
   return !room_ || *room_ >= kSolverHeapBytes;
 }
 
-void MemoryGovernor::Plan(const BudgetChange& change, bool solve) {
+void MemoryGovernor::Plan(const BudgetChange& change, bool solve, bool urgent) {
   MemorySplit split = budget_.Split(change.bytes);
   MemoryPlan plan;
   plan.version = ++stats_.plan_version;
@@ -146,17 +146,17 @@ void MemoryGovernor::Plan(const BudgetChange& change, bool solve) {
         "with room for its solver (" +
         WholeMib(kSolverHeapBytes) + ")";
   }
-  if (budget_.consumers().cache_max_bytes > 0) {
-    plan.neuron_cache_bytes = static_cast<size_t>(split.neuron_cache);
-  }
-  plan.kv_pool_bytes = static_cast<size_t>(split.kv_pool);
+  if (budget_.consumers().cache_max_bytes > 0) plan.bytes[kNeuronCacheUser] = split.neuron_cache;
+  plan.bytes[kKvPoolUser] = split.kv_pool;
+  plan.bytes[kScratchUser] = split.scratch;
+  plan.urgent = urgent;
   // Under the ceiling, buffers that grow on demand must not take what the budget gave back.
   plan.tight = change.bytes < policy_.options().ceiling_bytes;
   plan.cause = change.cause;
   plan.decided = std::chrono::steady_clock::now();
-  spdlog::info("memory: budget {} -> {} (KV pool {}, neuron cache {}): {}",
+  spdlog::info("memory: budget {} -> {} (KV pool {}, neuron cache {}, scratch {}): {}",
                WholeMib(stats_.budget_bytes), WholeMib(split.total()), WholeMib(split.kv_pool),
-               WholeMib(split.neuron_cache), change.cause);
+               WholeMib(split.neuron_cache), WholeMib(split.scratch), change.cause);
   stats_.split = split;
   stats_.budget_bytes = split.total();
   scheduler_->ApplyMemoryPlan(std::move(plan));
@@ -205,10 +205,18 @@ int64_t MemoryGovernor::Replan(const std::string& cause) {
 MemoryGovernorStats MemoryGovernor::stats() const {
   std::lock_guard<std::mutex> lock(mu_);
   MemoryGovernorStats s = stats_;
+  s.held.baseline = s.split.baseline;
+  s.held.weights = weights_resident_ ? weights_resident_() : s.split.weights;
+  if (process_resident_) s.rss_bytes = process_resident_();
+  for (const MemoryUserStats& u : scheduler_->Stats().memory) {
+    if (u.name == kKvPoolUser) s.held.kv_pool += u.held_bytes;
+    if (u.name == kScratchUser) s.held.scratch += u.held_bytes;
+    if (u.name == kNeuronCacheUser) s.held.neuron_cache += u.held_bytes;
+  }
   const uint64_t now = NowMs();
   s.level = policy_.level(now);
   s.starved = policy_.starved(now);
   return s;
 }
 
-}  // namespace sparrow::server
+}  // namespace sparrow
