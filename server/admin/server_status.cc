@@ -14,6 +14,27 @@ json PercentilesJson(const Percentiles& p) {
   return {{"p50", p.p50}, {"p90", p.p90}, {"p99", p.p99}, {"count", p.count}};
 }
 
+// The hit rate only once there were lookups: a rate of nothing is not a rate of 0.
+json NeuronCacheJson(const NeuronCacheStatus& c) {
+  json j = {{"capacity_bytes", c.capacity_bytes},
+            {"resident_bytes", c.resident_bytes},
+            {"lookups", c.lookups},
+            {"hits", c.hits}};
+  if (c.lookups > 0) j["hit_rate"] = static_cast<double>(c.hits) / static_cast<double>(c.lookups);
+  return j;
+}
+
+// The budget's fields only where a memory governor runs (budget_bytes stays, null, without one:
+// older clients read it).
+json MemoryStatusJson(const ServerStatus& s) {
+  json j = {{"rss_bytes", s.rss_bytes},
+            {"budget_bytes", s.budget_bytes ? json(*s.budget_bytes) : json(nullptr)}};
+  if (s.ceiling_bytes) j["ceiling_bytes"] = *s.ceiling_bytes;
+  if (s.floor_bytes) j["floor_bytes"] = *s.floor_bytes;
+  if (s.operator_budget_bytes) j["operator_budget_bytes"] = *s.operator_budget_bytes;
+  return j;
+}
+
 }  // namespace
 
 ModelStatus DescribeModel(const ServedModel& served) {
@@ -27,6 +48,13 @@ ModelStatus DescribeModel(const ServedModel& served) {
   m.n_ctx = served.n_ctx;
   for (const auto& t : f.tensors()) ++m.tensor_types[std::string(TensorTypeName(t.type))];
   return m;
+}
+
+NeuronCacheStatus NeuronCacheStatusOf(const NeuronStoreStats& store) {
+  return {.capacity_bytes = static_cast<int64_t>(store.capacity_bytes),
+          .resident_bytes = static_cast<int64_t>(store.held_bytes()),
+          .lookups = store.hot_hits + store.cache.hits + store.cache.misses,
+          .hits = store.hot_hits + store.cache.hits};
 }
 
 ServerStatus CollectStatus(const ServerContext& ctx, const ModelStatus& model) {
@@ -64,8 +92,16 @@ ServerStatus CollectStatus(const ServerContext& ctx, const ModelStatus& model) {
   s.ffn_active_fraction = st.ffn.neurons_total > 0 ? static_cast<double>(st.ffn.neurons_computed) /
                                                          static_cast<double>(st.ffn.neurons_total)
                                                    : 1.0;
+  if (st.neuron_cache) s.neuron_cache = NeuronCacheStatusOf(*st.neuron_cache);
   s.rss_bytes = static_cast<int64_t>(ProcessResidentBytes());
-  if (served->memory) s.budget_bytes = static_cast<int64_t>(served->memory->stats().budget_bytes);
+  if (served->memory) {
+    const MemoryGovernorStats m = served->memory->stats();
+    s.budget_bytes = static_cast<int64_t>(m.budget_bytes);
+    s.ceiling_bytes = static_cast<int64_t>(m.ceiling_bytes);
+    s.floor_bytes = static_cast<int64_t>(m.floor_bytes);
+    if (m.operator_budget_bytes)
+      s.operator_budget_bytes = static_cast<int64_t>(*m.operator_budget_bytes);
+  }
   return s;
 }
 
@@ -99,6 +135,8 @@ json ModelStatusJson(const ModelStatus& m) {
 json StatusJson(const ServerStatus& s) {
   json requests = json::array();
   for (const auto& r : s.requests) requests.push_back(RequestJson(r, nullptr));
+  json sparse = {{"mode", s.ffn_mode}, {"active_fraction", s.ffn_active_fraction}};
+  if (s.neuron_cache) sparse["neuron_cache"] = NeuronCacheJson(*s.neuron_cache);
   return {
       {"version", s.version},
       {"model", ModelStatusJson(s.model)},
@@ -126,10 +164,8 @@ json StatusJson(const ServerStatus& s) {
         {"blocks_free", s.kv_blocks_free},
         {"block_size", s.kv_block_size},
         {"prefix_hit_rate", s.prefix_hit_rate}}},
-      {"sparse", {{"mode", s.ffn_mode}, {"active_fraction", s.ffn_active_fraction}}},
-      {"memory",
-       {{"rss_bytes", s.rss_bytes},
-        {"budget_bytes", s.budget_bytes ? json(*s.budget_bytes) : json(nullptr)}}},
+      {"sparse", sparse},
+      {"memory", MemoryStatusJson(s)},
       {"event_subscribers", s.event_subscribers},
   };
 }

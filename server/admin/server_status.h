@@ -24,6 +24,14 @@ struct ModelStatus {
   std::map<std::string, int64_t> tensor_types;  // type name -> tensors of that type
 };
 
+// The neuron cache of a model whose FFN is on flash (cache_mb), over the run so far.
+struct NeuronCacheStatus {
+  int64_t capacity_bytes = 0;  // what the budget (or cache_mb) gives it
+  int64_t resident_bytes = 0;  // what it holds: the hot segment and the cached bundles
+  int64_t lookups = 0;         // neuron bundles the steps needed
+  int64_t hits = 0;            // of those, the ones found in memory (hot segment or cache)
+};
+
 struct ServerStatus {
   std::string version;
   ModelStatus model;
@@ -43,10 +51,18 @@ struct ServerStatus {
   double prefix_hit_rate = 0;
   std::string ffn_mode;
   double ffn_active_fraction = 1;  // neurons computed / total over decoded tokens so far
+  std::optional<NeuronCacheStatus> neuron_cache;  // none without a neuron cache
   int64_t rss_bytes = 0;
-  std::optional<int64_t> budget_bytes;  // the neuron cache's, with a memory budget controller
+  // The whole process's memory budget, its bounds and the operator's budget, with a memory
+  // governor (memory_pressure 1 or 2); none without one.
+  std::optional<int64_t> budget_bytes, ceiling_bytes, floor_bytes;
+  std::optional<int64_t> operator_budget_bytes;  // only while the operator has set one
   int64_t event_subscribers = 0;
 };
+
+// The store's counters as the status shows them: lookups are every bundle a step needed, hits the
+// ones the hot segment or the cache held.
+NeuronCacheStatus NeuronCacheStatusOf(const NeuronStoreStats& store);
 
 // The memory budget as GET /admin/v1/memory and the gRPC MemoryBudget give it.
 nlohmann::json MemoryJson(const MemoryGovernorStats& m, const SchedulerStats& s);

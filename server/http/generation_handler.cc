@@ -154,10 +154,12 @@ asio::awaitable<bool> Collect(HttpStream& stream, const HttpRequest& req,
     results[i].finish_reason = ChoiceFinishReason(job, i);
     if (!job.prep.echo_text.empty()) results[i].text = job.prep.echo_text + results[i].text;
   }
-  json body = FullResponse(job.meta, results, job.prep.gen.logprobs, job.prep.gen.top_logprobs,
-                           *job.served->tokenizer, log->prompt_tokens, log->completion_tokens,
-                           log->cached_tokens);
-  HttpResponse res = JsonResponse(req, http::status::ok, body);
+  // Written as text: a document of n choices' top logprobs would be millions of small nodes.
+  std::string body = FullResponseText(
+      job.meta, results, job.prep.gen.logprobs, job.prep.gen.top_logprobs, *job.served->tokenizer,
+      log->prompt_tokens, log->completion_tokens, log->cached_tokens);
+  results = {};  // what it was written from
+  HttpResponse res = JsonTextResponse(req, http::status::ok, std::move(body));
   res.set("X-Request-Id", job.ticket.id());
   co_return co_await WriteResponse(stream, std::move(res), log, limits.write_timeout);
 }

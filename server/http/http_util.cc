@@ -38,11 +38,15 @@ void LogRequest(const RequestLog& l, bool json_format) {
 }
 
 HttpResponse JsonResponse(const HttpRequest& req, http::status status, const nlohmann::json& body) {
+  return JsonTextResponse(req, status, openai::Dump(body));
+}
+
+HttpResponse JsonTextResponse(const HttpRequest& req, http::status status, std::string body) {
   HttpResponse res(status, req.version());
   res.set(http::field::content_type, "application/json");
   res.set(http::field::server, "sparrowd");
   res.keep_alive(req.keep_alive());
-  res.body() = openai::Dump(body);
+  res.body() = std::move(body);
   res.prepare_payload();
   return res;
 }

@@ -32,6 +32,8 @@ struct RequestLog {
 void LogRequest(const RequestLog& log, bool json_format);
 
 HttpResponse JsonResponse(const HttpRequest& req, http::status status, const nlohmann::json& body);
+// The same for a body already written as JSON text (moved in, not copied).
+HttpResponse JsonTextResponse(const HttpRequest& req, http::status status, std::string body);
 // An OpenAI-style error body. `type` defaults from the status (invalid_request_error, ...).
 HttpResponse ErrorResponse(const HttpRequest& req, http::status status, const std::string& message,
                            const std::string& param = "", const std::string& code = "");

@@ -38,10 +38,19 @@ nlohmann::json LogprobsJson(bool chat, const std::vector<TokenLogprob>& tokens, 
 // usage.prompt_tokens_details.cached_tokens).
 nlohmann::json UsageJson(int64_t prompt_tokens, int64_t completion_tokens, int64_t cached_tokens);
 
+// The whole answer of a non-streamed request (the reference FullResponseText is tested against).
 nlohmann::json FullResponse(const ResponseMeta& meta, const std::vector<ChoiceResult>& choices,
                             bool logprobs, int32_t top_n, const Tokenizer& tokenizer,
                             int64_t prompt_tokens, int64_t completion_tokens,
                             int64_t cached_tokens);
+
+// FullResponse's text (what openai::Dump prints of it), written straight onto one string
+// without the document in between: the answer of a non-streamed request, n choices of top
+// logprobs included, costs its text and little more.
+std::string FullResponseText(const ResponseMeta& meta, const std::vector<ChoiceResult>& choices,
+                             bool logprobs, int32_t top_n, const Tokenizer& tokenizer,
+                             int64_t prompt_tokens, int64_t completion_tokens,
+                             int64_t cached_tokens);
 
 // One SSE chunk for choice `index`. `logprobs` may be null; `finish_reason` "" means not done.
 // `role_only` makes the opening chat chunk (delta {"role": "assistant", "content": ""}).

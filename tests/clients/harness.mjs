@@ -9,12 +9,12 @@ export function arg(name, fallback) {
 }
 
 // Starts sparrowd with port 0 (and gRPC on port 0 when `grpc`), and any further `args`,
-// resolving with the ports it prints once it listens.
-export function startServer(sparrowd, model, { grpc = false, args = [] } = {}) {
+// resolving with the ports it prints once it listens. `memoryPressure` 2: only the admin API
+// moves the budget (the machine's own pressure must not decide the outcome); 0: no budget.
+export function startServer(sparrowd, model, { grpc = false, args = [], memoryPressure = 2 } = {}) {
   const child = spawn(sparrowd, ['--model', model, '--port', '0', '--grpc-port', grpc ? '0' : '-1',
-                                 '--threads', '1',
-                                 // The machine's own memory pressure must not decide the outcome.
-                                 '--memory-pressure', '2', '--hw-profile', 'none', ...args],
+                                 '--threads', '1', '--memory-pressure', String(memoryPressure),
+                                 '--hw-profile', 'none', ...args],
                       { stdio: ['ignore', 'pipe', 'pipe'] });
   let stderr = '';
   child.stderr.on('data', (d) => { stderr += d; });
@@ -35,6 +35,15 @@ export function startServer(sparrowd, model, { grpc = false, args = [] } = {}) {
   });
 }
 
+// Stops a server started by startServer with SIGTERM; resolves with its exit code.
+export function stopServer(server) {
+  return new Promise((resolve) => {
+    server.child.removeAllListeners('exit');
+    server.child.on('exit', (code) => resolve(code));
+    server.child.kill('SIGTERM');
+  });
+}
+
 // Runs each { name, fn } with `args`, then stops the server with SIGTERM (it must exit 0) and
 // exits the process: 0 when everything passed, 1 otherwise.
 export async function runChecks(tests, args, server) {
@@ -48,11 +57,7 @@ export async function runChecks(tests, args, server) {
       console.log(`FAIL ${t.name}\n     ${e.stack ?? e}`);
     }
   }
-  const exitCode = await new Promise((resolve) => {
-    server.child.removeAllListeners('exit');
-    server.child.on('exit', (code) => resolve(code));
-    server.child.kill('SIGTERM');
-  });
+  const exitCode = await stopServer(server);
   if (exitCode !== 0) {
     failed++;
     console.log(`FAIL sparrowd exited with ${exitCode} after SIGTERM\n${server.stderr()}`);

@@ -126,6 +126,17 @@ void WithKey(grpc::ClientContext* c, const std::string& key) {
   c->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
 }
 
+// GetStatus with the admin key; fails the test when refused.
+adminpb::ServerStatus GrpcStatus(int grpc_port) {
+  auto stub = AdminStub(grpc_port);
+  grpc::ClientContext c;
+  WithKey(&c, kAdminKey);
+  adminpb::ServerStatus s;
+  const grpc::Status st = stub->GetStatus(&c, {}, &s);
+  EXPECT_TRUE(st.ok()) << st.error_message();
+  return s;
+}
+
 // The host app's onTrimMemory level `level` (a name such as "TRIM_MEMORY_RUNNING_LOW"), sent with
 // the inference key through sparrow.v1.Sparrow/ReportMemoryPressure.
 grpc::Status ReportTrim(int grpc_port, const std::string& level,
@@ -777,6 +788,18 @@ TEST(SparrowdAdminTest, MemoryControlThatIsOffSaysSo) {
   EXPECT_EQ(ctl.exit_code, 1) << ctl.out;
   EXPECT_NE(ctl.out.find("memory budget control is off"), std::string::npos) << ctl.out;
   EXPECT_EQ(ctl.out.find("cannot reach"), std::string::npos) << ctl.out;
+  // The status shows neither a budget's bounds nor a neuron cache (a model in memory).
+  const json status = BodyOf(Call(p->http_port(), "GET", "/admin/v1/status", kAdminKey));
+  EXPECT_TRUE(status["memory"]["budget_bytes"].is_null()) << status.dump();
+  EXPECT_FALSE(status["memory"].contains("floor_bytes")) << status.dump();
+  EXPECT_FALSE(status["sparse"].contains("neuron_cache")) << status.dump();
+  {
+    const adminpb::ServerStatus s = GrpcStatus(p->grpc_port());
+    EXPECT_FALSE(s.memory().has_budget_bytes());
+    EXPECT_FALSE(s.memory().has_ceiling_bytes());
+    EXPECT_FALSE(s.memory().has_floor_bytes());
+    EXPECT_FALSE(s.sparse().has_neuron_cache());
+  }
   // The host app's onTrimMemory report gets the same answer.
   sparrow::v1::ReportMemoryPressureResponse out;
   const grpc::Status st = ReportTrim(p->grpc_port(), "TRIM_MEMORY_RUNNING_LOW", &out);
@@ -891,11 +914,42 @@ TEST(SparrowdAdminTest, TheOperatorMovesTheMemoryBudgetWhileServing) {
   EXPECT_EQ(m["pressure_level"], "none");
   EXPECT_TRUE(m["sources"].is_array());
 
+  // The status has the neuron cache's occupancy and hit rate over the completion so far, and
+  // the budget with its bounds (no operator's budget yet); gRPC the same.
+  json status = BodyOf(Call(port, "GET", "/admin/v1/status", kAdminKey));
+  {
+    const json& nc = status["sparse"]["neuron_cache"];
+    EXPECT_EQ(nc["capacity_bytes"], 2u << 20) << status.dump();
+    EXPECT_GT(nc["resident_bytes"].get<int64_t>(), 0) << "the hot segment is preloaded";
+    const int64_t lookups = nc["lookups"], hits = nc["hits"];
+    EXPECT_GT(lookups, 0);
+    EXPECT_GT(hits, 0);
+    EXPECT_LE(hits, lookups);
+    EXPECT_DOUBLE_EQ(nc["hit_rate"].get<double>(),
+                     static_cast<double>(hits) / static_cast<double>(lookups));
+    const json& sm = status["memory"];
+    EXPECT_EQ(sm["budget_bytes"], m["budget_bytes"]) << status.dump();
+    EXPECT_EQ(sm["ceiling_bytes"], m["ceiling_bytes"]);
+    EXPECT_EQ(sm["floor_bytes"], floor);
+    EXPECT_FALSE(sm.contains("operator_budget_bytes"));
+    const adminpb::ServerStatus s = GrpcStatus(p->grpc_port());
+    ASSERT_TRUE(s.sparse().has_neuron_cache());
+    EXPECT_EQ(s.sparse().neuron_cache().capacity_bytes(), 2 << 20);
+    EXPECT_GE(s.sparse().neuron_cache().lookups(), lookups);
+    EXPECT_TRUE(s.sparse().neuron_cache().has_hit_rate());
+    EXPECT_EQ(static_cast<uint64_t>(s.memory().floor_bytes()), floor);
+    EXPECT_EQ(s.memory().ceiling_bytes(), m["ceiling_bytes"].get<int64_t>());
+    EXPECT_FALSE(s.memory().has_operator_budget_bytes());
+  }
+
   m = BodyOf(
       Call(port, "PUT", "/admin/v1/memory/budget", kAdminKey, json{{"bytes", floor}}.dump()));
   EXPECT_EQ(m["budget_bytes"], floor) << m.dump();
   EXPECT_EQ(m["operator_budget_bytes"], floor);
   EXPECT_EQ(m["consumers"]["neuron_cache_bytes"], 0);
+  status = BodyOf(Call(port, "GET", "/admin/v1/status", kAdminKey));
+  EXPECT_EQ(status["memory"]["operator_budget_bytes"], floor) << status.dump();
+  EXPECT_EQ(status["memory"]["budget_bytes"], floor);
   const int64_t version = m["plan_version"];
   EXPECT_GE(version, 1);
   for (int i = 0; i < 400 && m["applied_plan_version"].get<int64_t>() < version; ++i) {

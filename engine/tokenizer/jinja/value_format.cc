@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "engine/common/json_escape.h"
 #include "engine/tokenizer/jinja/value.h"
 #include "engine/tokenizer/unicode.h"
 
@@ -38,47 +39,14 @@ void AppendHexEscape(char prefix, uint32_t c, int digits, std::string* out) {
   out->append(buf);
 }
 
-// One byte of a JSON string as Python's json.dumps writes it (ensure_ascii aside).
-void AppendJsonByte(unsigned char c, std::string* out) {
-  switch (c) {
-    case '"':
-      out->append("\\\"");
-      break;
-    case '\\':
-      out->append("\\\\");
-      break;
-    case '\n':
-      out->append("\\n");
-      break;
-    case '\r':
-      out->append("\\r");
-      break;
-    case '\t':
-      out->append("\\t");
-      break;
-    case '\b':
-      out->append("\\b");
-      break;
-    case '\f':
-      out->append("\\f");
-      break;
-    default:
-      if (c < 0x20) {
-        AppendHexEscape('u', c, 4, out);
-      } else {
-        out->push_back(static_cast<char>(c));
-      }
-  }
-}
-
 void AppendJsonString(std::string_view s, bool ensure_ascii, std::string* out) {
   out->push_back('"');
   if (!ensure_ascii) {
-    for (char c : s) AppendJsonByte(static_cast<unsigned char>(c), out);
+    for (char c : s) AppendJsonEscapedAscii(static_cast<unsigned char>(c), out);
   } else {
     for (uint32_t c : tokenizer::DecodeUtf8Lossy(s)) {
       if (c < 0x80) {
-        AppendJsonByte(static_cast<unsigned char>(c), out);
+        AppendJsonEscapedAscii(static_cast<unsigned char>(c), out);
       } else if (c < 0x10000) {
         AppendHexEscape('u', c, 4, out);
       } else {  // a surrogate pair, as Python writes it

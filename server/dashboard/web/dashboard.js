@@ -1,5 +1,6 @@
 // The sparrowd dashboard: a live view of the server from its admin API's event stream
-// (GET /admin/v1/events), and its controls (cancel, drain, resume, log level, reload).
+// (GET /admin/v1/events), and its controls (cancel, drain, resume, log level, reload; the memory
+// budget is memory.js's).
 // Plain browser JavaScript, no libraries: the server serves these files from its binary.
 'use strict';
 
@@ -48,6 +49,7 @@ async function connect() {
     $('logout').hidden = false;
     render(status);
     loadModels();
+    loadMemory();
     loadShards();
     clearInterval(shardTimer);
     shardTimer = setInterval(loadShards, 2000);
@@ -150,6 +152,7 @@ function render(s) {
   $('ffn-active').style.width = `${100 * s.sparse.active_fraction}%`;
   $('prefix-text').textContent = `${(100 * kv.prefix_hit_rate).toFixed(1)}%`;
   $('prefix-hit').style.width = `${100 * kv.prefix_hit_rate}%`;
+  renderMemory(s);
   if (document.activeElement !== $('log-level')) $('log-level').value = s.log_level;
 
   push('tps', t.tokens_per_s_10s);
@@ -232,7 +235,10 @@ function logAction(a) {
   li.textContent = `${when} ${a.action} ${JSON.stringify(a.args)} → ${a.result}` +
                    `${a.detail ? `: ${a.detail}` : ''} (${a.key_id || a.remote})`;
   $('action-log').prepend(li);
-  if (a.action === 'reload') loadModels();
+  if (a.action === 'reload') {
+    loadModels();
+    loadMemory();
+  }
 }
 
 // Which device computes which layers, and each worker link's counters.
