@@ -287,7 +287,7 @@ std::string FormatFloat(double d) {
     return out;
   }
   out += digits.substr(0, 1);
-  if (digits.size() > 1) out += "." + digits.substr(1);
+  if (digits.size() > 1) out.append(1, '.').append(digits, 1);
   char ebuf[16];
   std::snprintf(ebuf, sizeof(ebuf), "e%c%02d", exp < 0 ? '-' : '+', std::abs(exp));
   return out + ebuf;
