@@ -103,7 +103,10 @@ Status ReadMissCurve(const GgufFile& f, ActivationProfile* p) {
   SPARROW_ASSIGN_OR_RETURN(p->miss_fraction, ReadF32(f, pf::kMissFraction, {t->dims[0]}));
   SPARROW_ASSIGN_OR_RETURN(p->miss_rate, ReadF32(f, pf::kMissRate, {t->dims[0]}));
   for (auto [name, v] : {std::pair{pf::kMissRateWindow, &p->miss_rate_window},
-                         std::pair{pf::kMissRateHotHalf, &p->miss_rate_hot_half}}) {
+                         std::pair{pf::kMissRateHotHalf, &p->miss_rate_hot_half},
+                         std::pair{pf::kMissRateLfu, &p->miss_rate_lfu},
+                         std::pair{pf::kMissRateGlobalHot, &p->miss_rate_global_hot},
+                         std::pair{pf::kMissRateOptimum, &p->miss_rate_optimum}}) {
     if (!f.FindTensor(name)) continue;
     SPARROW_ASSIGN_OR_RETURN(*v, ReadF32(f, name, {t->dims[0]}));
     for (float r : *v) {

@@ -57,6 +57,9 @@ struct ActivationProfile {
   // The same trace under the other policies (miss_curve.h; optional, empty in older profiles):
   // LLM in a Flash's window, and NeuronStore's default of a hot half plus the LRU.
   std::vector<float> miss_rate_window, miss_rate_hot_half;
+  // Frequency with decay, the most frequent bundles of every layer held for good, and Belady's
+  // optimum: the bound no policy beats on this trace.
+  std::vector<float> miss_rate_lfu, miss_rate_global_hot, miss_rate_optimum;
 
   // Per-layer thresholds skipping `sparsity` of the neurons, interpolated between levels (a
   // sparsity within 1e-6 of a level is that level). Fails outside [levels.front(),
@@ -92,6 +95,9 @@ inline constexpr const char* kMissRate = "miss.rate";
 // Optional, each {n} like miss.rate: the window and hot-half policies.
 inline constexpr const char* kMissRateWindow = "miss.rate_window";
 inline constexpr const char* kMissRateHotHalf = "miss.rate_hot_half";
+inline constexpr const char* kMissRateLfu = "miss.rate_lfu";
+inline constexpr const char* kMissRateOptimum = "miss.rate_optimum";
+inline constexpr const char* kMissRateGlobalHot = "miss.rate_global_hot";
 }  // namespace profile_format
 
 }  // namespace sparrow

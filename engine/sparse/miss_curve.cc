@@ -2,7 +2,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
 #include <memory>
+#include <queue>
+#include <utility>
 
 #include "engine/sparse/hot_lru_rule.h"
 #include "engine/sparse/neuron_cache.h"
@@ -109,6 +114,169 @@ class WindowReplay : public ReplayCache {
   int64_t head_ = kNone, tail_ = kNone, size_ = 0;
 };
 
+// Belady's MIN with bypass over the accesses of tokens [first, end), in the order the replay
+// makes them (token by token, layer by layer).
+class OptimumReplay : public ReplayCache {
+ public:
+  OptimumReplay(const NeuronTrace& trace, int64_t first, int64_t end, int64_t capacity)
+      : n_ff_(trace.n_ff()),
+        capacity_(capacity),
+        held_(static_cast<size_t>(trace.n_layer() * trace.n_ff()), 0),
+        held_next_(held_.size(), kNever) {
+    std::vector<int64_t> keys;
+    for (int64_t t = first; t < end; ++t) {
+      for (int64_t l = 0; l < trace.n_layer(); ++l) {
+        for (int32_t id : trace.Active(t, l)) keys.push_back(l * n_ff_ + id);
+      }
+    }
+    next_.assign(keys.size(), kNever);
+    std::vector<int64_t> seen(held_.size(), kNever);
+    for (int64_t i = static_cast<int64_t>(keys.size()) - 1; i >= 0; --i) {
+      next_[i] = seen[keys[i]];
+      seen[keys[i]] = i;
+    }
+  }
+  int64_t Use(int64_t layer, std::span<const int32_t> ids) override {
+    int64_t missed = 0;
+    for (int32_t id : ids) {
+      const int64_t b = layer * n_ff_ + id;
+      const int64_t next = next_[pos_++];
+      if (held_[b]) {
+        Hold(b, next);
+        continue;
+      }
+      ++missed;
+      if (size_ == capacity_) {
+        // The held bundle used last (the heap's entries for bundles since used are stale).
+        while (!far_.empty() &&
+               (!held_[far_.top().second] || held_next_[far_.top().second] != far_.top().first)) {
+          far_.pop();
+        }
+        if (far_.empty() || far_.top().first <= next) continue;  // read and dropped
+        held_[far_.top().second] = 0;
+        far_.pop();
+        --size_;
+      }
+      held_[b] = 1;
+      ++size_;
+      Hold(b, next);
+    }
+    return missed;
+  }
+
+ private:
+  static constexpr int64_t kNever = INT64_MAX;
+  void Hold(int64_t b, int64_t next) {
+    held_next_[b] = next;
+    far_.emplace(next, b);
+  }
+  const int64_t n_ff_, capacity_;
+  std::vector<int64_t> next_;  // per access: the index of the same bundle's next one
+  std::vector<uint8_t> held_;
+  std::vector<int64_t> held_next_;
+  std::priority_queue<std::pair<int64_t, int64_t>> far_;  // (next use, bundle), farthest on top
+  int64_t pos_ = 0, size_ = 0;
+};
+
+// Frequency with decay, and a bypass for bundles less frequent than the least held one.
+class DecayedLfuReplay : public ReplayCache {
+ public:
+  DecayedLfuReplay(const NeuronTrace& trace, int64_t capacity)
+      : n_ff_(trace.n_ff()),
+        capacity_(capacity),
+        score_(static_cast<size_t>(trace.n_layer() * trace.n_ff()), 0),
+        held_(score_.size(), 0) {}
+  int64_t Use(int64_t layer, std::span<const int32_t> ids) override {
+    // A new token starts at layer 0: later uses weigh more, which is the older ones fading.
+    if (layer == 0) {
+      weight_ *= kGrowth;
+      if (weight_ > 1e100) Rescale();
+    }
+    int64_t missed = 0;
+    for (int32_t id : ids) {
+      const int64_t b = layer * n_ff_ + id;
+      score_[b] += weight_;
+      if (held_[b]) {
+        low_.emplace(score_[b], b);
+        continue;
+      }
+      ++missed;
+      if (capacity_ == 0) continue;
+      if (size_ == capacity_) {
+        while (!low_.empty() &&
+               (!held_[low_.top().second] || score_[low_.top().second] != low_.top().first)) {
+          low_.pop();
+        }
+        if (low_.empty() || low_.top().first >= score_[b]) continue;  // read and dropped
+        held_[low_.top().second] = 0;
+        low_.pop();
+        --size_;
+      }
+      held_[b] = 1;
+      ++size_;
+      low_.emplace(score_[b], b);
+    }
+    // Stale entries (bundles since used or dropped) are cleared out now and then.
+    if (low_.size() > static_cast<size_t>(4 * size_ + 4096)) Rebuild();
+    return missed;
+  }
+
+ private:
+  // Half the weight every 64 tokens.
+  static constexpr double kGrowth = 1.0108892860517005;  // 2^(1/64)
+  void Rescale() {
+    for (double& s : score_) s /= weight_;
+    weight_ = 1;
+    Rebuild();
+  }
+  void Rebuild() {
+    decltype(low_) fresh;
+    for (size_t b = 0; b < held_.size(); ++b) {
+      if (held_[b]) fresh.emplace(score_[b], static_cast<int64_t>(b));
+    }
+    low_.swap(fresh);
+  }
+  using Entry = std::pair<double, int64_t>;
+  const int64_t n_ff_, capacity_;
+  std::vector<double> score_;
+  std::vector<uint8_t> held_;
+  std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> low_;  // lowest on top
+  double weight_ = 1;
+  int64_t size_ = 0;
+};
+
+// The `capacity` bundles the tokens outside [skip_begin, skip_end) use most, held for good.
+class GlobalHotReplay : public ReplayCache {
+ public:
+  GlobalHotReplay(const NeuronTrace& trace, int64_t capacity, int64_t skip_begin, int64_t skip_end)
+      : n_ff_(trace.n_ff()), held_(static_cast<size_t>(trace.n_layer() * trace.n_ff()), 0) {
+    std::vector<int64_t> count(held_.size(), 0);
+    for (int64_t t = 0; t < trace.tokens(); ++t) {
+      if (t >= skip_begin && t < skip_end) continue;
+      for (int64_t l = 0; l < trace.n_layer(); ++l) {
+        for (int32_t id : trace.Active(t, l)) ++count[l * n_ff_ + id];
+      }
+    }
+    std::vector<int64_t> order(held_.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int64_t>(i);
+    const auto keep = std::min<size_t>(static_cast<size_t>(capacity), order.size());
+    std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(keep), order.end(),
+                      [&](int64_t a, int64_t b) {
+                        return count[a] > count[b] || (count[a] == count[b] && a < b);
+                      });
+    for (size_t i = 0; i < keep; ++i) held_[order[i]] = 1;
+  }
+  int64_t Use(int64_t layer, std::span<const int32_t> ids) override {
+    int64_t missed = 0;
+    for (int32_t id : ids) missed += !held_[layer * n_ff_ + id];
+    return missed;
+  }
+
+ private:
+  const int64_t n_ff_;
+  std::vector<uint8_t> held_;
+};
+
 class HotAndLruReplay : public ReplayCache {
  public:
   // `ranked[l]`: layer l's neurons, most frequent first (RankByFrequency).
@@ -208,7 +376,8 @@ std::vector<MissCurvePoint> ReplayMissCurve(const NeuronTrace& trace, size_t rec
   const int64_t bundles = trace.n_layer() * trace.n_ff();
   const int64_t tokens = trace.tokens();
   const bool hot = policy == ReplayPolicy::kHotHalfAndLru;
-  const int64_t n_folds = hot ? std::clamp<int64_t>(folds, 1, std::max<int64_t>(1, tokens)) : 1;
+  const bool ranks = hot || policy == ReplayPolicy::kGlobalHot;
+  const int64_t n_folds = ranks ? std::clamp<int64_t>(folds, 1, std::max<int64_t>(1, tokens)) : 1;
   // Fold k replays tokens [bounds[k], bounds[k+1]), its hot half ranked on all the others (on
   // every token when there is one fold).
   std::vector<int64_t> bounds;
@@ -237,6 +406,18 @@ std::vector<MissCurvePoint> ReplayMissCurve(const NeuronTrace& trace, size_t rec
           break;
         case ReplayPolicy::kHotHalfAndLru:
           cache = std::make_unique<HotAndLruReplay>(trace, record_bytes, capacity, ranked[k]);
+          break;
+        case ReplayPolicy::kOptimum:
+          cache = std::make_unique<OptimumReplay>(trace, bounds[k], bounds[k + 1], capacity);
+          break;
+        case ReplayPolicy::kDecayedLfu:
+          cache = std::make_unique<DecayedLfuReplay>(trace, capacity);
+          break;
+        case ReplayPolicy::kGlobalHot:
+          // One fold: ranked on every token; else on the other folds.
+          cache = n_folds == 1 ? std::make_unique<GlobalHotReplay>(trace, capacity, 0, 0)
+                               : std::make_unique<GlobalHotReplay>(trace, capacity, bounds[k],
+                                                                   bounds[k + 1]);
           break;
       }
       for (int64_t t = bounds[k]; t < bounds[k + 1]; ++t) {

@@ -53,6 +53,17 @@ enum class ReplayPolicy {
   // NeuronStore's default: half the bytes a static hot segment (each layer's most frequent
   // neurons over the trace, as a converted file orders them), the other half the two-queue LRU.
   kHotHalfAndLru,
+  // Belady's optimum (MIN with bypass): on a miss the cache keeps, of what it holds and the new
+  // bundle, those used again soonest. Knows the future: the fewest misses any policy can have on
+  // the trace, the bound the others are read against.
+  kOptimum,
+  // Frequency with decay: each use adds to a bundle's score, scores fade by half every 64
+  // tokens; a missed bundle is kept only when its score beats the lowest held (else it is read
+  // and dropped), so neurons used once do not push out frequent ones.
+  kDecayedLfu,
+  // A static hot set over all layers: the capacity's most frequent bundles of the ranking
+  // tokens (as kHotHalfAndLru ranks them), whatever their layer; nothing else is kept.
+  kGlobalHot,
 };
 
 // Replays `trace` under `policy` at each size (a fraction of all n_layer * n_ff bundles of

@@ -168,9 +168,14 @@ Result<ActivationProfile> CalibrateProfile(const ProfileOptions& o) {
     // The same trace under the other policies, for the report and the planner.
     for (auto [policy, rates] :
          {std::pair{ReplayPolicy::kWindow, &profile.miss_rate_window},
-          std::pair{ReplayPolicy::kHotHalfAndLru, &profile.miss_rate_hot_half}}) {
+          std::pair{ReplayPolicy::kHotHalfAndLru, &profile.miss_rate_hot_half},
+          std::pair{ReplayPolicy::kDecayedLfu, &profile.miss_rate_lfu},
+          std::pair{ReplayPolicy::kGlobalHot, &profile.miss_rate_global_hot},
+          std::pair{ReplayPolicy::kOptimum, &profile.miss_rate_optimum}}) {
+      // The ranked policies are ranked on one half of the text and replayed on the other, as a
+      // served text is not the calibration text.
       for (const MissCurvePoint& pt :
-           ReplayMissCurve(*trace, 4096, fractions, trace->tokens() / 4, policy)) {
+           ReplayMissCurve(*trace, 4096, fractions, trace->tokens() / 8, policy, /*folds=*/2)) {
         rates->push_back(static_cast<float>(pt.miss_rate));
       }
     }
@@ -248,6 +253,13 @@ Status WriteActivationProfile(const ActivationProfile& p, const std::string& pat
     if (!p.miss_rate_hot_half.empty()) {
       w.DeclareTensor(pf::kMissRateHotHalf, TensorType::kF32, {n});
     }
+    if (!p.miss_rate_lfu.empty()) w.DeclareTensor(pf::kMissRateLfu, TensorType::kF32, {n});
+    if (!p.miss_rate_global_hot.empty()) {
+      w.DeclareTensor(pf::kMissRateGlobalHot, TensorType::kF32, {n});
+    }
+    if (!p.miss_rate_optimum.empty()) {
+      w.DeclareTensor(pf::kMissRateOptimum, TensorType::kF32, {n});
+    }
   }
   SPARROW_RETURN_IF_ERROR(w.Begin(path));
   for (const auto& [name, values] : tensors) {
@@ -260,7 +272,8 @@ Status WriteActivationProfile(const ActivationProfile& p, const std::string& pat
   if (!quality.empty())
     SPARROW_RETURN_IF_ERROR(w.Append(quality.data(), quality.size() * sizeof(float)));
   for (const std::vector<float>* v :
-       {&p.miss_fraction, &p.miss_rate, &p.miss_rate_window, &p.miss_rate_hot_half}) {
+       {&p.miss_fraction, &p.miss_rate, &p.miss_rate_window, &p.miss_rate_hot_half,
+        &p.miss_rate_lfu, &p.miss_rate_global_hot, &p.miss_rate_optimum}) {
     if (!v->empty()) SPARROW_RETURN_IF_ERROR(w.Append(v->data(), v->size() * sizeof(float)));
   }
   return w.Finish();
@@ -326,14 +339,33 @@ std::string DescribeProfile(const ActivationProfile& p) {
     out += "]\n";
   }
   if (!p.miss_fraction.empty()) {
-    out += Fmt("\nmiss curve (neurons at sparsity %.2f through the neuron cache):\n", p.miss_level);
-    const bool others = !p.miss_rate_window.empty() && !p.miss_rate_hot_half.empty();
-    out += "cache share of all bundles | share of neurons read from flash: two-queue LRU";
-    out += others ? " | LLM in a Flash window | hot half + LRU (--cache-mb's default)\n" : "\n";
-    for (size_t i = 0; i < p.miss_fraction.size(); ++i) {
-      out += Fmt("  %4.2f", p.miss_fraction[i]) + Fmt("  %.3f", p.miss_rate[i]);
-      if (others)
-        out += Fmt("  %.3f", p.miss_rate_window[i]) + Fmt("  %.3f", p.miss_rate_hot_half[i]);
+    out +=
+        Fmt("\nmiss curve (neurons at sparsity %.2f through the neuron cache): the share of "
+            "neurons read from flash",
+            p.miss_level);
+    const size_t n = p.miss_fraction.size();
+    const bool bound = p.miss_rate_optimum.size() == n;
+    out += bound ? ", and (in brackets) each policy's hits over the optimum's\n" : "\n";
+    std::vector<std::pair<const char*, const std::vector<float>*>> columns = {
+        {"two-queue LRU", &p.miss_rate},
+        {"LLM in a Flash window", &p.miss_rate_window},
+        {"hot half + LRU (--cache-mb's)", &p.miss_rate_hot_half},
+        {"LFU, decaying", &p.miss_rate_lfu},
+        {"hot over all layers", &p.miss_rate_global_hot},
+        {"optimum (Belady)", &p.miss_rate_optimum}};
+    std::erase_if(columns, [n](const auto& c) { return c.second->size() != n; });
+    out += "  cache";
+    for (const auto& [name, v] : columns) out += std::string(" | ") + name;
+    out += "\n";
+    for (size_t i = 0; i < n; ++i) {
+      out += Fmt("  %5.2f", p.miss_fraction[i]);
+      for (const auto& [name, v] : columns) {
+        out += Fmt("  %.3f", (*v)[i]);
+        const double best_hits = bound ? 1.0 - p.miss_rate_optimum[i] : 0;
+        if (bound && v != &p.miss_rate_optimum && best_hits > 0) {
+          out += Fmt(" (%.2f)", (1.0 - (*v)[i]) / best_hits);
+        }
+      }
       out += "\n";
     }
   }

@@ -2,7 +2,8 @@
 // warming up; a loop larger than the cache misses every time (LRU's worst case); a skewed trace
 // misses less as the cache grows, and a cache of every bundle misses only first uses. The other
 // policies: LLM in a Flash's window loses the frequent neurons to a scan where the two-queue LRU
-// keeps them; a hot half never misses its neurons.
+// keeps them; a hot half never misses its neurons; Belady's optimum misses what it must by hand and
+// no policy misses less.
 #include "engine/sparse/miss_curve.h"
 
 #include <gtest/gtest.h>
@@ -160,6 +161,69 @@ TEST(MissCurve, AHotHalfRankedOnOtherTokensMissesWhatItDidNotSee) {
       ReplayMissCurve(trace, 4096, tenth, 2, ReplayPolicy::kHotHalfAndLru, /*folds=*/2);
   EXPECT_GT(held_out[0].miss_rate, 0.3);
   EXPECT_GT(held_out[0].misses_per_token, 3.0);
+}
+
+}  // namespace
+}  // namespace sparrow
+
+namespace sparrow {
+namespace {
+
+// Belady's optimum by hand: one layer, a cache of 2 bundles, accesses a b c a b d a b (one per
+// token). MIN keeps a and b (used again soonest) and reads c and d without keeping them: 4
+// misses, the first uses; recency alone (the window) lets c and d push a and b out, and misses
+// all 8. Counted from the first token.
+TEST(MissCurve, TheOptimumKeepsWhatIsUsedAgainSoonest) {
+  NeuronTrace trace(1, 1000);
+  for (int32_t id : {0, 1, 2, 0, 1, 3, 0, 1}) trace.Append(0, std::vector<int32_t>{id});
+  const std::vector<double> two = {0.002};  // 2 bundles
+  const auto best = ReplayMissCurve(trace, 4096, two, 0, ReplayPolicy::kOptimum);
+  EXPECT_DOUBLE_EQ(best[0].misses_per_token, 4.0 / 8);
+  const auto window = ReplayMissCurve(trace, 4096, two, 0, ReplayPolicy::kWindow);
+  EXPECT_DOUBLE_EQ(window[0].misses_per_token, 8.0 / 8);
+  // No room: every use is a miss; room for all: only first uses.
+  EXPECT_DOUBLE_EQ(
+      ReplayMissCurve(trace, 4096, std::vector<double>{0}, 0, ReplayPolicy::kOptimum)[0].miss_rate,
+      1.0);
+  EXPECT_DOUBLE_EQ(
+      ReplayMissCurve(trace, 4096, std::vector<double>{1}, 0, ReplayPolicy::kOptimum)[0]
+          .misses_per_token,
+      4.0 / 8);
+}
+
+// On a skewed random trace no policy misses less than the optimum, at any size; frequency with
+// decay keeps the frequent neurons through a scan of rare ones, as the window does not.
+TEST(MissCurve, NoPolicyBeatsTheOptimumAndDecayedLfuResistsScans) {
+  const int64_t n_layer = 3, n_ff = 400;
+  NeuronTrace trace(n_layer, n_ff);
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<double> u(0, 1);
+  for (int t = 0; t < 240; ++t) {
+    for (int64_t l = 0; l < n_layer; ++l) {
+      std::vector<int32_t> ids;
+      for (int32_t i = 0; i < n_ff; ++i) {
+        const double p = t % 20 == 19 ? (i >= 200 ? 0.9 : 0.0)  // a scan of rare neurons
+                                      : std::min(1.0, 3.0 / static_cast<double>(i + 3));
+        if (u(rng) < p) ids.push_back(i);
+      }
+      trace.Append(l, ids);
+    }
+  }
+  const std::vector<double> fractions = {0.05, 0.1, 0.25, 0.5};
+  const auto best = ReplayMissCurve(trace, 1024, fractions, 40, ReplayPolicy::kOptimum);
+  for (ReplayPolicy policy :
+       {ReplayPolicy::kTwoQueueLru, ReplayPolicy::kWindow, ReplayPolicy::kHotHalfAndLru,
+        ReplayPolicy::kDecayedLfu, ReplayPolicy::kGlobalHot}) {
+    const auto curve = ReplayMissCurve(trace, 1024, fractions, 40, policy);
+    for (size_t i = 0; i < fractions.size(); ++i) {
+      EXPECT_LE(best[i].miss_rate, curve[i].miss_rate + 1e-12)
+          << "policy " << static_cast<int>(policy) << " at " << fractions[i];
+    }
+  }
+  const auto lfu = ReplayMissCurve(trace, 1024, fractions, 40, ReplayPolicy::kDecayedLfu);
+  const auto window = ReplayMissCurve(trace, 1024, fractions, 40, ReplayPolicy::kWindow);
+  EXPECT_LT(lfu[1].miss_rate, window[1].miss_rate);
+  EXPECT_GT(best[1].miss_rate, 0.0);
 }
 
 }  // namespace
