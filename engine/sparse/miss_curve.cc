@@ -376,8 +376,7 @@ std::vector<MissCurvePoint> ReplayMissCurve(const NeuronTrace& trace, size_t rec
   const int64_t bundles = trace.n_layer() * trace.n_ff();
   const int64_t tokens = trace.tokens();
   const bool hot = policy == ReplayPolicy::kHotHalfAndLru;
-  const bool ranks = hot || policy == ReplayPolicy::kGlobalHot;
-  const int64_t n_folds = ranks ? std::clamp<int64_t>(folds, 1, std::max<int64_t>(1, tokens)) : 1;
+  const int64_t n_folds = std::clamp<int64_t>(folds, 1, std::max<int64_t>(1, tokens));
   // Fold k replays tokens [bounds[k], bounds[k+1]), its hot half ranked on all the others (on
   // every token when there is one fold).
   std::vector<int64_t> bounds;

@@ -68,10 +68,13 @@ enum class ReplayPolicy {
 
 // Replays `trace` under `policy` at each size (a fraction of all n_layer * n_ff bundles of
 // `record_bytes`); the first `warmup_tokens` only fill the cache and are not counted.
-// `folds` > 1 (kHotHalfAndLru): the trace is cut into that many runs of consecutive tokens, and
-// each is replayed (from an empty cache, its own warm-up first) with the hot half ranked on all
-// the others, so the curve is that of text the ranking did not see, as a served model's is,
-// from a ranking on nearly as much text as the file's own; 1: ranked on the whole trace.
+// `folds` > 1: the trace is cut into that many runs of consecutive tokens, each replayed from an
+// empty cache (its own warm-up first), the ranked policies (kHotHalfAndLru, kGlobalHot) ranked
+// on all the others, so the curve is that of text the ranking did not see, as a served model's
+// is, from a ranking on nearly as much text as the file's own; 1: ranked on the whole trace.
+// Curves compare (the optimum bounding the others) at the same folds and warm-up; the optimum
+// minimizes a run's misses warm-up included, so on the counted part another policy may come
+// within a hair of it.
 std::vector<MissCurvePoint> ReplayMissCurve(const NeuronTrace& trace, size_t record_bytes,
                                             std::span<const double> fractions,
                                             int64_t warmup_tokens,

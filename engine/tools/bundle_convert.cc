@@ -28,13 +28,13 @@ const uint8_t* Row(const kernels::WeightMatrix& w, int64_t r) {
 }
 
 // Neuron orders per layer: the test hook's, the profile's (most frequently active first at the
-// level nearest `hot_level`; ties keep file order), or the file's.
+// level nearest `hot_level`; ties keep file order), or the file's. With --calibrate, the
+// calibration's curves and active share go to `sum`.
 Result<std::vector<std::vector<int32_t>>> NeuronOrders(const ConvertOptions& o,
-                                                       const ModelConfig& c, bool* by_profile,
-                                                       std::vector<MissCurvePoint>* miss_curve,
-                                                       double* active_share) {
+                                                       const ModelConfig& c, ConvertSummary* sum) {
   std::vector<std::vector<int32_t>> orders(c.n_layer, std::vector<int32_t>(c.n_ff));
   for (auto& order : orders) std::iota(order.begin(), order.end(), 0);
+  bool* by_profile = &sum->ordered_by_profile;
   *by_profile = false;
   if (o.order) {
     for (int64_t il = 0; il < c.n_layer; ++il) orders[il] = o.order(il, c.n_ff);
@@ -49,8 +49,9 @@ Result<std::vector<std::vector<int32_t>>> NeuronOrders(const ConvertOptions& o,
         PredictorCalibration cal,
         CalibrateByPredictor(o.model, o.calibrate, o.calibrate_tokens, threads));
     *by_profile = true;
-    *miss_curve = std::move(cal.miss_curve);
-    *active_share = cal.active_share;
+    sum->miss_curve = std::move(cal.miss_curve);
+    sum->optimum_curve = std::move(cal.optimum_curve);
+    sum->active_share = cal.active_share;
     return std::move(cal.orders);
   }
   if (o.profile.empty()) return orders;
@@ -117,10 +118,7 @@ Result<ConvertSummary> ConvertToBundles(const ConvertOptions& o) {
   // A predictor chooses neurons before the gate, so the gate rows travel with the neuron; a
   // threshold on the gate's output needs every gate row, which then stays resident.
   sum.gate_in_bundle = c.powerinfer;
-  std::vector<MissCurvePoint> miss_curve;
-  double active_share = 0;
-  SPARROW_ASSIGN_OR_RETURN(auto orders,
-                           NeuronOrders(o, c, &sum.ordered_by_profile, &miss_curve, &active_share));
+  SPARROW_ASSIGN_OR_RETURN(auto orders, NeuronOrders(o, c, &sum));
   SPARROW_RETURN_IF_ERROR(CheckRecordOrders(orders, c.n_ff, "neuron"));
 
   GgufFileWriter out;
@@ -147,11 +145,9 @@ Result<ConvertSummary> ConvertToBundles(const ConvertOptions& o) {
   h.AddArray(std::string(bk::kGateTypes), gate_types);
   h.AddArray(std::string(bk::kUpTypes), up_types);
   h.AddArray(std::string(bk::kDownTypes), down_types);
-  AddMissCurve(miss_curve, h);
-  sum.miss_curve = std::move(miss_curve);
-  if (active_share > 0) {
-    h.AddF32(std::string(bk::kActiveShare), static_cast<float>(active_share));
-    sum.active_share = active_share;
+  AddMissCurve(sum.miss_curve, h);
+  if (sum.active_share > 0) {
+    h.AddF32(std::string(bk::kActiveShare), static_cast<float>(sum.active_share));
   }
 
   // The tensor table: resident tensors in file order, the neuron orders, then the records.

@@ -46,6 +46,8 @@ struct ConvertSummary {
   bool ordered_by_profile = false;
   // --calibrate: the miss curve written into the file (the planner's P_miss); else empty.
   std::vector<MissCurvePoint> miss_curve;
+  // --calibrate: Belady's optimum at the same sizes on the same text (the bound; not written).
+  std::vector<MissCurvePoint> optimum_curve;
   double active_share = 0;  // --calibrate: the share of neurons the predictor chose per token
   // --calibrate on an MoE model: (share of the experts, share of the routings the most popular
   // of them took), averaged over layers.

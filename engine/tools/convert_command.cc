@@ -102,6 +102,17 @@ int RunConvert(const ConvertOptions& opts) {
       std::printf(" %.2f:%.3f", pt.cache_fraction, pt.miss_rate);
     }
     std::printf("\n");
+    if (sum->optimum_curve.size() == sum->miss_curve.size()) {
+      std::printf("its hits over the optimum's (Belady, same text):");
+      for (size_t i = 0; i < sum->miss_curve.size(); ++i) {
+        const double best = 1 - sum->optimum_curve[i].miss_rate;
+        if (best > 0) {
+          std::printf(" %.2f:%.2f", sum->miss_curve[i].cache_fraction,
+                      (1 - sum->miss_curve[i].miss_rate) / best);
+        }
+      }
+      std::printf("\n");
+    }
   }
   return 0;
 }

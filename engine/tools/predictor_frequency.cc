@@ -79,6 +79,8 @@ Result<PredictorCalibration> CalibrateByPredictor(const std::string& model_path,
     // the text was pessimistic where the file's, on all of it, did better (bench/RESULTS.md).
     out.miss_curve = ReplayMissCurve(trace, record_bytes, fractions, trace.tokens() / 8,
                                      ReplayPolicy::kHotHalfAndLru, /*folds=*/2);
+    out.optimum_curve = ReplayMissCurve(trace, record_bytes, fractions, trace.tokens() / 8,
+                                        ReplayPolicy::kOptimum, /*folds=*/2);
   }
   return out;
 }

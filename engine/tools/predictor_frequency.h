@@ -21,6 +21,8 @@ struct PredictorCalibration {
   // ranked on the other three (text the ranking did not see). The planner's P_miss.
   // Empty when the text gave fewer than 8 tokens.
   std::vector<MissCurvePoint> miss_curve;
+  // Belady's optimum at the same sizes and folds: the fewest misses any policy could have.
+  std::vector<MissCurvePoint> optimum_curve;
   // Of every layer's neurons, the share the predictor chose per token, on average.
   double active_share = 0;
 };

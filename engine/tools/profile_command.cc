@@ -159,7 +159,11 @@ Result<ActivationProfile> CalibrateProfile(const ProfileOptions& o) {
   ActivationProfile profile = calibrator.Result();
   if (const NeuronTrace* trace = calibrator.trace(); trace && trace->tokens() >= 8) {
     const std::vector<double> fractions = {0.05, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.6, 0.8, 1.0};
-    const auto curve = ReplayMissCurve(*trace, 4096, fractions, trace->tokens() / 4);
+    // Every policy on the same two halves of the text, each from an empty cache (the ranked
+    // ones ranked on the other half, as a served text is not the calibration text).
+    const int64_t warmup = trace->tokens() / 8;
+    const auto curve =
+        ReplayMissCurve(*trace, 4096, fractions, warmup, ReplayPolicy::kTwoQueueLru, 2);
     profile.miss_level = levels[miss_level];
     for (const MissCurvePoint& pt : curve) {
       profile.miss_fraction.push_back(static_cast<float>(pt.cache_fraction));
@@ -172,10 +176,7 @@ Result<ActivationProfile> CalibrateProfile(const ProfileOptions& o) {
           std::pair{ReplayPolicy::kDecayedLfu, &profile.miss_rate_lfu},
           std::pair{ReplayPolicy::kGlobalHot, &profile.miss_rate_global_hot},
           std::pair{ReplayPolicy::kOptimum, &profile.miss_rate_optimum}}) {
-      // The ranked policies are ranked on one half of the text and replayed on the other, as a
-      // served text is not the calibration text.
-      for (const MissCurvePoint& pt :
-           ReplayMissCurve(*trace, 4096, fractions, trace->tokens() / 8, policy, /*folds=*/2)) {
+      for (const MissCurvePoint& pt : ReplayMissCurve(*trace, 4096, fractions, warmup, policy, 2)) {
         rates->push_back(static_cast<float>(pt.miss_rate));
       }
     }

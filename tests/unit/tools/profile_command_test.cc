@@ -219,13 +219,14 @@ TEST_F(ProfileTest, MissCurveFallsAsTheCacheGrows) {
   ASSERT_TRUE(back.ok()) << back.status().ToString();
   EXPECT_EQ(back->miss_rate_window, p.miss_rate_window);
   EXPECT_EQ(back->miss_rate_hot_half, p.miss_rate_hot_half);
-  // Belady's optimum bounds every policy at every size; it and the decaying LFU are in the file.
+  // Belady's optimum bounds every policy at every size (within a hair: it minimizes the warm-up's
+  // misses too); it and the decaying LFU are in the file.
   ASSERT_EQ(p.miss_rate_optimum.size(), 10u);
   ASSERT_EQ(p.miss_rate_lfu.size(), 10u);
   for (size_t i = 0; i < 10; ++i) {
     for (const std::vector<float>* v :
          {&p.miss_rate, &p.miss_rate_window, &p.miss_rate_hot_half, &p.miss_rate_lfu}) {
-      EXPECT_LE(p.miss_rate_optimum[i], (*v)[i] + 1e-6f) << i;
+      EXPECT_LE(p.miss_rate_optimum[i], (*v)[i] + 1e-3f) << i;
     }
   }
   EXPECT_EQ(back->miss_rate_optimum, p.miss_rate_optimum);
