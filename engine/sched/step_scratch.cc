@@ -36,7 +36,10 @@ Status StepScratch::Resize(uint64_t bytes) {
   }
   cap_tokens_ = lo;
   capacity_ = std::max(bytes, BytesFor(lo));
-  if (held_bytes() > capacity_bytes()) {
+  // Buffers grown for larger steps than the cap allows now go back (the estimate, not the
+  // measured bytes, decides: a few buffers the estimate leaves out would make every plan drop
+  // and regrow them).
+  if (largest_step_ > cap_tokens_) {
     const uint64_t before = held_bytes();
     fp_->ReleaseScratch();
     // The buffers may grow back to the cap (a tight level then keeps steps within it).
