@@ -32,6 +32,7 @@ json MemoryStatusJson(const ServerStatus& s) {
   if (s.ceiling_bytes) j["ceiling_bytes"] = *s.ceiling_bytes;
   if (s.floor_bytes) j["floor_bytes"] = *s.floor_bytes;
   if (s.operator_budget_bytes) j["operator_budget_bytes"] = *s.operator_budget_bytes;
+  if (s.held_bytes) j["held_bytes"] = *s.held_bytes;
   return j;
 }
 
@@ -101,6 +102,7 @@ ServerStatus CollectStatus(const ServerContext& ctx, const ModelStatus& model) {
     s.floor_bytes = static_cast<int64_t>(m.floor_bytes);
     if (m.operator_budget_bytes)
       s.operator_budget_bytes = static_cast<int64_t>(*m.operator_budget_bytes);
+    s.held_bytes = static_cast<int64_t>(m.held.total());
   }
   return s;
 }

@@ -57,6 +57,7 @@ struct ServerStatus {
   // governor (memory_pressure 1 or 2); none without one.
   std::optional<int64_t> budget_bytes, ceiling_bytes, floor_bytes;
   std::optional<int64_t> operator_budget_bytes;  // only while the operator has set one
+  std::optional<int64_t> held_bytes;             // what the budget's consumers hold now
   int64_t event_subscribers = 0;
 };
 

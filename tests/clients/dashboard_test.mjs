@@ -217,9 +217,10 @@ if (sparrowCli && flashModel && existsSync(flashModel)) {
       assert.match(await p.textContent('#budget-msg'), new RegExp(`budget ${mib}M: done`));
       assert.match(await p.textContent('#budget-bounds'), /in force, the operator's/);
       assert.equal((await admin('GET', '/admin/v1/memory')).operator_budget_bytes, mib * MiB);
-      // The status tile follows with the next snapshot.
-      await p.waitForFunction((n) => document.querySelector('#budget').textContent === n,
-                              `budget ${(mib).toFixed(1)} MiB`);
+      // The status tile follows with the next snapshot, beside what the consumers hold.
+      await p.waitForFunction((n) => document.querySelector('#budget').textContent.endsWith(n),
+                              `, budget ${(mib).toFixed(1)} MiB`);
+      assert.match(await p.textContent('#budget'), /^held [0-9.]+ [KMG]?i?B, budget/);
 
       // A byte under the floor (plain bytes): the server's refusal, naming the floor, and the
       // budget stays.

@@ -859,6 +859,9 @@ TEST(SparrowdAdminTest, TheMemoryAccountAgreesWithTheProcesssRss) {
   within(static_cast<uint64_t>(std::stod(metrics.substr(at + total.size()))), rss, "/metrics");
   EXPECT_NE(metrics.find("sparrow_process_resident_bytes "), std::string::npos);
 
+  const json status = BodyOf(Call(port, "GET", "/admin/v1/status", kAdminKey));
+  within(status["memory"]["held_bytes"].get<uint64_t>(), rss, "/admin/v1/status (the dashboard's)");
+
   const CtlRun ctl = Ctl(p->grpc_port(), f.Path("admin.keys"), "--json budget");
   ASSERT_EQ(ctl.exit_code, 0) << ctl.out;
   within(std::stoull(json::parse(ctl.out).value("held_bytes", "0")), rss, "sparrowctl");

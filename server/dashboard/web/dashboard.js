@@ -142,7 +142,9 @@ function render(s) {
   $('ttft').textContent = l.ttft_ms.count ? `${fmtMs(l.ttft_ms.p50)} / ${fmtMs(l.ttft_ms.p99)}` : '-';
   $('tbt').textContent = l.tbt_ms.count ? `p50 ${fmtMs(l.tbt_ms.p50)}, p99 ${fmtMs(l.tbt_ms.p99)}` : '-';
   $('rss').textContent = fmtBytes(s.memory.rss_bytes);
-  $('budget').textContent = s.memory.budget_bytes ? `budget ${fmtBytes(s.memory.budget_bytes)}` : 'no budget set';
+  $('budget').textContent = s.memory.budget_bytes
+    ? `held ${fmtBytes(s.memory.held_bytes)}, budget ${fmtBytes(s.memory.budget_bytes)}`
+    : 'no budget set';
   const kv = s.kv;
   $('kv-text').textContent = `${kv.blocks_used} used, ${kv.blocks_cached} cached, ${kv.blocks_free} free of ${kv.blocks_total}`;
   $('kv-used').style.width = `${pct(kv.blocks_used, kv.blocks_total)}%`;
