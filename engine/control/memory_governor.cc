@@ -77,18 +77,20 @@ uint64_t MemoryGovernor::NowMs() const {
   return env_->NowMicros() / 1000;
 }
 
-uint64_t MemoryGovernor::ElasticInUse() const {
-  const SchedulerStats s = scheduler_->Stats();
-  uint64_t bytes = 0;
-  for (const MemoryUserStats& u : s.memory) {
-    if (u.name == kScratchUser) {
-      const uint64_t floor = budget_.consumers().scratch_min_bytes;
-      bytes += u.held_bytes > floor ? u.held_bytes - floor : 0;
-    } else {
-      bytes += u.held_bytes;
-    }
+MemorySplit MemoryGovernor::UsersHeld() const {
+  MemorySplit held;
+  for (const MemoryUserStats& u : scheduler_->Stats().memory) {
+    if (u.name == kKvPoolUser) held.kv_pool += u.held_bytes;
+    if (u.name == kScratchUser) held.scratch += u.held_bytes;
+    if (u.name == kNeuronCacheUser) held.neuron_cache += u.held_bytes;
   }
-  return bytes;
+  return held;
+}
+
+uint64_t MemoryGovernor::ElasticInUse() const {
+  const MemorySplit held = UsersHeld();
+  const uint64_t floor = budget_.consumers().scratch_min_bytes;
+  return held.kv_pool + held.neuron_cache + (held.scratch > floor ? held.scratch - floor : 0);
 }
 
 void MemoryGovernor::OnTick(std::optional<uint64_t> room) {
@@ -205,14 +207,10 @@ int64_t MemoryGovernor::Replan(const std::string& cause) {
 MemoryGovernorStats MemoryGovernor::stats() const {
   std::lock_guard<std::mutex> lock(mu_);
   MemoryGovernorStats s = stats_;
+  s.held = UsersHeld();
   s.held.baseline = s.split.baseline;
   s.held.weights = weights_resident_ ? weights_resident_() : s.split.weights;
   if (process_resident_) s.rss_bytes = process_resident_();
-  for (const MemoryUserStats& u : scheduler_->Stats().memory) {
-    if (u.name == kKvPoolUser) s.held.kv_pool += u.held_bytes;
-    if (u.name == kScratchUser) s.held.scratch += u.held_bytes;
-    if (u.name == kNeuronCacheUser) s.held.neuron_cache += u.held_bytes;
-  }
   const uint64_t now = NowMs();
   s.level = policy_.level(now);
   s.starved = policy_.starved(now);

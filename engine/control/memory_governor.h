@@ -87,6 +87,8 @@ class MemoryGovernor {
   // What the elastic part really holds now (blocks and records written, scratch grown past its
   // floor), from the scheduler's memory users.
   uint64_t ElasticInUse() const;
+  // What the scheduler's memory users hold now (the KV pool, scratch and cache of a split).
+  MemorySplit UsersHeld() const;
   uint64_t NowMs() const;
   // Lets the planner choose the split of `split`'s total and the thread count (under mu_).
   void Consult(MemorySplit& split, MemoryPlan* plan);

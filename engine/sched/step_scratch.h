@@ -39,7 +39,6 @@ class StepScratch final : public MemoryUser {
   // Counts what the buffers hold now (nothing in flight).
   void Measure();
   bool tight() const { return tight_; }
-  int64_t cap_tokens() const { return cap_tokens_; }
 
  private:
   uint64_t BytesFor(int64_t tokens) const;
