@@ -65,6 +65,10 @@ const std::vector<KeySpec>& Keys() {
        &ServerConfig::admin_key_file},
       {"admin_loopback_open", "1: admin calls from this machine (loopback) need no key", nullptr,
        &ServerConfig::admin_loopback_open, 0, 1},
+      {"metrics_open",
+       "1: GET /metrics needs no API key (for a Prometheus scraper or a cluster's endpoint picker "
+       "that sends none; the counts show load, not text)",
+       nullptr, &ServerConfig::metrics_open, 0, 1},
       {"auth_failure_limit",
        "Failed key checks per client address per minute before it is refused for a while "
        "(0: no limit)",

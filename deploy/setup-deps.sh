@@ -15,6 +15,7 @@ PACKAGES=(
   clang libclang-rt-14-dev   # libFuzzer and sanitizer runtimes for the fuzz target
   chromium                   # the web dashboard's test drives it headless (playwright-core)
   iproute2                   # ip and tc: the shard test's devices in network namespaces
+  haproxy python3            # deploy/fleet: the balancer and its test (tests/fleet)
 )
 
 missing=()

@@ -203,6 +203,8 @@ Result<std::string> AdminController::Reload(const AdminCaller& who, const std::s
     return refuse(next.status().WithContext(context), "model_load_failed");
   }
   // Drain: running and queued requests finish on the old model, up to shutdown_timeout_ms.
+  // /ready says "reloading" meanwhile, so a balancer sends new requests elsewhere.
+  ctx_.reloading.store(true);
   const bool was_draining = ctx_.draining.exchange(true);
   std::shared_ptr<ServedModel> old = ctx_.served();
   const auto deadline = Clock::now() + std::chrono::milliseconds(ctx_.config.shutdown_timeout_ms);
@@ -237,6 +239,7 @@ Result<std::string> AdminController::Reload(const AdminCaller& who, const std::s
     samples_.clear();  // the new scheduler counts from zero
   }
   if (!was_draining) ctx_.draining.store(false);
+  ctx_.reloading.store(false);
   const std::string previous = old->model_id;
   // Requests still on the old model (cancelled ones writing their last bytes) hold it; it goes
   // when they do.

@@ -45,6 +45,7 @@ Result<std::unique_ptr<Authenticator>> Authenticator::FromConfig(const ServerCon
   a->limiter_ =
       std::make_unique<AuthFailureLimiter>(static_cast<int>(c.auth_failure_limit), kFailureWindow);
   a->admin_loopback_open_ = c.admin_loopback_open != 0;
+  a->metrics_open_ = c.metrics_open != 0;
   a->metrics_ = metrics;
   return a;
 }
@@ -66,6 +67,7 @@ AuthDecision Authenticator::Check(AuthScope scope, std::string_view authorizatio
                                   const std::string& address, std::string_view what) {
   AuthDecision d;
   if (scope == AuthScope::kOpen) return d;
+  if (scope == AuthScope::kMetrics && metrics_open_) return d;
   const bool admin = scope == AuthScope::kAdmin;
   if (admin && admin_loopback_open_ && IsLoopbackAddress(address)) {
     auto id = admin_->Match(BearerToken(authorization));

@@ -22,9 +22,10 @@ struct ServerConfig;
 namespace sparrow::server {
 
 enum class AuthScope {
-  kOpen,    // probes: /health, the dashboard's static files
-  kApiKey,  // the inference API: needs an api key when one is set
-  kAdmin,   // the admin API: needs an admin key; off without one
+  kOpen,     // probes: /health, /ready, the dashboard's static files
+  kApiKey,   // the inference API: needs an api key when one is set
+  kAdmin,    // the admin API: needs an admin key; off without one
+  kMetrics,  // GET /metrics: as kApiKey, or open with metrics_open (a scraper in a cluster)
 };
 
 struct AuthDecision {
@@ -68,6 +69,7 @@ class Authenticator {
   std::unique_ptr<KeyRing> admin_;
   std::unique_ptr<AuthFailureLimiter> limiter_;
   bool admin_loopback_open_ = false;
+  bool metrics_open_ = false;
   Metrics* metrics_ = nullptr;
 };
 

@@ -282,6 +282,15 @@ std::string Metrics::Render(const SchedulerStats& s, const MemoryGovernorStats* 
   Sample("sparrow_kv_blocks_cached", "", static_cast<double>(s.kv.cached_blocks), &out);
   Header("sparrow_kv_blocks_total", "gauge", "KV blocks in the pool.", &out);
   Sample("sparrow_kv_blocks_total", "", static_cast<double>(s.kv.total_blocks), &out);
+  // What the Gateway API Inference Extension's endpoint picker reads as KV-cache utilisation
+  // (--kv-cache-usage-percentage-metric): the share of the pool's blocks sequences hold, 0 to 1.
+  Header("sparrow_kv_cache_usage_ratio", "gauge",
+         "Share of the KV pool's blocks referenced by sequences (0 to 1).", &out);
+  Sample("sparrow_kv_cache_usage_ratio", "",
+         s.kv.total_blocks > 0
+             ? static_cast<double>(s.kv.used_blocks) / static_cast<double>(s.kv.total_blocks)
+             : 0.0,
+         &out);
   Header("sparrow_prefix_cache_hits_total", "counter", "KV blocks reused from the prefix cache.",
          &out);
   Sample("sparrow_prefix_cache_hits_total", "", static_cast<double>(s.kv.prefix_hits), &out);

@@ -29,6 +29,8 @@ struct ServerContext {
   // Set by the admin API's drain: new generations are refused (503 / UNAVAILABLE) while the
   // running and queued ones finish.
   std::atomic<bool> draining{false};
+  // Set by the admin API's reload while it drains the old model and swaps in the new one.
+  std::atomic<bool> reloading{false};
   std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
   // How a served model reaches its workers (collaborative inference); empty without gRPC.
   ConnectWorkersFn connect_workers;

@@ -1,5 +1,6 @@
 #include "server/http/http_router.h"
 
+#include "server/core/readiness.h"
 #include "server/http/admin_routes.h"
 #include "server/http/dashboard_routes.h"
 #include "server/http/generation_handler.h"
@@ -38,6 +39,20 @@ asio::awaitable<bool> Health(HttpExchange& ex) {
   co_return co_await Reply(
       ex,
       JsonResponse(ex.req, draining ? http::status::service_unavailable : http::status::ok, body));
+}
+
+// Whether a request sent now would be admitted: what a balancer's health check asks.
+asio::awaitable<bool> Ready(HttpExchange& ex) {
+  const Readiness r = ReadinessOf(ex.ctx);
+  json body = {{"ready", r.ready}, {"model", ex.ctx.served()->model_id}};
+  if (!r.ready) {
+    body["reason"] = r.reason;
+    body["detail"] = r.detail;
+  }
+  HttpResponse res =
+      JsonResponse(ex.req, r.ready ? http::status::ok : http::status::service_unavailable, body);
+  if (!r.ready) res.set(http::field::retry_after, "1");
+  co_return co_await Reply(ex, std::move(res));
 }
 
 asio::awaitable<bool> MetricsPage(HttpExchange& ex) {
@@ -149,7 +164,8 @@ asio::awaitable<bool> HttpRouter::Dispatch(HttpExchange& ex) const {
 HttpRouter MakeSparrowRouter() {
   HttpRouter r;
   r.Add({http::verb::get, "/health", AuthScope::kOpen, Health});
-  r.Add({http::verb::get, "/metrics", AuthScope::kApiKey, MetricsPage});
+  r.Add({http::verb::get, "/ready", AuthScope::kOpen, Ready});
+  r.Add({http::verb::get, "/metrics", AuthScope::kMetrics, MetricsPage});
   r.Add({http::verb::get, "/v1/models", AuthScope::kApiKey, ListModels});
   r.Add({http::verb::get, "/v1/models/", AuthScope::kApiKey, GetModel});
   r.Add({http::verb::post, "/v1/completions", AuthScope::kApiKey, Generation(false)});

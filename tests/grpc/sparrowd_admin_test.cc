@@ -351,17 +351,28 @@ TEST(SparrowdAdminTest, RepeatedFailuresLockTheAddressOutAndAreLogged) {
 
 TEST(SparrowdAdminTest, DrainLetsStreamsFinishAndRefusesNewWorkUntilResume) {
   Files f;
-  auto p = Start(f, {"--max-running", "1"});
+  auto p = Start(f, {"--max-running", "1", "--max-queue", "1"});
   ASSERT_NE(p, nullptr);
   const int port = p->http_port();
-  // One stream running, one queued behind it.
+  EXPECT_EQ(StatusOf(Call(port, "GET", "/ready", "")), 200);
+  // One stream running, one queued behind it (max_queue 1: the queue is then full).
   auto stream = std::async(std::launch::async,
                            [&] { return RawExchange("127.0.0.1", port, Completion(1500, true)); });
+  WaitForRequests(port, [](const json& d) { return d.size() == 1 && d[0]["state"] == "running"; });
   auto queued = std::async(std::launch::async,
                            [&] { return RawExchange("127.0.0.1", port, Completion(1500, false)); });
   WaitForRequests(port, [](const json& d) { return d.size() == 2; });
+  // /ready, what a balancer checks, says a request sent now would not be admitted.
+  const std::string full = Call(port, "GET", "/ready", "");
+  EXPECT_EQ(StatusOf(full), 503) << full;
+  EXPECT_EQ(BodyOf(full)["reason"], "queue_full") << full;
   const json drained = BodyOf(Call(port, "POST", "/admin/v1/drain", kAdminKey));
   EXPECT_EQ(drained["draining"], true);
+  const std::string not_ready = Call(port, "GET", "/ready", "");
+  EXPECT_EQ(StatusOf(not_ready), 503);
+  EXPECT_EQ(BodyOf(not_ready)["reason"], "draining") << not_ready;
+  EXPECT_EQ(BodyOf(not_ready)["ready"], false);
+  EXPECT_FALSE(Header(not_ready, "Retry-After").empty());
 
   const std::string refused = RawExchange("127.0.0.1", port, Completion(5, false));
   EXPECT_EQ(StatusOf(refused), 503);
@@ -387,6 +398,7 @@ TEST(SparrowdAdminTest, DrainLetsStreamsFinishAndRefusesNewWorkUntilResume) {
   EXPECT_EQ(BodyOf(Call(port, "POST", "/admin/v1/resume", kAdminKey))["draining"], false);
   EXPECT_EQ(StatusOf(RawExchange("127.0.0.1", port, Completion(5, false))), 200);
   EXPECT_EQ(StatusOf(Call(port, "GET", "/health", "")), 200);
+  EXPECT_EQ(StatusOf(Call(port, "GET", "/ready", "")), 200);
 }
 
 // A model_dir with two real models (symlinks, as an operator would make them), a file that

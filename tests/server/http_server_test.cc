@@ -382,6 +382,22 @@ TEST(HttpServerAuthTest, ApiKeyIsRequiredWhenSet) {
       200);
   EXPECT_EQ(HttpCall(server.port, "GET", "/health").status, 200);  // probes need no key
   EXPECT_EQ(HttpCall(server.port, "GET", "/metrics").status, 401);
+  EXPECT_EQ(HttpCall(server.port, "GET", "/ready").status, 200);  // the balancer's check too
+}
+
+// metrics_open: a scraper (Prometheus, a cluster's endpoint picker) reads /metrics without a
+// key; everything else still needs one.
+TEST(HttpServerAuthTest, MetricsOpenLeavesOnlyTheMetricsWithoutAKey) {
+  TestServer server([](ServerConfig& c, HttpServerOptions&) {
+    c.api_key = "s3cret";
+    c.metrics_open = 1;
+  });
+  ASSERT_NE(server.port, 0);
+  const auto metrics = HttpCall(server.port, "GET", "/metrics");
+  EXPECT_EQ(metrics.status, 200);
+  EXPECT_NE(metrics.body.find("sparrow_kv_cache_usage_ratio "), std::string::npos);
+  EXPECT_EQ(HttpCall(server.port, "GET", "/v1/models").status, 401);
+  EXPECT_EQ(PostJson(server.port, "/v1/completions", {{"prompt", "Once"}}).status, 401);
 }
 
 TEST(HttpServerLimitsTest, StopStringsHaveTheSameByteLimitAsGrpc) {
@@ -418,6 +434,10 @@ TEST(HttpServerQueueTest, FullQueueAnswers429WithRetryAfter) {
   auto r = PostJson(server.port, "/v1/completions", json{{"prompt", "Once"}, {"max_tokens", 2}});
   EXPECT_EQ(r.status, 429) << r.body;
   EXPECT_EQ(r.headers["retry-after"], "1");
+  // A balancer's check says so before it sends anything.
+  auto ready = HttpCall(server.port, "GET", "/ready");
+  EXPECT_EQ(ready.status, 503);
+  EXPECT_EQ(ready.Json()["reason"], "queue_full") << ready.body;
   EXPECT_EQ(r.Json()["error"]["type"], "rate_limit_error");
 }
 

@@ -46,6 +46,8 @@ TEST(MetricsTest, RendersCountersHistogramsAndGauges) {
   EXPECT_TRUE(Has(text, "sparrow_running 1\n"));
   EXPECT_TRUE(Has(text, "sparrow_kv_blocks_used 7\n"));
   EXPECT_TRUE(Has(text, "sparrow_kv_blocks_total 64\n"));
+  // The endpoint picker's KV-cache utilisation: 7 of 64 blocks.
+  EXPECT_TRUE(Has(text, "sparrow_kv_cache_usage_ratio 0.109375\n"));
   EXPECT_TRUE(Has(text, "sparrow_prefix_cache_hits_total 3\n"));
   EXPECT_TRUE(Has(text, "sparrow_responses_total{frontend=\"http\",code=\"200\"} 1\n"));
 }
