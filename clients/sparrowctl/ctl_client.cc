@@ -76,8 +76,9 @@ std::string CtlClient::Explain(const grpc::Status& s) const {
              " ms (--timeout-ms)";
     case grpc::StatusCode::UNAUTHENTICATED:
       return out +
-             "\n  Pass the admin key with --key-file FILE (a line of the server's "
-             "admin_key_file) or SPARROW_ADMIN_KEY.";
+             "\n  Pass the admin key with --key-file FILE or SPARROW_ADMIN_KEY_FILE (a file "
+             "holding a line of the server's admin_key_file), or the key itself in "
+             "SPARROW_ADMIN_KEY.";
     case grpc::StatusCode::PERMISSION_DENIED:
       return out;
     case grpc::StatusCode::RESOURCE_EXHAUSTED:

@@ -9,7 +9,7 @@
 //       host: 192.168.1.20
 //       port: 50051            # optional (50051)
 //       ca: phone.crt          # optional; relative paths are relative to this file
-//       key_file: phone-admin.key
+//       key_file: phone-admin.keys
 //       api_key_file: phone-api.key
 //       timeout_ms: 10000
 //

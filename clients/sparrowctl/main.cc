@@ -1,5 +1,6 @@
 // sparrowctl: watch and steer a running sparrowd from another machine, over gRPC.
 #include <fcntl.h>
+#include <grpc/support/log.h>
 #include <signal.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
@@ -31,12 +32,14 @@ constexpr int kExitUsage = 2;
 constexpr const char* kDescription =
     "sparrowctl: remote control for sparrowd over gRPC.\n"
     "\n"
-    "  sparrowctl --host 192.168.1.20 --ca sparrow.crt --key-file admin.key status\n"
+    "  sparrowctl --host 192.168.1.20 --ca sparrow.crt --key-file admin.keys status\n"
     "\n"
-    "The admin key is one line of the server's admin_key_file (or its admin_key); give it with\n"
-    "--key-file or the environment variable SPARROW_ADMIN_KEY. --ca is the server's certificate\n"
-    "(its tls_cert; `sparrowctl cert` on the device makes one). Exit codes: 0 done, 1 the server\n"
-    "refused or was unreachable (the message says why), 2 bad usage.\n";
+    "The admin key is a key of the server's admin_key_file (or its admin_key). Give a file\n"
+    "holding it (a line 'name key' or the key alone) with --key-file or SPARROW_ADMIN_KEY_FILE,\n"
+    "or the key itself in SPARROW_ADMIN_KEY. --ca is the server's certificate (its tls_cert;\n"
+    "`sparrowctl cert` on the device makes one). Global flags go before or after the command.\n"
+    "Exit codes: 0 done, 1 the server refused or was unreachable (the message says why), 2 bad\n"
+    "usage.\n";
 
 // Writes `text` to `path`, readable by its owner only when `secret`.
 bool WriteFile(const std::string& path, const std::string& text, bool secret, std::string* error) {
@@ -211,6 +214,9 @@ int Generate(ctl::CtlClient& c, const std::string& prompt, int max_tokens, bool 
 
 int main(int argc, char** argv) {
   signal(SIGPIPE, SIG_IGN);
+  // gRPC's own log lines (a failed TLS handshake, a refused connection) would print beside the
+  // one message sparrowctl gives for the same failure; setting GRPC_VERBOSITY brings them back.
+  if (std::getenv("GRPC_VERBOSITY") == nullptr) gpr_set_log_function([](gpr_log_func_args*) {});
   CLI::App app(kDescription, "sparrowctl");
   app.set_version_flag("--version", std::string("sparrowctl ") + kSparrowVersion);
   app.require_subcommand(1);
@@ -229,9 +235,12 @@ int main(int argc, char** argv) {
   auto* host_opt = app.add_option("--host", t.host, "sparrowd's address (env SPARROW_HOST)")
                        ->capture_default_str();
   auto* port_opt = app.add_option("--port", t.port, "sparrowd's gRPC port")->capture_default_str();
-  app.add_option("--key-file", key_file, "File holding the admin key (env SPARROW_ADMIN_KEY)");
+  app.add_option("--key-file", key_file,
+                 "File holding the admin key, as a line 'name key' or the key alone (env "
+                 "SPARROW_ADMIN_KEY_FILE: the file's path; SPARROW_ADMIN_KEY: the key itself)");
   app.add_option("--api-key-file", api_key_file,
-                 "File holding an inference key, for generate/chat (env SPARROW_API_KEY)");
+                 "File holding an inference key, for generate/chat (env SPARROW_API_KEY_FILE: "
+                 "the file's path; SPARROW_API_KEY: the key itself)");
   auto* timeout_opt =
       app.add_option("--timeout-ms", t.timeout_ms, "Deadline of each call")->capture_default_str();
   app.add_option("--ca", t.ca_file,
@@ -304,6 +313,13 @@ int main(int argc, char** argv) {
   }
 
   const std::string cmd = app.get_subcommands().front()->get_name();
+  // A key file named by the environment counts as given by its flag.
+  if (const char* f = std::getenv("SPARROW_ADMIN_KEY_FILE"); f != nullptr && key_file.empty()) {
+    key_file = f;
+  }
+  if (const char* f = std::getenv("SPARROW_API_KEY_FILE"); f != nullptr && api_key_file.empty()) {
+    api_key_file = f;
+  }
   if (cmd == "cert") return MakeCert(cert_dir, cert_req, json);
   std::string error;
   // The device list: flags, then the environment, then the device's entry, then defaults.

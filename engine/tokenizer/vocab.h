@@ -20,6 +20,8 @@ namespace sparrow {
 
 using TokenId = int32_t;
 inline constexpr TokenId kNoToken = -1;
+// A special id in VocabData meaning "none" (GGUF files store it as -1 or 0xFFFFFFFF).
+inline constexpr int64_t kNoSpecialId = -1;
 
 // Token types as stored in tokenizer.ggml.token_type.
 enum class TokenType : int32_t {
@@ -78,8 +80,8 @@ struct VocabData {
   std::vector<int32_t> token_types;  // empty (all normal), or one per token
   std::vector<std::string> merges;   // "left right", BPE only; rank = index
   bool has_merges = false;           // BPE requires the key even when the list is empty
-  // Special ids in metadata order (later entries win); values outside the vocabulary are
-  // ignored with a warning, as llama.cpp does.
+  // Special ids in metadata order (later entries win); kNoSpecialId says the model has no such
+  // token; other values outside the vocabulary are ignored with a warning, as llama.cpp does.
   std::vector<std::pair<SpecialToken, int64_t>> special_ids;
   std::optional<bool> add_bos, add_eos, add_space_prefix;
 };

@@ -1,5 +1,6 @@
 #include "engine/tokenizer/vocab_gguf.h"
 
+#include <algorithm>
 #include <limits>
 
 namespace sparrow {
@@ -93,11 +94,18 @@ Result<VocabData> Read(const GgufFile& f) {
       return Corrupt("metadata key '" + std::string(k.key) + "' should be an integer but holds " +
                      std::string(GgufValueTypeName(v->type)));
     }
-    int64_t id = -1;  // any value that is no token id is ignored later, with a warning
+    // Converters write "this model has no such token" as -1, which an unsigned key holds as
+    // its largest value (0xFFFFFFFF in a u32); any other id outside the vocabulary is ignored
+    // later, with a warning.
+    int64_t id = kNoSpecialId;
     if (const int64_t* i = std::get_if<int64_t>(&v->v)) id = *i;
     if (const uint64_t* u = std::get_if<uint64_t>(&v->v)) {
-      if (*u <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
-        id = static_cast<int64_t>(*u);
+      const bool minus_one = (v->type == GgufValueType::kU32 && *u == 0xFFFFFFFFu) ||
+                             *u == std::numeric_limits<uint64_t>::max();
+      if (!minus_one) {
+        id = static_cast<int64_t>(
+            std::min<uint64_t>(*u, static_cast<uint64_t>(std::numeric_limits<int64_t>::max())));
+      }
     }
     d.special_ids.emplace_back(k.kind, id);
   }

@@ -83,6 +83,10 @@ Status Vocab::InitSpecials(const VocabData& data, const tokenizer::PreTokenizerC
 
   for (const auto& [kind, value] : data.special_ids) {
     if (kind == SpecialToken::kCount) continue;
+    if (value == kNoSpecialId) {
+      set(kind, kNoToken);
+      continue;
+    }
     if (value < 0 || value >= size()) {
       warnings_.push_back("bad special token: tokenizer.ggml." +
                           std::string(SpecialTokenName(kind)) +
@@ -92,8 +96,17 @@ Status Vocab::InitSpecials(const VocabData& data, const tokenizer::PreTokenizerC
     }
     set(kind, static_cast<TokenId>(value));
   }
-  if (data.add_bos) add_bos_ = *data.add_bos;
-  if (data.add_eos) add_eos_ = *data.add_eos;
+  // A file that says it has no BOS (or EOS) and is silent about adding one adds none.
+  if (data.add_bos) {
+    add_bos_ = *data.add_bos;
+  } else if (special(SpecialToken::kBos) == kNoToken) {
+    add_bos_ = false;
+  }
+  if (data.add_eos) {
+    add_eos_ = *data.add_eos;
+  } else if (special(SpecialToken::kEos) == kNoToken) {
+    add_eos_ = false;
+  }
 
   DetectSpecialsByText();
   BuildEogSet();

@@ -6,6 +6,7 @@
 #include "engine/tools/bench_io.h"
 #include "engine/tools/bench_report.h"
 #include "engine/tools/bench_runner.h"
+#include "engine/tools/cli_checks.h"
 
 namespace sparrow::tools {
 
@@ -24,10 +25,10 @@ void RegisterBenchCommand(CLI::App& app, BenchOptions& o, bool& json, int& exit_
       ->check(CLI::Range(1, 4096));
   cmd->add_option("-p,--n-prompt", o.n_prompt, "Prompt tokens per pp test (0: skip pp)")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(ZeroOrMore(1 << 24));
   cmd->add_option("-n,--n-gen", o.n_gen, "Generated tokens per tg test (0: skip tg)")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(ZeroOrMore(1 << 24));
   cmd->add_option("-t,--threads", o.threads, "Thread counts, comma-separated")
       ->delimiter(',')
       ->capture_default_str();
@@ -36,7 +37,7 @@ void RegisterBenchCommand(CLI::App& app, BenchOptions& o, bool& json, int& exit_
                   "neuron cache then sees real text's locality)");
   cmd->add_option("-r,--repetitions", o.reps, "Timed repetitions per test (after one warm-up)")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(AboveZero(1e6));
   cmd->add_flag("--json", json, "Print one JSON object instead of the table");
   cmd->add_option("-b,--decode-batch", o.decode_batch,
                   "Also decode this many sequences in lockstep (test tg<n>x<B>)")
@@ -67,7 +68,11 @@ int RunBenchCommand(const BenchOptions& o, bool json) {
     std::fprintf(stderr, "sparrow bench: give a model (-m) or a file to probe (--io)\n");
     return 1;
   }
-  auto report = RunBench(o);
+  BenchOptions told = o;
+  told.progress = [](const std::string& line) {
+    std::fprintf(stderr, "bench: %s\n", line.c_str());
+  };
+  auto report = RunBench(told);
   if (!report.ok()) {
     std::fprintf(stderr, "sparrow bench: %s\n", report.status().ToString().c_str());
     return 1;

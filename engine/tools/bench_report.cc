@@ -35,8 +35,19 @@ std::string BenchReportTable(const BenchReport& r) {
                 t.n_gen > 0 ? t.ffn_mode + Format(" %.0f %%", 100 * t.active_fraction) : "-"});
   }
   out += "\n";
-  out += Format("weights read per token: %.2f MiB", m.weight_bytes_per_token / 1048576.0) +
-         Format(" | peak RSS: %.1f MiB\n", r.peak_rss_bytes / 1048576.0);
+  // A sparse run reads fewer rows than the dense pass: its own figure, beside the dense one.
+  std::string reads;
+  for (const BenchResult& t : r.results) {
+    if (t.n_gen == 0 || t.ffn_mode == "dense" || t.weight_bytes_per_token == 0) continue;
+    reads += Format("weights read per token: %.2f MiB", t.weight_bytes_per_token / 1048576.0) +
+             " in " + t.test + " t=" + std::to_string(t.threads) + " (" + t.ffn_mode +
+             Format(", %.0f %% of FFN neurons; dense: %.2f MiB)\n", 100 * t.active_fraction,
+                    m.weight_bytes_per_token / 1048576.0);
+  }
+  if (reads.empty()) {
+    reads = Format("weights read per token: %.2f MiB\n", m.weight_bytes_per_token / 1048576.0);
+  }
+  out += reads + Format("peak RSS: %.1f MiB\n", r.peak_rss_bytes / 1048576.0);
   for (const BandwidthResult& b : r.bandwidth) {
     out += "read bandwidth, " + std::to_string(b.threads) +
            " thread(s): " + Format("%.2f GB/s (best of %.0f", b.best_bytes_per_s / 1e9, b.reps) +

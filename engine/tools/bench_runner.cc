@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <fstream>
 #include <random>
 #include <sstream>
@@ -271,6 +272,10 @@ Result<std::vector<int32_t>> TextTokens(const Model& model, const std::string& p
   return tokenizer->Tokenize(ss.str(), /*add_special=*/true);
 }
 
+std::string ThreadsText(int n) {
+  return std::to_string(n) + (n == 1 ? " thread" : " threads");
+}
+
 }  // namespace
 
 Result<BenchReport> RunBench(const BenchOptions& o) {
@@ -326,6 +331,21 @@ Result<BenchReport> RunBench(const BenchOptions& o) {
     }
   }
 
+  const auto say = [&o](const std::string& line) {
+    if (o.progress) o.progress(line);
+  };
+  // "pp512, 2 threads" as a test starts: the warm-up and the runs to come.
+  const auto starting = [&](const std::string& test, int threads) {
+    const std::string name = test + ", " + ThreadsText(threads);
+    say(name + ": a warm-up, then " + std::to_string(o.reps) +
+        (o.reps == 1 ? " timed run" : " timed runs"));
+    return name;
+  };
+  const auto finished = [&](const std::string& name, const BenchResult& r) {
+    char speed[48];
+    std::snprintf(speed, sizeof speed, ": %.2f t/s (median)", r.ts.median);
+    say(name + speed);
+  };
   std::vector<float> logits;
   for (int threads : o.threads) {
     kernels::ThreadPool pool(threads);
@@ -333,15 +353,18 @@ Result<BenchReport> RunBench(const BenchOptions& o) {
     ForwardPass fp(*model, &pool, MakeFeedForward(*model, plan, &pool));
     ContiguousKvCache cache(c.n_layer, n_ctx, c.kv_dim());
     if (o.n_prompt > 0) {
+      const std::string test = "pp" + std::to_string(o.n_prompt);
+      const std::string name = starting(test, threads);
       std::vector<double> seconds;
       for (int rep = 0; rep <= o.reps; ++rep) {  // rep 0 is the warm-up
         SPARROW_ASSIGN_OR_RETURN(double s, TimePrompt(fp, cache, prompt, logits));
         if (rep > 0) seconds.push_back(s);
       }
-      report.results.push_back(MakeResult("pp" + std::to_string(o.n_prompt), threads, o.n_prompt, 0,
-                                          seconds, o.n_prompt));
+      report.results.push_back(MakeResult(test, threads, o.n_prompt, 0, seconds, o.n_prompt));
+      finished(name, report.results.back());
     }
     if (o.n_gen > 0) {
+      const std::string name = starting("tg" + std::to_string(o.n_gen), threads);
       std::vector<double> seconds;
       const FfnCounters before = fp.ffn().counters();
       std::optional<NeuronStoreStats> store_before;
@@ -359,11 +382,15 @@ Result<BenchReport> RunBench(const BenchOptions& o) {
         r.cache = CacheUseBetween(*store_before, *StoreStats(plan.get()), o.n_gen * o.reps);
       }
       report.results.push_back(std::move(r));
+      finished(name, report.results.back());
     }
     if (o.n_gen > 0 && o.decode_batch > 1) {
+      const std::string name =
+          starting("tg" + std::to_string(o.n_gen) + "x" + std::to_string(o.decode_batch), threads);
       SPARROW_ASSIGN_OR_RETURN(BenchResult r,
                                BenchDecodeBatch(o, *model, fp, plan.get(), gens, threads));
       report.results.push_back(std::move(r));
+      finished(name, report.results.back());
     }
   }
   // Taken before the probe allocates its buffer, so it is the model's footprint.
@@ -371,6 +398,8 @@ Result<BenchReport> RunBench(const BenchOptions& o) {
 
   if (o.bandwidth) {
     for (int threads : o.threads) {
+      say("read bandwidth, " + ThreadsText(threads) + ": " + std::to_string(o.bandwidth_reps) +
+          " reads of " + std::to_string(o.bandwidth_mib) + " MiB");
       report.bandwidth.push_back(
           MeasureReadBandwidth(threads, o.bandwidth_mib << 20, o.bandwidth_reps));
     }

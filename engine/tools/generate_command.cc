@@ -12,6 +12,7 @@
 #include "engine/runtime/generate.h"
 #include "engine/tokenizer/incremental_detokenizer.h"
 #include "engine/tokenizer/tokenizer.h"
+#include "engine/tools/cli_checks.h"
 
 namespace sparrow::tools {
 namespace {
@@ -34,11 +35,14 @@ void RegisterGenerateCommand(CLI::App& app, GenerateCommandOptions& o, int& exit
   cmd->add_option("-p,--prompt", o.prompt, "Prompt text (default: empty, i.e. BOS only)");
   cmd->add_option("-f,--file", o.prompt_file, "Read the prompt from this file");
   cmd->add_option("-n,--n-predict", o.n_predict, "Tokens to generate at most")
-      ->check(CLI::Range(int64_t{0}, int64_t{1} << 30));
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 30))
+      ->capture_default_str();
   cmd->add_option("-c,--ctx-size", o.n_ctx, "Context size in tokens (0: model's, at most 4096)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(ZeroOrMore(1 << 24))
+      ->capture_default_str();
   cmd->add_option("-b,--batch-size", o.n_batch, "Prompt tokens per forward step")
-      ->check(CLI::PositiveNumber);
+      ->check(AboveZero(1 << 24))
+      ->capture_default_str();
   cmd->add_option("-t,--threads", o.threads, "Compute threads (0: all hardware threads)")
       ->check(CLI::Range(0, 256));
   cmd->add_option("--temp", o.sampling.temperature, "Temperature; 0 = greedy")

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <thread>
 
+#include "engine/tools/cli_checks.h"
 #include "engine/tools/mkmodel_balance.h"
 #include "engine/tools/mkmodel_generate.h"
 
@@ -20,7 +21,7 @@ void RegisterMkModelCommand(CLI::App& app, MkModelOptions& o, int& exit_code) {
   cmd->add_option("--vocab", o.vocab, "GGUF file whose tokenizer.* keys are copied")
       ->capture_default_str();
   cmd->add_option("--layers", o.layers, "Keep only this many layers (0: all)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(ZeroOrMore(1 << 16));
   cmd->add_option("--seed", o.seed, "Random seed of the weights")->capture_default_str();
   cmd->add_option("-t,--threads", o.threads, "Threads (0: all hardware threads)")
       ->check(CLI::Range(0, 256));
@@ -32,7 +33,7 @@ void RegisterMkModelCommand(CLI::App& app, MkModelOptions& o, int& exit_code) {
       ->capture_default_str();
   cmd->add_option("--predictor-rank", o.predictor_rank,
                   "pwri: predictor rank, a multiple of 32, >= 128 (0: n_embd/8)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(ZeroOrMore(1 << 20));
   cmd->add_option("--active", o.active, "pwri: mean share of neurons predicted active per token")
       ->capture_default_str();
   cmd->add_option("--hot-profile", o.hot_profile,

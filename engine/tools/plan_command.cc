@@ -12,6 +12,7 @@
 #include "engine/plan/plan_io.h"
 #include "engine/plan/planner.h"
 #include "engine/sparse/activation_profile.h"
+#include "engine/tools/cli_checks.h"
 
 namespace sparrow::tools {
 namespace {
@@ -45,14 +46,13 @@ void RegisterPlanCommand(CLI::App& app, PlanCommandOptions& o, int& exit_code) {
   cmd->add_option("--profile", o.profile,
                   "Activation profile (sparrow profile): sparsity levels and the miss curve");
   cmd->add_option("--hw", o.hw, "Hardware profile (default: the one sparrow profile-hw cached)");
-  cmd->add_option("--budget-mb", o.budget_mb, "Memory budget in MiB")
+  cmd->add_option("--budget-mb", o.budget_mb, "Memory budget in MiB (at most 16 TiB)")
       ->required()
-      ->check(CLI::PositiveNumber);
+      ->check(AboveZero(1 << 24));
   cmd->add_option("--threads-max", o.threads_max,
                   "Most compute threads (default: every count the hardware profile measured)")
       ->check(CLI::Range(1, 1024));
-  cmd->add_option("--min-tok-s", o.min_tok_s, "Minimum decode tokens/s")
-      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--min-tok-s", o.min_tok_s, "Minimum decode tokens/s")->check(ZeroOrMore(1e9));
   cmd->add_option("--max-sparsity", o.max_sparsity,
                   "The quality limit: the largest share of FFN neurons skipped per token "
                   "(default 0.5 for SwiGLU models, where CATS cost the KJV model +4% perplexity; "

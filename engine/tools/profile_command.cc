@@ -18,6 +18,7 @@
 #include "engine/sparse/miss_curve.h"
 #include "engine/sparse/predictor_trainer.h"
 #include "engine/tokenizer/tokenizer.h"
+#include "engine/tools/cli_checks.h"
 
 namespace sparrow::tools {
 namespace {
@@ -56,7 +57,7 @@ void RegisterProfileCommand(CLI::App& app, ProfileOptions& o, int& exit_code) {
       ->check(CLI::Range(int64_t{8}, int64_t{1} << 20))
       ->capture_default_str();
   cmd->add_option("--tokens", o.max_tokens, "Calibration tokens used at most (0: all)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(ZeroOrMore(1e12))
       ->capture_default_str();
   cmd->add_option("-t,--threads", o.threads, "Compute threads (0: all hardware threads)")
       ->check(CLI::Range(0, 256));

@@ -5,7 +5,10 @@
 #include <spdlog/spdlog.h>
 
 #include <CLI/CLI.hpp>
+#include <cstdio>
+#include <string>
 
+#include "config/version.h"
 #include "engine/tools/bench_command.h"
 #include "engine/tools/bench_runner.h"
 #include "engine/tools/convert_command.h"
@@ -44,6 +47,7 @@ int main(int argc, char** argv) {
       "  sparrow shard-plan -m model.gguf --memory-mb 1400 --device laptop:6000:2:300 "
       "--device board:1400:0.5:100"};
   app.require_subcommand(1);
+  app.set_version_flag("--version", std::string("sparrow ") + sparrow::kSparrowVersion);
   int exit_code = 0;
   sparrow::tools::GenerateCommandOptions generate;
   sparrow::tools::RegisterGenerateCommand(app, generate, exit_code);
@@ -70,6 +74,22 @@ int main(int argc, char** argv) {
   sparrow::tools::RegisterPlanCommand(app, plan, exit_code);
   sparrow::tools::ShardPlanOptions shard_plan;
   sparrow::tools::RegisterShardPlanCommand(app, shard_plan, exit_code);
+  // CLI11 would answer a misspelled command, or none, with "A subcommand is required".
+  if (argc == 1) {
+    std::fprintf(stderr, "sparrow: give a command (sparrow --help lists them)\n");
+    return static_cast<int>(CLI::ExitCodes::RequiredError);
+  }
+  if (argv[1][0] != '-') {
+    bool known = false;
+    for (const CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) {
+      known = known || sub->check_name(argv[1]);
+    }
+    if (!known) {
+      std::fprintf(stderr, "sparrow: unknown command '%s' (sparrow --help lists the commands)\n",
+                   argv[1]);
+      return static_cast<int>(CLI::ExitCodes::ExtrasError);
+    }
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

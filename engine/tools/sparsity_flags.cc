@@ -35,11 +35,16 @@ void AddSparsityFlags(CLI::App* cmd, SparsityFlags& f) {
                   "On a converted file (sparrow convert): keep the FFN on flash and this many MiB "
                   "of neurons in memory (hot neurons plus a cache); unset: map the whole file")
       ->check(CLI::Range(0.0, 1e9));
-  cmd->add_option("--cache-hot-share", f.hot_share,
-                  "Share of --cache-mb preloaded with each layer's hottest neurons; the rest is "
-                  "a two-queue LRU cache")
+  // The same name as sparrowd's cache_hot_percent; --cache-hot-share (0..1) stays for scripts.
+  cmd->add_option_function<double>(
+         "--cache-hot-percent", [&f](double percent) { f.hot_share = percent / 100; },
+         "Percent of --cache-mb preloaded with each layer's hottest neurons; the rest is a "
+         "two-queue LRU cache (default: " +
+             std::to_string(static_cast<int>(f.hot_share * 100)) + ")")
+      ->check(CLI::Range(0.0, 100.0));
+  cmd->add_option("--cache-hot-share", f.hot_share, "--cache-hot-percent as a share of 1")
       ->check(CLI::Range(0.0, 1.0))
-      ->capture_default_str();
+      ->group("");  // not listed: the older name
   cmd->add_option("--io-depth", f.io_depth,
                   "Flash reads in flight at once under --cache-mb (io_uring; 1: one pread at a "
                   "time)")

@@ -1,6 +1,7 @@
 // The web dashboard in a real headless Chromium (Debian's, driven by playwright-core) against a
-// real sparrowd generating text: it logs in with the admin key, shows the live status, cancels a
-// request from its table, drains and resumes; a screenshot is saved. Against a second sparrowd
+// real sparrowd generating text: it logs in with a whole line of an admin key file (name and
+// key), shows the live status, cancels a request from its table, drains and resumes; a
+// screenshot is saved. Against a second sparrowd
 // serving a PowerInfer model on flash (converted with `sparrow convert`, --cache-mb 2) it shows
 // the neuron cache and sets, refuses and clears the memory budget (its screenshot beside the
 // first, -flash.png); against a third without memory control (memory_pressure 0) the budget
@@ -83,8 +84,10 @@ test('a wrong key is refused and the login stays', async () => {
   assert.equal(await page.isVisible('#main'), false);
 });
 
-test('the admin key logs in and the live status shows the model', async () => {
-  await page.fill('#key', ADMIN_KEY);
+test('a whole admin_key_file line logs in and the live status shows the model', async () => {
+  // The login says what to paste; a line "name key" is taken for its key.
+  assert.match(await page.textContent('#login-form'), /the key itself/);
+  await page.fill('#key', `  laptop\t${ADMIN_KEY}  `);
   await page.click('#connect');
   await page.waitForSelector('#main', { state: 'visible' });
   await page.waitForFunction(() => document.querySelector('#link').textContent === 'live');
@@ -95,7 +98,7 @@ test('the admin key logs in and the live status shows the model', async () => {
     document.querySelector('#shards-note').textContent));
   assert.match(await page.textContent('#shards tbody'), /this device/);
   assert.match(await page.textContent('#shards tbody'), /0\.\.4 \(5\)/);
-  // Kept in this tab's session storage only.
+  // The key alone, kept in this tab's session storage only.
   assert.equal(await page.evaluate(() => sessionStorage.getItem('sparrow-admin-key')), ADMIN_KEY);
   assert.equal(await page.evaluate(() => localStorage.length), 0);
 });

@@ -313,6 +313,16 @@ TEST(SparrowdTlsTest, EveryAdminRouteAndRpcOverTlsChecksTheKey) {
   }
 }
 
+// sparrowctl's failures are its own lines ("sparrowctl: ..." and indented advice): gRPC's log
+// lines about the same handshake ("E1128 ... ssl_transport_security.cc ...") stay out.
+void ExpectOnlyOwnLines(const std::string& out) {
+  std::istringstream lines(out);
+  std::string line;
+  while (std::getline(lines, line)) {
+    EXPECT_TRUE(line.rfind("sparrowctl: ", 0) == 0 || line.rfind("  ", 0) == 0) << out;
+  }
+}
+
 TEST(SparrowdTlsTest, SparrowctlPinsTheCertificateAndExplainsTlsFailures) {
   Files f;
   auto p = StartTls(f);
@@ -332,11 +342,13 @@ TEST(SparrowdTlsTest, SparrowctlPinsTheCertificateAndExplainsTlsFailures) {
   const CtlRun wrong = Ctl(target + "--ca " + f.Path("other.crt") + " status");
   EXPECT_EQ(wrong.exit_code, 1) << wrong.out;
   EXPECT_NE(wrong.out.find("--ca"), std::string::npos) << wrong.out;
+  ExpectOnlyOwnLines(wrong.out);
 
   // No TLS at all against a TLS server: unreachable, with the hint to add --ca.
   const CtlRun plain = Ctl(target + "--timeout-ms 3000 status");
   EXPECT_EQ(plain.exit_code, 1) << plain.out;
   EXPECT_NE(plain.out.find("add --ca"), std::string::npos) << plain.out;
+  ExpectOnlyOwnLines(plain.out);
 
   // A device list names the same device: address, certificate and key come from it.
   f.Write("admin.key", std::string("laptop ") + kAdminKey + "\n");
@@ -350,6 +362,19 @@ TEST(SparrowdTlsTest, SparrowctlPinsTheCertificateAndExplainsTlsFailures) {
   const CtlRun no_such = Ctl("--config " + f.Path("ctl.yaml") + " --device tablet status");
   EXPECT_EQ(no_such.exit_code, 2) << no_such.out;
   EXPECT_NE(no_such.out.find("tablet"), std::string::npos) << no_such.out;
+
+  // SPARROW_ADMIN_KEY_FILE names the key file as --key-file does; SPARROW_ADMIN_KEY holds the
+  // key itself, and --help says which is which.
+  setenv("SPARROW_ADMIN_KEY_FILE", f.Path("admin.key").c_str(), 1);
+  const CtlRun by_key_file = Ctl(target + "--ca " + f.Path("sparrow.crt") + " status --json");
+  unsetenv("SPARROW_ADMIN_KEY_FILE");
+  ASSERT_EQ(by_key_file.exit_code, 0) << by_key_file.out;
+  EXPECT_EQ(json::parse(by_key_file.out, nullptr, false)["model"]["id"], "stories260K");
+  const CtlRun help = Ctl("--help");
+  EXPECT_EQ(help.exit_code, 0);
+  EXPECT_NE(help.out.find("SPARROW_ADMIN_KEY_FILE: the file's path"), std::string::npos)
+      << help.out;
+  EXPECT_NE(help.out.find("SPARROW_ADMIN_KEY: the key itself"), std::string::npos) << help.out;
   setenv("SPARROW_ADMIN_KEY", kAdminKey, 1);
 
   // A --ca file that is not a certificate is a usage error, said before any connection.

@@ -156,6 +156,83 @@ TEST(CliTest, InfoAndTokenize) {
   EXPECT_NE(help.out.find("generate"), std::string::npos);
 }
 
+TEST(CliTest, VersionUnknownCommandsAndDefaultsInHelp) {
+  CliRun version = Sparrow("--version");
+  EXPECT_EQ(version.exit_code, 0) << version.err;
+  EXPECT_EQ(version.out, std::string("sparrow ") + SPARROW_PROJECT_VERSION + "\n");
+  // A misspelled command is named, with where the list is (CLI11 alone says "A subcommand is
+  // required").
+  CliRun unknown = Sparrow("frobnicate");
+  ExpectOneLineError(unknown, "unknown command 'frobnicate'");
+  EXPECT_NE(unknown.err.find("sparrow --help"), std::string::npos) << unknown.err;
+  ExpectOneLineError(Sparrow(""), "give a command (sparrow --help lists them)");
+  CliRun help = Sparrow("generate --help");
+  ASSERT_EQ(help.exit_code, 0) << help.err;
+  EXPECT_NE(help.out.find("[0 - 1073741824]=128"), std::string::npos) << help.out;  // -n
+  EXPECT_NE(help.out.find("NONNEGATIVE=0"), std::string::npos) << help.out;         // -c
+  EXPECT_NE(help.out.find("POSITIVE=512"), std::string::npos) << help.out;          // -b
+}
+
+TEST(CliTest, NonPositiveOrAbsurdSizesAreRefusedInAFewWords) {
+  for (const std::string value : {"-5", "0", "1e30"}) {
+    CliRun r = Sparrow("plan -m " + kStories + " --budget-mb " + value);
+    EXPECT_NE(r.exit_code, 0) << value;
+    EXPECT_NE(r.err.find("--budget-mb: must be above 0 and at most 16777216, not " + value),
+              std::string::npos)
+        << r.err;
+    EXPECT_LT(r.err.size(), 200u) << r.err;  // CLI11's own check named a 309-digit bound
+  }
+  CliRun batch = Sparrow("generate -m " + kStories + " -b -1");
+  EXPECT_NE(batch.err.find("must be above 0"), std::string::npos) << batch.err;
+  EXPECT_LT(batch.err.size(), 200u) << batch.err;
+}
+
+// bench tells stderr what it runs as it goes, and a sparse run reports what it reads.
+TEST(CliTest, BenchShowsProgressAndWhatASparseRunReads) {
+  CliRun dense = Sparrow("bench -m " + kStories + " -p 8 -n 4 -r 2 --no-bandwidth");
+  ASSERT_EQ(dense.exit_code, 0) << dense.err;
+  EXPECT_NE(dense.err.find("bench: pp8, 1 thread: a warm-up, then 2 timed runs\n"),
+            std::string::npos)
+      << dense.err;
+  EXPECT_NE(dense.err.find("bench: tg4, 1 thread: "), std::string::npos) << dense.err;
+  EXPECT_NE(dense.err.find("t/s (median)"), std::string::npos) << dense.err;
+  EXPECT_NE(dense.out.find("weights read per token: "), std::string::npos) << dense.out;
+  EXPECT_EQ(dense.out.find("dense: "), std::string::npos) << dense.out;
+
+  const std::string pwri = testing::SharedDir() + "/kjv/models/kjv-relu-5m-pwri-q4_0.gguf";
+  CliRun sparse = Sparrow("bench -m " + pwri + " -p 0 -n 8 -r 1 --no-bandwidth");
+  ASSERT_EQ(sparse.exit_code, 0) << sparse.err;
+  EXPECT_NE(sparse.out.find(" in tg8 t=1 (predictor, "), std::string::npos) << sparse.out;
+  EXPECT_NE(sparse.out.find("; dense: "), std::string::npos) << sparse.out;
+}
+
+// The hot segment's size goes by sparrowd's name, --cache-hot-percent; the older
+// --cache-hot-share still works but is no longer listed.
+TEST(CliTest, CacheHotPercentIsSparrowdsNameAndTheShareStillWorks) {
+  const std::string pwri = testing::SharedDir() + "/kjv/models/kjv-relu-5m-pwri-q4_0.gguf";
+  const std::string converted = testing::TempPath("hot-percent.sparrow.gguf");
+  CliRun convert = Sparrow("convert -m " + pwri + " -o " + converted);
+  ASSERT_EQ(convert.exit_code, 0) << convert.err;
+  const std::string run =
+      "generate -m " + converted + " -p Once -n 4 --temp 0 --json --cache-mb 1 ";
+  // The hot segment's bytes: the default (50 %), then a quarter by either name.
+  std::vector<int64_t> hot_bytes;
+  for (const std::string flag : {"", "--cache-hot-percent 25", "--cache-hot-share 0.25"}) {
+    CliRun r = Sparrow(run + flag);
+    ASSERT_EQ(r.exit_code, 0) << flag << ": " << r.err;
+    hot_bytes.push_back(
+        nlohmann::json::parse(r.out)["sparse"]["cache"]["hot_bytes"].get<int64_t>());
+  }
+  EXPECT_GT(hot_bytes[0], hot_bytes[1]);
+  EXPECT_GT(hot_bytes[1], 0);
+  EXPECT_EQ(hot_bytes[1], hot_bytes[2]);
+  EXPECT_NE(Sparrow(run + "--cache-hot-percent 150").exit_code, 0);
+  CliRun help = Sparrow("generate --help");
+  EXPECT_NE(help.out.find("--cache-hot-percent"), std::string::npos) << help.out;
+  EXPECT_EQ(help.out.find("--cache-hot-share"), std::string::npos) << help.out;
+  std::remove(converted.c_str());
+}
+
 // A small hand-written hardware profile: two threads, flash measured at 4 and 64 KiB.
 using testing::WriteHardwareProfile;
 

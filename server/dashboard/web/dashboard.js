@@ -14,6 +14,13 @@ const history = { tps: [], ttft50: [], ttft99: [], tbt99: [], running: [], waiti
 
 function key() { return sessionStorage.getItem(KEY_ITEM) || ''; }
 
+// What the login field holds, as the key: a whole line of the admin_key_file ("laptop 6f1c...")
+// is its name then the key, so the key is the last word.
+function keyOfInput(text) {
+  const words = text.trim().split(/\s+/);
+  return words[words.length - 1];
+}
+
 async function api(method, path, body) {
   const init = { method, headers: { Authorization: `Bearer ${key()}` } };
   if (body !== undefined) {
@@ -312,7 +319,7 @@ async function act(what, fn) {
 document.addEventListener('DOMContentLoaded', () => {
   $('login-form').addEventListener('submit', (ev) => {
     ev.preventDefault();
-    sessionStorage.setItem(KEY_ITEM, $('key').value.trim());
+    sessionStorage.setItem(KEY_ITEM, keyOfInput($('key').value));
     $('key').value = '';
     connect();
   });

@@ -60,14 +60,14 @@ TEST(VocabGguf, ReadsTheRealModel) {
   EXPECT_EQ(d->token_types.size(), 512u);
   EXPECT_EQ(d->tokens[3], "<0x00>");
   EXPECT_FALSE(d->add_bos.has_value());
-  // unk, bos, eos, and separator/padding stored as 0xFFFFFFFF ("none"), which are ignored.
+  // unk, bos, eos, and separator/padding stored as 0xFFFFFFFF: "none", read without a warning.
   ASSERT_EQ(d->special_ids.size(), 5u);
-  EXPECT_EQ(d->special_ids[3], std::make_pair(SpecialToken::kSep, int64_t{0xFFFFFFFF}));
+  EXPECT_EQ(d->special_ids[3], std::make_pair(SpecialToken::kSep, kNoSpecialId));
   auto tok = LoadTokenizer(**file);
   ASSERT_TRUE(tok.ok()) << tok.status().ToString();
   EXPECT_EQ((*tok)->special(SpecialToken::kSep), kNoToken);
   EXPECT_EQ((*tok)->pad(), kNoToken);
-  EXPECT_EQ((*tok)->warnings().size(), 2u);
+  EXPECT_TRUE((*tok)->warnings().empty()) << (*tok)->warnings()[0];
 }
 
 TEST(VocabGguf, MinimalFileLoads) {
@@ -82,11 +82,31 @@ TEST(VocabGguf, MinimalFileLoads) {
 }
 
 TEST(VocabGguf, BadSpecialIdIsIgnoredLikeLlamaCpp) {
-  auto l = Load(BaseSpm().U32("tokenizer.ggml.bos_token_id", 0xFFFFFFFF));
+  auto l = Load(BaseSpm().U32("tokenizer.ggml.bos_token_id", 7));
   ASSERT_TRUE(l->tokenizer.ok()) << l->tokenizer.status().ToString();
   EXPECT_EQ((*l->tokenizer)->bos(), 1);
-  ASSERT_FALSE((*l->tokenizer)->warnings().empty());
-  EXPECT_NE((*l->tokenizer)->warnings()[0].find("4294967295"), std::string::npos);
+  ASSERT_EQ((*l->tokenizer)->warnings().size(), 1u);
+  EXPECT_NE((*l->tokenizer)->warnings()[0].find("bos_token_id = 7"), std::string::npos);
+}
+
+// Converters write "no such token" as -1: 0xFFFFFFFF in a u32 key, -1 in an i32 one.
+TEST(VocabGguf, MinusOneIdMeansNoSuchTokenSilently) {
+  auto l = Load(BaseSpm()
+                    .U32("tokenizer.ggml.seperator_token_id", 0xFFFFFFFF)
+                    .I32("tokenizer.ggml.padding_token_id", -1)
+                    .U32("tokenizer.ggml.unknown_token_id", 0xFFFFFFFF)
+                    .U32("tokenizer.ggml.bos_token_id", 0xFFFFFFFF));
+  ASSERT_TRUE(l->tokenizer.ok()) << l->tokenizer.status().ToString();
+  const Tokenizer& t = **l->tokenizer;
+  EXPECT_TRUE(t.warnings().empty()) << t.warnings()[0];
+  EXPECT_EQ(t.special(SpecialToken::kSep), kNoToken);
+  EXPECT_EQ(t.pad(), kNoToken);
+  EXPECT_EQ(t.special(SpecialToken::kUnk), kNoToken);
+  // No BOS and no add_bos_token key: nothing is put before the prompt.
+  EXPECT_EQ(t.bos(), kNoToken);
+  EXPECT_FALSE(t.add_bos());
+  EXPECT_EQ(t.Tokenize("a", true), std::vector<TokenId>{3});
+  EXPECT_EQ(t.eos(), 2);
 }
 
 TEST(VocabGguf, MissingTokenizerIsNotFound) {
