@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Configures and builds Sparrow (Release) into build/ (or $SPARROW_BUILD_DIR).
-# Extra arguments are passed to cmake's configure step.
+# Configures and builds Sparrow (Release) into build/ (or $SPARROW_BUILD_DIR): everything, or the
+# targets $SPARROW_BUILD_TARGETS names. Extra arguments are passed to cmake's configure step.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR="${SPARROW_BUILD_DIR:-build}"
@@ -11,4 +11,6 @@ if [ ! -f "$BUILD_DIR/CMakeCache.txt" ]; then
 else
   cmake -S . -B "$BUILD_DIR" "$@" >/dev/null
 fi
-cmake --build "$BUILD_DIR" -j "$(nproc)"
+TARGETS=()
+for t in ${SPARROW_BUILD_TARGETS:-}; do TARGETS+=(--target "$t"); done
+cmake --build "$BUILD_DIR" -j "$(nproc)" "${TARGETS[@]}"

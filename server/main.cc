@@ -14,6 +14,8 @@
 #include "config/config_loader.h"
 #include "server/admin/admin_controller.h"
 #include "server/core/server_context.h"
+#include "server/core/service_watchdog.h"
+#include "server/core/systemd_notify.h"
 #include "server/http/http_server.h"
 #ifdef SPARROW_HAVE_GRPC
 #include "server/grpc/grpc_server.h"
@@ -47,6 +49,13 @@ std::string Msg(const sparrow::ServerConfig& c, const std::string& text) {
   return out + "\"";
 }
 
+// The service manager not hearing a state is worth a warning, not a stop: it acts on its own
+// timeouts.
+void Notify(const sparrow::ServerConfig& c, const sparrow::server::SystemdNotifier& notify,
+            const std::string& state) {
+  if (sparrow::Status st = notify.Send(state); !st.ok()) spdlog::warn(Msg(c, st.ToString()));
+}
+
 int WaitForSignal() {
   sigset_t set;
   sigemptyset(&set);
@@ -59,7 +68,7 @@ int WaitForSignal() {
 
 #ifdef SPARROW_HAVE_GRPC
 // sparrowd --worker: computes layers for a coordinator until SIGTERM/SIGINT.
-int RunWorker(const sparrow::ServerConfig& config) {
+int RunWorker(const sparrow::ServerConfig& config, const sparrow::server::SystemdNotifier& notify) {
   auto worker = sparrow::server::WorkerServer::Start(config);
   if (!worker.ok()) {
     std::fprintf(stderr, "sparrowd: %s\n", worker.status().ToString().c_str());
@@ -74,7 +83,11 @@ int RunWorker(const sparrow::ServerConfig& config) {
   std::printf("sparrowd: worker listening on %s\n",
               sparrow::server::JoinHostPort(config.host, (*worker)->port()).c_str());
   std::fflush(stdout);
+  // A worker has no scheduler of its own: the pings say the process is still there.
+  Notify(config, notify, "READY=1");
+  sparrow::server::ServiceWatchdog watchdog(notify, [](std::string*) { return true; });
   const int sig = WaitForSignal();
+  Notify(config, notify, "STOPPING=1");
   spdlog::info(Msg(config, std::string("received ") + (sig == SIGTERM ? "SIGTERM" : "SIGINT") +
                                ", stopping the worker"));
   (*worker)->Shutdown();
@@ -109,10 +122,18 @@ int main(int argc, char** argv) {
   }
   const sparrow::ServerConfig& config = loaded->config;
   SetUpLogging(config);
+  // Run by systemd as Type=notify (deploy/sparrowd.service): READY=1 once serving, WATCHDOG=1
+  // while the scheduler makes progress, STOPPING=1 on SIGTERM.
+  auto notify = sparrow::server::SystemdNotifier::FromEnvironment(
+      [](const char* name) { return std::getenv(name); });
+  if (!notify.ok()) {
+    std::fprintf(stderr, "sparrowd: %s\n", notify.status().message().c_str());
+    return kExitConfig;
+  }
 
   if (config.worker != 0) {
 #ifdef SPARROW_HAVE_GRPC
-    return RunWorker(config);
+    return RunWorker(config, *notify);
 #else
     std::fprintf(stderr, "sparrowd: --worker needs gRPC, and this sparrowd was built without it\n");
     return kExitConfig;
@@ -194,8 +215,13 @@ int main(int argc, char** argv) {
   }
 #endif
   std::fflush(stdout);
+  // The model is loaded and every frontend listens: clients may come.
+  Notify(config, *notify, "READY=1");
+  sparrow::server::ServiceWatchdog watchdog(
+      *notify, sparrow::server::SchedulerProgress(ctx, notify->watchdog_interval()));
 
   const int sig = WaitForSignal();
+  Notify(config, *notify, "STOPPING=1");
   spdlog::info(Msg(config, std::string("received ") + (sig == SIGTERM ? "SIGTERM" : "SIGINT") +
                                ", shutting down"));
   // Running requests get shutdown_timeout_ms; then the scheduler cancels what is left, which

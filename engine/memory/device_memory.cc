@@ -12,20 +12,34 @@
 
 namespace sparrow {
 
-uint64_t DeviceMemoryLimit() {
-  uint64_t limit = 0, available = 0;
-  ReadMemInfo("/proc/meminfo", &limit, &available);
-  auto lower = [&](uint64_t l) {
-    if (l > 0) limit = limit > 0 ? std::min(limit, l) : l;
-  };
-  if (const std::string v1 = FindMemoryCgroupV1(); !v1.empty()) {
-    lower(ReadCgroupLimit(v1 + "/memory.limit_in_bytes"));
+namespace {
+
+// The lower of two limits where 0 means none.
+uint64_t Lower(uint64_t a, uint64_t b) {
+  if (a == 0) return b;
+  if (b == 0) return a;
+  return std::min(a, b);
+}
+
+}  // namespace
+
+uint64_t CgroupMemoryLimit(const std::string& proc_self_cgroup, const std::string& v1_mount,
+                           const std::string& v2_mount) {
+  uint64_t limit = 0;
+  if (const std::string v1 = FindMemoryCgroupV1(proc_self_cgroup, v1_mount); !v1.empty()) {
+    limit = Lower(limit, ReadCgroupLimit(v1 + "/memory.limit_in_bytes"));
   }
-  if (const std::string v2 = FindMemoryCgroupV2(); !v2.empty()) {
-    lower(ReadCgroupLimit(v2 + "/memory.max"));
-    lower(ReadCgroupLimit(v2 + "/memory.high"));
+  if (const std::string v2 = FindMemoryCgroupV2(proc_self_cgroup, v2_mount); !v2.empty()) {
+    limit = Lower(limit, ReadCgroupLimit(v2 + "/memory.max"));
+    limit = Lower(limit, ReadCgroupLimit(v2 + "/memory.high"));
   }
   return limit;
+}
+
+uint64_t DeviceMemoryLimit() {
+  uint64_t total = 0, available = 0;
+  ReadMemInfo("/proc/meminfo", &total, &available);
+  return Lower(total, CgroupMemoryLimit());
 }
 
 uint64_t DeviceMemoryOffer() {

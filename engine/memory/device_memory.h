@@ -3,10 +3,18 @@
 // has one, else the machine's MemTotal; 0 when neither can be read. What a device offers to
 // hold layers when several run one model (the shard planner's memory constraint).
 #include <cstdint>
+#include <string>
 
 namespace sparrow {
 
 uint64_t DeviceMemoryLimit();
+
+// The lowest limit this process's memory cgroups set: v1 memory.limit_in_bytes, v2 memory.max and
+// memory.high (where the kernel starts throttling: systemd's MemoryHigh=, the budget sparrowd
+// keeps under as a service); 0 when there is none. The paths are FindMemoryCgroupV1/V2's.
+uint64_t CgroupMemoryLimit(const std::string& proc_self_cgroup = "/proc/self/cgroup",
+                           const std::string& v1_mount = "/sys/fs/cgroup/memory",
+                           const std::string& v2_mount = "/sys/fs/cgroup");
 
 // What the device offers this process now: DeviceMemoryLimit, lowered to MemAvailable plus what
 // the process already holds (on a phone, most of MemTotal belongs to other apps); 0 when unknown.

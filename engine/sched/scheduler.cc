@@ -255,14 +255,24 @@ void Scheduler::ApplyPendingRemote() {
                opts_.remote_layers.size(), preempted);
 }
 
+std::chrono::steady_clock::duration Scheduler::IterationAge() const {
+  const int64_t start = iteration_start_.load(std::memory_order_relaxed);
+  if (start == 0) return {};
+  return std::chrono::steady_clock::now().time_since_epoch() -
+         std::chrono::steady_clock::duration(start);
+}
+
 void Scheduler::Loop() {
   for (;;) {
     {
       std::unique_lock<std::mutex> lock(mu_);
+      iteration_start_.store(0, std::memory_order_relaxed);
       cv_.wait(lock, [this] {
         return draining_ || pending_plan_ || pending_remote_ || !waiting_.empty() ||
                !running_.empty();
       });
+      iteration_start_.store(std::chrono::steady_clock::now().time_since_epoch().count(),
+                             std::memory_order_relaxed);
       if (draining_) {
         const bool idle = waiting_.empty() && running_.empty();
         if (idle) break;
@@ -298,6 +308,7 @@ void Scheduler::Loop() {
       stats_.kv = kv_.Stats();
     }
   }
+  iteration_start_.store(0, std::memory_order_relaxed);
   std::lock_guard<std::mutex> lock(mu_);
   stats_.running = 0;
   stats_.waiting = 0;

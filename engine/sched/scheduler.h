@@ -130,6 +130,10 @@ class Scheduler {
   // configured).
   int64_t kv_block_bytes() const { return kv_block_bytes_; }
   int64_t min_kv_blocks() const { return min_kv_blocks_; }
+  // How long the step loop has been in its current iteration; zero while it waits for work. A
+  // loop that stays far longer in one iteration than a step takes is stuck: the service
+  // watchdog stops vouching for the server then (server/core/service_watchdog.h).
+  std::chrono::steady_clock::duration IterationAge() const;
 
   // Stops admitting new requests, lets running ones finish until `deadline`, then cancels
   // what is left (sinks get kCancelled) and joins the step thread. Idempotent.
@@ -214,6 +218,8 @@ class Scheduler {
 
   std::vector<std::unique_ptr<Sequence>> running_;  // scheduler thread only
   std::deque<Flight> flights_;                      // scheduler thread only; oldest first
+  // When the loop's current iteration began (steady clock ticks); 0 while it waits for work.
+  std::atomic<int64_t> iteration_start_{0};
   std::thread thread_;
 };
 
