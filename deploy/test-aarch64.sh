@@ -7,8 +7,18 @@
 #   - emulating a Cortex-A76 (ARMv8.2 with SDOT, no SMMLA): dotprod must be the one detected;
 #   - emulating a Cortex-A53 (ARMv8.0, no SDOT): neon must be the one detected.
 # Installs the cross compiler and qemu-user when missing (needs root or sudo then).
+# With --server, then also cross-builds the whole server and runs it under qemu-aarch64
+# (deploy/test-aarch64-server.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+SERVER=0
+for a in "$@"; do
+  case "$a" in
+    --server) SERVER=1 ;;
+    *) echo "usage: $0 [--server]" >&2; exit 2 ;;
+  esac
+done
 
 packages=(g++-aarch64-linux-gnu qemu-user libgtest-dev cmake ninja-build)
 missing=()
@@ -40,3 +50,7 @@ QEMU_CPU=cortex-a76 SPARROW_EXPECT_BEST_ISA=dotprod \
 echo "test-aarch64: ISA detection on an emulated Cortex-A53 (no SDOT)"
 QEMU_CPU=cortex-a53 SPARROW_EXPECT_BEST_ISA=neon \
   ctest --output-on-failure -R 'CpuFeaturesTest|VecDotTest|ActQuantTest'
+
+if [ "$SERVER" = 1 ]; then
+  exec ../deploy/test-aarch64-server.sh
+fi
