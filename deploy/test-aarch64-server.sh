@@ -10,7 +10,9 @@
 #     completion over HTTP and a greedy Generate over gRPC give llama.cpp's text, and more;
 #   - the self-contained tarball (deploy/arm64-tarball.sh), unpacked in a temporary directory and
 #     run without the sysroot (no -L, no QEMU_LD_PREFIX): every library its programs load is its
-#     own, `sparrow generate` gives the same tokens and the OpenAI client test passes.
+#     own, `sparrow generate` gives the same tokens and the OpenAI client test passes;
+#   - the arm64 Debian packages (deploy/package.sh --sysroot): each depends on libc6 and only on
+#     packages of Debian arm64, and the packaged `sparrow` gives the same tokens.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT="$PWD"
@@ -111,4 +113,26 @@ export SPARROW_EMULATOR=qemu-aarch64
 "$DIR/bin/sparrowctl" --version
 check_generate "tarball" "$DIR/bin/sparrow"
 client_tests "$DIR/bin/sparrowd" openai_client_test.mjs
+
+step "arm64 Debian packages of the cross build"
+PACKAGES="$BUILD/packages"
+rm -rf "$PACKAGES"
+deploy/package.sh --build-dir "$BUILD" --no-build --sysroot "$SYSROOT" --output "$PACKAGES" >/dev/null
+EXTRACTED="$(mktemp -d)"
+trap 'rm -rf "$UNPACKED" "$EXTRACTED"' EXIT
+for p in sparrowd sparrow sparrowctl; do
+  deb="$(echo "$PACKAGES/${p}_"*_arm64.deb)"
+  depends="$(dpkg-deb -f "$deb" Depends)"
+  # Every dependency is a package the sysroot was made of (so Debian arm64 has it).
+  for dep in $(echo "$depends" | tr ',' '\n' | awk '{print $1}'); do
+    if [ "$dep" != adduser ] && ! ls "$SYSROOT/.apt/debs/${dep}_"*.deb >/dev/null 2>&1; then
+      echo "FAIL package $p: depends on '$dep', which no arm64 .deb of the sysroot is"
+      exit 1
+    fi
+  done
+  case "$depends" in *libc6*) ;; *) echo "FAIL package $p: no libc6 in Depends: $depends"; exit 1 ;; esac
+  dpkg-deb -x "$deb" "$EXTRACTED"
+  echo "ok   package $(basename "$deb"): Depends $(echo "$depends" | tr ',' '\n' | wc -l) packages"
+done
+QEMU_CPU=max check_generate "packaged" qemu-aarch64 -L "$SYSROOT" "$EXTRACTED/usr/bin/sparrow"
 step "done"
