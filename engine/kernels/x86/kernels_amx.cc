@@ -27,6 +27,7 @@
 #include "engine/kernels/vec_dot.h"
 
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 
 namespace sparrow::kernels {
 namespace {

@@ -15,8 +15,10 @@
 #include "engine/kernels/scalar_kernels.h"
 
 // GCC 12 reports the _mm512_undefined_*() placeholder inside its own AVX-512 intrinsics
-// (_mm512_cvtph_ps, _mm512_slli_epi32, ...) as "may be used uninitialized": a false positive.
+// (_mm512_cvtph_ps, _mm512_slli_epi32, _mm512_unpacklo_epi64, ...) as "(may be) used
+// uninitialized": a false positive.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 
 namespace sparrow::kernels {
 namespace {
