@@ -31,7 +31,7 @@ class Marker {
   std::string Mark(const std::string& s) {
     if (s.empty()) return s;
     texts_.push_back(s);
-    return "\x01" + std::to_string(texts_.size() - 1) + "\x02";
+    return std::string("\x01").append(std::to_string(texts_.size() - 1)).append("\x02");
   }
   // Every string value and key below `j`.
   json MarkAll(const json& j) {

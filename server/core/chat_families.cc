@@ -54,7 +54,7 @@ std::vector<ChatMessage> HermesMessages(const std::vector<ChatMessage>& m, const
   if (!o.tools.empty()) {
     std::string block = system.empty() ? "" : system + "\n\n";
     block += kHermesToolsIntro;
-    for (const ChatTool& t : o.tools) block += "\n" + PyJson(ToolJson(t));
+    for (const ChatTool& t : o.tools) block.append("\n").append(PyJson(ToolJson(t)));
     block += kHermesToolsOutro;
     out.push_back({"system", block});
   } else if (start == 1) {

@@ -255,7 +255,9 @@ Result<Value> Range(Interpreter& in, CallArgs& args) {
   std::vector<int64_t> a;
   for (const Value& v : args.positional) {
     if (!v.is_int() && !v.is_bool()) {
-      return InvalidArgument("'" + v.TypeName() + "' object cannot be interpreted as an integer");
+      return InvalidArgument(std::string("'")
+                                 .append(v.TypeName())
+                                 .append("' object cannot be interpreted as an integer"));
     }
     a.push_back(v.as_int());
   }

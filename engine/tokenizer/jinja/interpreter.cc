@@ -419,7 +419,9 @@ Result<Value> Interpreter::GetAttr(const Value& obj, const std::string& name) {
     default:
       break;
   }
-  return Value::Undefined("'" + ObjectTypeRepr(obj) + "' has no attribute " + ReprString(name));
+  return Value::Undefined(
+      std::string("'").append(ObjectTypeRepr(obj)).append("' has no attribute ") +
+      ReprString(name));
 }
 
 Result<Value> Interpreter::GetItem(const Value& obj, const Value& key) {

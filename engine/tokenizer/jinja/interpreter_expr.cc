@@ -281,7 +281,8 @@ Result<Value> Interpreter::EvalSlice(const Expr& e) {
     return obj.kind() == Value::Kind::kList ? Value::MakeList(std::move(out))
                                             : Value::MakeTuple(std::move(out));
   }
-  return InvalidArgument("'" + obj.TypeName() + "' object is not subscriptable");
+  return InvalidArgument(
+      std::string("'").append(obj.TypeName()).append("' object is not subscriptable"));
 }
 
 }  // namespace sparrow::jinja

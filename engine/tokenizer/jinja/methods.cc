@@ -150,7 +150,7 @@ Result<std::string> PercentFormat(const std::string& f, const Value& args) {
       return Unsupported("format widths over 200 are not supported");
     if (i >= f.size()) return InvalidArgument("incomplete format");
     std::string spec = "%" + flags + (width ? std::to_string(width) : "") +
-                       (precision >= 0 ? "." + std::to_string(precision) : "");
+                       (precision >= 0 ? std::string(".").append(std::to_string(precision)) : "");
     char conv = f[i];
     if (conv == '%' && spec == "%" && !v) {
       out.push_back('%');

@@ -45,7 +45,7 @@ class Parser {
   }
   Status Unexpected(std::string_view expected) const;
   Status ExpectOp(std::string_view op) {
-    if (!SkipOp(op)) return Unexpected("'" + std::string(op) + "'");
+    if (!SkipOp(op)) return Unexpected(std::string("'").append(op).append("'"));
     return Status::Ok();
   }
   Status ExpectType(TT type, std::string_view what) {
