@@ -6,6 +6,7 @@
 #include <set>
 
 #include "api/openai/json_fields.h"
+#include "api/openai/json_limits.h"
 
 namespace sparrow::openai {
 namespace {
@@ -71,8 +72,15 @@ Status ToolCalls(const json& calls, const std::string& field, ChatMessageIn* msg
     }
     call.name = name->get<std::string>();
     const json* args = Member(*fn, "arguments");
-    if (args == nullptr || !args->is_string() ||
-        !json::parse(args->get<std::string>(), nullptr, false).is_object()) {
+    if (args == nullptr || !args->is_string()) {
+      return Bad(param, f + ".function.arguments", "must be a string holding a JSON object");
+    }
+    Result<json> parsed = ParseBoundedJson(args->get<std::string>(), f + ".function.arguments");
+    if (!parsed.ok()) {
+      if (param) *param = f + ".function.arguments";
+      return parsed.status();
+    }
+    if (!parsed->is_object()) {
       return Bad(param, f + ".function.arguments", "must be a string holding a JSON object");
     }
     call.arguments = args->get<std::string>();

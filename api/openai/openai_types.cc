@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "api/openai/json_fields.h"
+#include "api/openai/json_limits.h"
 #include "api/openai/openai_chat.h"
 
 namespace sparrow::openai {
@@ -66,24 +67,7 @@ Status ParseCommon(const json& b, GenerationFields* g, std::string* param) {
 }  // namespace
 
 Result<json> ParseRequestBody(std::string_view body, std::string* param) {
-  // The parser's callback sees each key before its value, so an error in a value can name it.
-  std::string last_key;
-  auto track = [&last_key](int /*depth*/, json::parse_event_t event, json& parsed) {
-    if (event == json::parse_event_t::key && parsed.is_string()) {
-      last_key = parsed.get<std::string>();
-    }
-    return true;
-  };
-  try {
-    return json::parse(body.begin(), body.end(), track);
-  } catch (const json::exception& e) {
-    std::string what = e.what();
-    // "[json.exception.parse_error.101] parse error at ..." -> "parse error at ..."
-    if (const size_t cut = what.find("] "); cut != std::string::npos) what = what.substr(cut + 2);
-    if (param && !last_key.empty()) *param = last_key;
-    return InvalidArgument("the request body is not valid JSON: " + what +
-                           (last_key.empty() ? "" : " (after key '" + last_key + "')"));
-  }
+  return ParseBoundedJson(body, "", param);
 }
 
 Result<ChatCompletionRequest> ParseChatCompletionRequest(const json& b, std::string* param) {

@@ -83,7 +83,8 @@ inline constexpr size_t kMaxLogitBias = 1024;  // entries
 
 // Parses a request body. Never throws: malformed JSON and numbers a double cannot hold
 // ("1e400") give InvalidArgument naming the byte offset and the last key read, with `*param`
-// (if not null) set to that key.
+// (if not null) set to that key; nesting deeper than kMaxJsonDepth (json_limits.h) gives
+// InvalidArgument naming the path, with `*param` the top-level field.
 Result<nlohmann::json> ParseRequestBody(std::string_view body, std::string* param);
 
 // On error, `*param` (if not null) is set to the offending field's name.

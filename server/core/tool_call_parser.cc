@@ -4,6 +4,7 @@
 #include <cctype>
 #include <nlohmann/json.hpp>
 
+#include "api/openai/json_limits.h"
 #include "server/core/random_id.h"
 
 namespace sparrow::server {
@@ -87,7 +88,11 @@ bool MakeCall(const ojson& j, std::string name, const std::vector<std::string>& 
     args = j;
   }
   // Some models write the arguments as a JSON string holding the object.
-  if (args.is_string()) args = ojson::parse(args.get<std::string>(), nullptr, false);
+  if (args.is_string()) {
+    Result<ojson> parsed = openai::ParseBoundedJson<ojson>(args.get<std::string>(), "arguments");
+    if (!parsed.ok()) return false;
+    args = std::move(parsed).value();
+  }
   if (!args.is_object() || name.empty()) return false;
   if (!tools.empty() && std::find(tools.begin(), tools.end(), name) == tools.end()) return false;
   out->name = std::move(name);
@@ -262,8 +267,10 @@ void ToolCallParser::Emit(ChatToolCall call, ToolCallEvents* ev) {
 }
 
 bool ToolCallParser::AddCall(std::string_view json_text, std::string name, ToolCallEvents* ev) {
-  const ojson j = ojson::parse(json_text, nullptr, false);
-  if (j.is_discarded()) return false;
+  // The model's text, bounded like a client's: a call nested past the limit is text.
+  Result<ojson> parsed = openai::ParseBoundedJson<ojson>(json_text, "tool call");
+  if (!parsed.ok()) return false;
+  const ojson& j = *parsed;
   std::vector<ChatToolCall> calls;
   if (j.is_array() && name.empty()) {
     for (const auto& item : j) {

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
+#include "api/openai/json_limits.h"
 #include "api/openai/openai_chat.h"
 
 namespace sparrow::server {
@@ -159,7 +160,9 @@ Result<std::vector<ChatTool>> ChatTools(const v1::ChatRequest& request) {
     }
     ChatTool tool{t.name(), t.description()};
     if (!t.parameters_json().empty()) {
-      tool.parameters = nlohmann::json::parse(t.parameters_json(), nullptr, false);
+      SPARROW_ASSIGN_OR_RETURN(
+          tool.parameters,
+          openai::ParseBoundedJson(t.parameters_json(), field + ".parameters_json"));
       if (!tool.parameters.is_object()) {
         return InvalidArgument(field + ".parameters_json is not a JSON object");
       }
@@ -186,9 +189,9 @@ Result<std::vector<ChatMessage>> ChatMessages(const v1::ChatRequest& request) {
       const v1::ToolCall& c = m.tool_calls(j);
       const std::string f = field + ".tool_calls[" + std::to_string(j) + "]";
       if (c.name().empty()) return InvalidArgument(f + ".name is empty");
-      if (!nlohmann::json::parse(c.arguments(), nullptr, false).is_object()) {
-        return InvalidArgument(f + ".arguments is not a JSON object's text");
-      }
+      SPARROW_ASSIGN_OR_RETURN(const nlohmann::json args,
+                               openai::ParseBoundedJson(c.arguments(), f + ".arguments"));
+      if (!args.is_object()) return InvalidArgument(f + ".arguments is not a JSON object's text");
       msg.tool_calls.push_back({c.id(), c.name(), c.arguments()});
     }
     msg.tool_call_id = m.tool_call_id();

@@ -4,6 +4,7 @@
 #include <boost/asio/this_coro.hpp>
 #include <optional>
 
+#include "api/openai/json_limits.h"
 #include "server/admin/admin_controller.h"
 #include "server/http/http_status.h"
 #include "server/http/wakeup.h"
@@ -55,6 +56,13 @@ std::string QueryParam(const HttpRequest& req, std::string_view name) {
     rest.remove_prefix(amp + 1);
   }
   return "";
+}
+
+// An admin body as JSON, or a discarded value when it is not JSON or nests too deep (each route
+// then answers with the shape it expects).
+json BodyJson(const HttpRequest& req) {
+  Result<json> in = openai::ParseBoundedJson(req.body(), "");
+  return in.ok() ? std::move(in).value() : json(json::value_t::discarded);
 }
 
 asio::awaitable<bool> GetStatus(HttpExchange& ex) {
@@ -116,7 +124,7 @@ asio::awaitable<bool> Resume(HttpExchange& ex) {
 asio::awaitable<bool> SetLogLevel(HttpExchange& ex) {
   AdminController* admin = Controller(ex);
   if (!admin) co_return co_await Reply(ex, NotServing(ex));
-  const json in = json::parse(ex.req.body(), nullptr, /*allow_exceptions=*/false);
+  const json in = BodyJson(ex.req);
   if (!in.is_object() || !in.contains("level") || !in["level"].is_string()) {
     const std::string why = "the body must be a JSON object {\"level\": \"info\"}";
     admin->RecordRefused(Caller(ex), "log_level", why);
@@ -156,7 +164,7 @@ asio::awaitable<bool> GetMemory(HttpExchange& ex) {
 asio::awaitable<bool> PutMemoryBudget(HttpExchange& ex) {
   AdminController* admin = Controller(ex);
   if (!admin) co_return co_await Reply(ex, NotServing(ex));
-  const json in = json::parse(ex.req.body(), nullptr, /*allow_exceptions=*/false);
+  const json in = BodyJson(ex.req);
   if (!in.is_object() || !in.contains("bytes") || !in["bytes"].is_number_unsigned()) {
     const std::string why = "the body must be a JSON object {\"bytes\": N}, N a whole number >= 0";
     admin->RecordRefused(Caller(ex), "memory_budget_set", why);
@@ -190,7 +198,7 @@ asio::awaitable<bool> PostReplan(HttpExchange& ex) {
 asio::awaitable<bool> Reload(HttpExchange& ex) {
   AdminController* admin = Controller(ex);
   if (!admin) co_return co_await Reply(ex, NotServing(ex));
-  const json in = json::parse(ex.req.body(), nullptr, /*allow_exceptions=*/false);
+  const json in = BodyJson(ex.req);
   if (!in.is_object() || !in.contains("model") || !in["model"].is_string()) {
     const std::string why = "the body must be a JSON object {\"model\": \"NAME.gguf\"}";
     admin->RecordRefused(Caller(ex), "reload", why);
