@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <cmath>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "api/openai/json_limits.h"
 #include "api/openai/openai_chat.h"
+#include "api/openai/openai_types.h"
 
 namespace sparrow::server {
 namespace {
@@ -145,7 +147,14 @@ Result<GenerationSpec> ChatSpec(const v1::ChatRequest& request) {
 }
 
 Result<std::vector<ChatTool>> ChatTools(const v1::ChatRequest& request) {
+  // The same cap as the HTTP API's (OpenAI's): the tools are rendered into every prompt.
+  if (static_cast<size_t>(request.tools_size()) > openai::kMaxTools) {
+    return InvalidArgument("tools has " + std::to_string(request.tools_size()) +
+                           " entries; at most " + std::to_string(openai::kMaxTools) +
+                           " are allowed");
+  }
   std::vector<ChatTool> out;
+  std::set<std::string> names;
   for (int i = 0; i < request.tools_size(); ++i) {
     const v1::Tool& t = request.tools(i);
     const std::string field = "tools[" + std::to_string(i) + "]";
@@ -153,10 +162,8 @@ Result<std::vector<ChatTool>> ChatTools(const v1::ChatRequest& request) {
       return InvalidArgument(field + ".name is '" + t.name() +
                              "'; expected 1 to 64 of a-z, A-Z, 0-9, '_' and '-'");
     }
-    for (const ChatTool& seen : out) {
-      if (seen.name == t.name()) {
-        return InvalidArgument(field + ".name repeats the tool name '" + t.name() + "'");
-      }
+    if (!names.insert(t.name()).second) {
+      return InvalidArgument(field + ".name repeats the tool name '" + t.name() + "'");
     }
     ChatTool tool{t.name(), t.description()};
     if (!t.parameters_json().empty()) {
