@@ -1,5 +1,7 @@
 #include "server/core/chat_context.h"
 
+#include <unordered_map>
+
 #include "server/core/chat_families.h"
 
 namespace sparrow::server {
@@ -25,15 +27,16 @@ json MessageJson(const ChatMessage& m) {
 }
 
 // Swaps client strings for placeholders "\x01N\x02" and remembers them. Empty strings stay
-// empty: templates test text for emptiness.
+// empty: templates test text for emptiness. The same text gets the same placeholder, so that a
+// template comparing a call's id with a tool message's tool_call_id still finds them equal.
 class Marker {
  public:
-  std::string Mark(const std::string& s) {
-    if (s.empty()) return s;
-    texts_.push_back(s);
-    return std::string("\x01").append(std::to_string(texts_.size() - 1)).append("\x02");
-  }
-  // Every string value and key below `j`.
+  std::string Mark(const std::string& s) { return Placeholder(s, 0); }
+  // Names and ids keep their length ("\x01N\x03...\x02"): templates check it (Mistral's
+  // "Tool call IDs should be alphanumeric strings with length 9").
+  std::string MarkKeepingLength(const std::string& s) { return Placeholder(s, s.size()); }
+  // Every string value and key below `j`; depth is bounded where the JSON entered
+  // (api/openai/json_limits.h).
   json MarkAll(const json& j) {
     if (j.is_string()) return Mark(j.get<std::string>());
     if (j.is_array()) {
@@ -51,8 +54,26 @@ class Marker {
   const std::vector<std::string>& texts() const { return texts_; }
 
  private:
+  std::string Placeholder(const std::string& s, size_t length) {
+    if (s.empty()) return s;
+    auto [it, added] = index_.try_emplace(s, texts_.size());
+    if (added) texts_.push_back(s);
+    std::string out = std::string("\x01").append(std::to_string(it->second));
+    if (out.size() + 1 < length) out.append(length - out.size() - 1, '\x03');
+    return out.append("\x02");
+  }
   std::vector<std::string> texts_;
+  std::unordered_map<std::string, size_t> index_;
 };
+
+// Where a placeholder's padding ends: `pos` past every "\x03" (raw) or "\u0003" (escaped).
+size_t PaddingEnd(const std::string& skeleton, size_t pos, bool escaped) {
+  static constexpr std::string_view kEscPad = "\\u0003";
+  if (pos == std::string::npos) return pos;
+  if (!escaped) return std::min(skeleton.find_first_not_of('\x03', pos), skeleton.size());
+  while (skeleton.compare(pos, kEscPad.size(), kEscPad) == 0) pos += kEscPad.size();
+  return pos;
+}
 
 std::string JsonEscaped(const std::string& s) {
   const std::string quoted = json(s).dump(-1, ' ', false, json::error_handler_t::replace);
@@ -81,19 +102,28 @@ Result<RenderedChat> RenderWithClientText(const std::vector<ChatMessage>& messag
                                           std::string_view eos, const JinjaRender& render) {
   json ctx = ChatTemplateContext(messages, o, bos, eos);
   Marker marker;
+  // Every string a client wrote: a control token's text in any of them must stay text.
+  auto mark_short = [&marker](json& obj, const char* key) {
+    if (obj.contains(key)) obj[key] = marker.MarkKeepingLength(obj[key].get<std::string>());
+  };
   for (auto& m : ctx["messages"]) {
     m["content"] = marker.Mark(m["content"].get<std::string>());
     if (m.contains("reasoning_content")) {
       m["reasoning_content"] = marker.Mark(m["reasoning_content"].get<std::string>());
     }
+    mark_short(m, "name");
+    mark_short(m, "tool_call_id");
     if (!m.contains("tool_calls")) continue;
     for (auto& c : m["tool_calls"]) {
+      mark_short(c, "id");
+      mark_short(c["function"], "name");
       c["function"]["arguments"] = marker.MarkAll(c["function"]["arguments"]);
     }
   }
   if (ctx.contains("tools")) {
     for (auto& t : ctx["tools"]) {
       json& f = t["function"];
+      mark_short(f, "name");
       if (f.contains("description")) f["description"] = marker.Mark(f["description"]);
       f["parameters"] = marker.MarkAll(f["parameters"]);
     }
@@ -111,12 +141,14 @@ Result<RenderedChat> RenderWithClientText(const std::vector<ChatMessage>& messag
     if (open == std::string::npos) break;
     const bool escaped = esc < raw;
     const size_t digits = open + (escaped ? kEscOpen.size() : 1);
-    const size_t close = escaped ? skeleton.find(kEscClose, digits) : skeleton.find('\x02', digits);
+    const size_t digits_end = skeleton.find_first_not_of("0123456789", digits);
+    const size_t close = PaddingEnd(skeleton, digits_end, escaped);
+    const std::string_view close_mark = escaped ? kEscClose : std::string_view("\x02");
     size_t index = 0;
     const bool ok =
-        close != std::string::npos && close > digits && close - digits < 10 &&
-        skeleton.find_first_not_of("0123456789", digits) == close &&
-        (index = std::stoul(skeleton.substr(digits, close - digits))) < marker.texts().size();
+        digits_end != std::string::npos && digits_end > digits && digits_end - digits < 10 &&
+        skeleton.compare(close, close_mark.size(), close_mark) == 0 &&
+        (index = std::stoul(skeleton.substr(digits, digits_end - digits))) < marker.texts().size();
     if (!ok) {
       return InvalidArgument(
           "the chat template changes message text (a placeholder came out cut); its output "
@@ -126,7 +158,7 @@ Result<RenderedChat> RenderWithClientText(const std::vector<ChatMessage>& messag
     const std::string put = escaped ? JsonEscaped(text) : text;
     out.content.push_back({out.text.size(), put.size()});
     out.text += put;
-    pos = close + (escaped ? kEscClose.size() : 1);
+    pos = close + close_mark.size();
   }
   if (out.text.find('\x02') != std::string::npos) {
     return InvalidArgument("the chat template changes message text (a placeholder came out cut)");
