@@ -1,12 +1,17 @@
 // libFuzzer target for the OpenAI request parser: any byte string, as the body of either
 // endpoint, must give a parsed request or an InvalidArgument naming what is wrong. An exception
-// escaping the parser (the class of bug that once dropped connections silently) aborts.
+// escaping the parser (the class of bug that once dropped connections silently) aborts, and so
+// does an accepted body nested deeper than kMaxJsonDepth (the later walks recurse per level:
+// 150,000 levels once crashed sparrowd).
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
+#include "api/openai/json_limits.h"
 #include "api/openai/openai_types.h"
 
 namespace {
@@ -25,6 +30,20 @@ void CheckParsed(const R& r, const std::string& param, const char* endpoint) {
   if (param.empty()) Fail(endpoint, "error names no field: " + r.status().message());
 }
 
+// Levels of objects and arrays, counted without recursion.
+int Depth(const nlohmann::json& root) {
+  int deepest = 0;
+  std::vector<std::pair<const nlohmann::json*, int>> open = {{&root, 1}};
+  while (!open.empty()) {
+    auto [v, d] = open.back();
+    open.pop_back();
+    if (!v->is_structured()) continue;
+    deepest = std::max(deepest, d);
+    for (const auto& child : *v) open.push_back({&child, d + 1});
+  }
+  return deepest;
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -37,6 +56,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
     return 0;
   }
+  if (Depth(*j) > sparrow::openai::kMaxJsonDepth) Fail("body", "accepted past the depth limit");
   // Whatever was accepted must serialize back (error bodies echo values).
   (void)sparrow::openai::Dump(*j);
   param.clear();
