@@ -153,13 +153,21 @@ const std::vector<KeySpec>& Keys() {
        &ServerConfig::hw_profile},
       {"worker",
        "Run as a worker of collaborative inference: compute the layers a coordinator sparrowd "
-       "assigns over gRPC (grpc_port), nothing else; needs an admin key, which the coordinator "
-       "must send",
+       "assigns over gRPC (grpc_port), nothing else; needs worker_key_file, and TLS off loopback",
        nullptr, &ServerConfig::worker, 0, 1, true},
       {"workers",
        "Worker sparrowds that compute part of the model's layers, as host:port,host:port (their "
-       "gRPC ports); each holds the same model file. The coordinator sends them its admin key",
+       "gRPC ports); each holds the same model file. Needs worker_key_file, and TLS (tls_cert) "
+       "for any worker not on loopback",
        &ServerConfig::workers},
+      {"worker_key_file",
+       "File of shard-link keys (as admin_key_file): a coordinator sends the first to its "
+       "workers, a worker accepts any; the admin key is never sent",
+       &ServerConfig::worker_key_file},
+      {"shard_peer_cert",
+       "PEM certificate the other end of the shard link must present over mutual TLS (a worker: "
+       "its coordinator's; a coordinator: its workers'); empty: this device's tls_cert",
+       &ServerConfig::shard_peer_cert},
       {"shard_layers",
        "With workers: layers per device, this one first then each worker in order (\"4,10,10\"); "
        "empty: placed by each device's measured speed and link (EdgeShard's dynamic program)",
@@ -186,8 +194,9 @@ const std::vector<KeySpec>& Keys() {
        "pipeline (one batch at a time goes from device to device)",
        nullptr, &ServerConfig::shard_micro_batches, 0, 64},
       {"worker_timeout_ms",
-       "With workers: a step a worker has not answered within this fails its requests", nullptr,
-       &ServerConfig::worker_timeout_ms, 100, 3600 * 1000},
+       "With workers: a step a worker has not answered within this fails; when a worker leaves, "
+       "requests wait this long for the layers to be placed again",
+       nullptr, &ServerConfig::worker_timeout_ms, 100, 3600 * 1000},
       {"log_format", "Log line format: text or json", &ServerConfig::log_format},
       {"log_level", "Log level: trace, debug, info, warn, error", &ServerConfig::log_level},
       {"shutdown_timeout_ms", "How long running requests may finish after SIGTERM, in ms", nullptr,
@@ -297,11 +306,16 @@ Status ValidateServerConfig(const ServerConfig& c) {
   }
   if (c.host.empty()) return InvalidArgument("config: 'host' must not be empty");
   if (c.model.empty()) return InvalidArgument("config: 'model' must name a GGUF file");
-  // A worker serves no API (only its coordinator, which must hold the admin key).
-  if (c.worker != 0 && c.admin_key.empty() && c.admin_key_file.empty()) {
+  // A worker serves no API, only its coordinator, which must send a worker key.
+  if (c.worker != 0 && c.worker_key_file.empty()) {
     return InvalidArgument(
-        "config: a worker needs an admin key (admin_key or admin_key_file): it computes only for a "
+        "config: a worker needs a worker key (worker_key_file): it computes only for a "
         "coordinator that sends one");
+  }
+  if (!c.workers.empty() && c.worker_key_file.empty()) {
+    return InvalidArgument(
+        "config: 'workers' needs a worker key (worker_key_file): workers accept only a "
+        "coordinator that sends one of theirs (the admin key is never sent)");
   }
   if (c.shard_objective != "latency" && c.shard_objective != "throughput") {
     return InvalidArgument("config: 'shard_objective' must be latency or throughput, got '" +
@@ -326,6 +340,15 @@ Status ValidateServerConfig(const ServerConfig& c) {
   }
   if (c.tls_cert.empty() != c.tls_key.empty()) {
     return InvalidArgument("config: 'tls_cert' and 'tls_key' go together; set both or neither");
+  }
+  // The shard link carries the worker key and every hidden state: --allow-insecure does not
+  // cover it.
+  if (c.worker != 0 && !IsLoopbackHost(c.host) && c.tls_cert.empty()) {
+    return InvalidArgument(
+        "config: a worker on '" + c.host +
+        "' (not loopback) needs TLS: its coordinator's key and the hidden states would cross the "
+        "network in clear text. Set 'tls_cert' and 'tls_key' (--allow-insecure does not apply "
+        "to the shard link)");
   }
   if (!IsLoopbackHost(c.host) && c.tls_cert.empty() && c.allow_insecure == 0) {
     return InvalidArgument(

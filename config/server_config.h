@@ -74,10 +74,16 @@ struct ServerConfig {
   // path when it exists; "none": no planning (the budget's fixed split).
   std::string hw_profile;
   // Collaborative inference (one model across devices on a LAN). A worker computes the layers
-  // a coordinator assigns it and serves nothing else (gRPC only, admin key required); a
+  // a coordinator assigns it and serves nothing else (gRPC only, worker key required); a
   // coordinator lists its workers, each holding the same model file.
   int64_t worker = 0;
-  std::string workers;       // "host:port,host:port"
+  std::string workers;  // "host:port,host:port"
+  // Keys of the shard link, as admin_key_file: the coordinator sends the first, a worker
+  // accepts any. Never the admin key: a worker's key opens a worker, nothing else.
+  std::string worker_key_file;
+  // The certificate the other end of the shard link must present (a worker pins its
+  // coordinator's, a coordinator checks its workers'); "": this device's tls_cert.
+  std::string shard_peer_cert;
   std::string shard_layers;  // "" -> placed by measured speed; or counts, coordinator first
   std::string shard_encoding = "f32";       // f32 | f16 | q8_0: the hidden state on the wire
   int64_t worker_timeout_ms = 10000;        // a step a worker has not answered by then fails

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Makes a self-signed TLS certificate for sparrowd on this device with the openssl command (the
-# same kind `sparrowctl cert` makes, for devices without sparrowctl):
+# same kind `sparrowctl cert` makes, for devices without sparrowctl: a leaf, CA:FALSE, so that
+# trusting it trusts nothing it could sign):
 #   deploy/make-cert.sh [DIR] [EXTRA_NAME_OR_IP ...]
 # writes DIR/sparrow.crt and DIR/sparrow.key (mode 0600), valid for localhost, this host's name,
 # its addresses and the extra names given. Then:
@@ -21,7 +22,8 @@ done
 mkdir -p "$dir"
 (umask 077 && openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -sha256 \
   -days 825 -subj "/O=Sparrow/CN=sparrowd" -addext "subjectAltName=$san" \
-  -addext "extendedKeyUsage=serverAuth" \
+  -addext "basicConstraints=critical,CA:FALSE" -addext "keyUsage=critical,digitalSignature" \
+  -addext "extendedKeyUsage=serverAuth,clientAuth" \
   -keyout "$dir/sparrow.key" -out "$dir/sparrow.crt" 2>/dev/null)
 chmod 644 "$dir/sparrow.crt"
 echo "wrote $dir/sparrow.crt and $dir/sparrow.key for $san"

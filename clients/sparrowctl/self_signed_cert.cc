@@ -126,10 +126,12 @@ bool MakeSelfSignedCert(const CertRequest& request, CertPem* out, std::string* e
     san.append("DNS:").append(d);
   }
   for (const auto& ip : ips) san.append(",IP:").append(ip);
-  // Its own anchor, as `openssl req -x509` makes them: clients that pin it as their CA accept it.
-  if (!AddExtension(cert.get(), NID_basic_constraints, "critical,CA:TRUE", error) ||
-      !AddExtension(cert.get(), NID_key_usage, "critical,digitalSignature,keyCertSign", error) ||
-      !AddExtension(cert.get(), NID_ext_key_usage, "serverAuth", error) ||
+  // A leaf, not an authority: trusting it (pinning it with --ca, or in a browser for this
+  // server) trusts this certificate only, never one it could sign. Self-signed leaves verify
+  // against themselves. clientAuth: a coordinator presents it to its workers (mutual TLS).
+  if (!AddExtension(cert.get(), NID_basic_constraints, "critical,CA:FALSE", error) ||
+      !AddExtension(cert.get(), NID_key_usage, "critical,digitalSignature", error) ||
+      !AddExtension(cert.get(), NID_ext_key_usage, "serverAuth,clientAuth", error) ||
       !AddExtension(cert.get(), NID_subject_key_identifier, "hash", error) ||
       !AddExtension(cert.get(), NID_subject_alt_name, san, error)) {
     return false;

@@ -1,7 +1,8 @@
 #pragma once
 // A self-signed TLS certificate for one device (`sparrowctl cert`): an ECDSA P-256 key and an
 // X.509 v3 certificate whose subjectAltName lists the names and addresses clients will dial.
-// The certificate is its own trust anchor: clients pin it with --ca. Thread-safe.
+// The certificate is a leaf (CA:FALSE: it can sign nothing) that verifies against itself:
+// clients pin it with --ca, which trusts this one certificate only. Thread-safe.
 #include <string>
 #include <vector>
 

@@ -45,6 +45,10 @@ class RemoteLayers {
   // Galaxy's tensor split: the slice of every layer of the range this device computes, or null
   // when it computes the layers whole (the pipeline).
   virtual const TensorSlice* slice() const { return nullptr; }
+  // True while the range's device has failed and does not answer again (it may try to reach it
+  // here): the scheduler holds new batches for a while rather than fail them, since a new
+  // placement without it may come.
+  virtual bool Unreachable() { return false; }
   // A sliced device's part of layer `layer` (kAttention or kFfn): hidden holds the part's normed
   // input and receives, at Finish, the device's partial sum of the part's output (n_embd floats
   // per token each). Steps and parts are computed in the order they are started.

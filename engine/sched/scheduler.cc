@@ -249,6 +249,7 @@ void Scheduler::ApplyPendingRemote() {
     ++preempted;
   }
   kv_.DropCached();
+  remote_down_since_.reset();
   opts_.remote_layers = std::move(*ranges);
   remote_kv_observer_.OnResize(kv_.n_blocks());
   spdlog::info("shard: {} remote layer ranges now; {} running sequences resume from the start",

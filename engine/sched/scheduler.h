@@ -66,6 +66,10 @@ struct SchedulerOptions {
   // in flight, each with its share of the decoding sequences, and samples one while the others
   // are computed (EdgeShard's pipeline without bubbles); step_time_target_ms is then not learnt.
   int64_t pipeline_micro_batches = 0;
+  // With remote layers: how long after a range's device fails requests wait (for a new
+  // placement without it, or its return) before they fail with its error; 0: they fail at once.
+  // The sequences of the failed batches resume from the start, as after a new placement.
+  std::chrono::milliseconds remote_down_wait{0};
 };
 
 struct SchedulerStats {
@@ -169,6 +173,11 @@ class Scheduler {
   // The KV pool as a memory user (scheduler_memory.cc).
   class KvPoolUser;
   void ApplyPendingRemote();  // scheduler thread, between steps
+  // While a remote range is unreachable, within remote_down_wait of its failure: waits a little
+  // for a new placement instead of stepping (true), so that no request fails meanwhile.
+  bool HoldForRemote();
+  // Within remote_down_wait of the failure that began the current outage (starting one).
+  bool RemoteWaitLeft();
   // Resizes the KV pool to `blocks`, preempting sequences while the blocks in use do not fit.
   void ResizeKv(int64_t blocks);
   // Preempts the newest running sequence and puts it back at the head of the queue; returns it
@@ -195,6 +204,8 @@ class Scheduler {
   kernels::ThreadPool* pool_;  // may be null (single-threaded)
   SchedulerOptions opts_;
   RemoteKvObserver remote_kv_observer_{&opts_.remote_layers};
+  // When the remote failure now waited out began; reset by a batch landing or a new placement.
+  std::optional<std::chrono::steady_clock::time_point> remote_down_since_;
   ForwardPass fp_;
   KvBlockPool kv_;
   int64_t kv_block_bytes_ = 0;

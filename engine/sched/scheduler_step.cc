@@ -36,6 +36,7 @@ bool Scheduler::Step() {
   for (auto& s : abandoned) Finish(*s, FinishReason::kCancelled);  // members still wanted requeue
   Admit();
   if (running_.empty()) return false;
+  if (HoldForRemote()) return true;
 
   // Decoding sequences need one more position each; when the pool is dry, preempt the newest
   // (not one in flight: if only those are left, the sequence waits for their batches to land).
@@ -113,6 +114,25 @@ bool Scheduler::Step() {
   return true;
 }
 
+bool Scheduler::RemoteWaitLeft() {
+  if (opts_.remote_down_wait.count() <= 0) return false;
+  const auto now = Clock::now();
+  if (!remote_down_since_) remote_down_since_ = now;
+  return now - *remote_down_since_ < opts_.remote_down_wait;
+}
+
+bool Scheduler::HoldForRemote() {
+  if (opts_.remote_down_wait.count() <= 0 || !flights_.empty()) return false;
+  bool down = false;
+  for (const auto& r : opts_.remote_layers) down = r->Unreachable() || down;
+  if (!down || !RemoteWaitLeft()) return false;
+  // Short waits: cancellations and the new placement are looked at between them.
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait_for(lock, std::chrono::milliseconds(20),
+               [this] { return pending_remote_.has_value() || draining_; });
+  return true;
+}
+
 int64_t Scheduler::PipelineDepth() const {
   // One batch in flight per device of the pipeline keeps them all busy; the devices of a tensor
   // split compute each layer of a batch together.
@@ -147,6 +167,8 @@ void Scheduler::LandOldest() {
     // the cached prefixes: the batches in flight land (failed too), the running sequences fail
     // with the step's error, and the prefix cache is forgotten, so that later requests compute
     // everything afresh.
+    // Within remote_down_wait of the failure, they resume from the start instead, once a new
+    // placement comes or the device answers again.
     const Status why = failures.empty() ? Unavailable("a remote layer range failed") : failures[0];
     while (!flights_.empty()) {
       Flight rest = std::move(flights_.front());
@@ -155,13 +177,21 @@ void Scheduler::LandOldest() {
       (void)fp_.Collect(&ignored, nullptr);
       for (Sequence* s : rest.owners) s->in_flight = false;
     }
+    const bool resume = RemoteWaitLeft();
     for (auto& s : running_) {
-      if (!s->done) Finish(*s, FinishReason::kError, why);
+      if (!s->done && !resume) Finish(*s, FinishReason::kError, why);
     }
     std::erase_if(running_, [](const auto& s) { return s->done; });
+    int64_t waiting = 0;
+    while (resume && PreemptNewest() != nullptr) ++waiting;
+    if (resume) {
+      spdlog::warn("{}: {} running sequences wait for the device or a new placement",
+                   why.ToString(), waiting);
+    }
     kv_.DropCached();
     return;
   }
+  remote_down_since_.reset();
   // A failed flash read costs only the sequences that needed it; their KV goes back to the pool
   // and the others carry on.
   for (size_t i = 0; i < fl.segs.size(); ++i) {

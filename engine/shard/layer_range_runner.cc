@@ -9,19 +9,7 @@ namespace sparrow {
 Result<std::unique_ptr<LayerRangeRunner>> LayerRangeRunner::Create(const Model& model,
                                                                    kernels::ThreadPool* pool,
                                                                    const ShardAssignment& a) {
-  const int64_t n_layer = model.config().n_layer;
-  if (a.first_layer < 0 || a.first_layer >= a.end_layer || a.end_layer > n_layer) {
-    return InvalidArgument("layers " + std::to_string(a.first_layer) + ".." +
-                           std::to_string(a.end_layer - 1) + " fall outside the model's " +
-                           std::to_string(n_layer) + " layers");
-  }
-  if (a.kv_block_size < 1 || a.kv_block_size > 4096) {
-    return InvalidArgument("kv_block_size " + std::to_string(a.kv_block_size) +
-                           " is outside 1..4096");
-  }
-  if (a.kv_blocks < 1 || a.kv_blocks > (int64_t{1} << 31) - 1) {
-    return InvalidArgument("kv_blocks " + std::to_string(a.kv_blocks) + " is outside 1..2^31-1");
-  }
+  SPARROW_RETURN_IF_ERROR(CheckAssignment(a, model.config().n_layer));
   std::vector<SlicedLayer> sliced;
   if (a.slice) {
     SPARROW_ASSIGN_OR_RETURN(sliced, SliceLayers(model, a.first_layer, a.end_layer, *a.slice));
@@ -73,20 +61,7 @@ Status LayerRangeRunner::Bind(std::span<const StageSegment> segments) {
   segments_.clear();
   for (size_t i = 0; i < segments.size(); ++i) {
     const StageSegment& s = segments[i];
-    const auto len = static_cast<int64_t>(s.tokens.size());
-    const std::string where = "segment " + std::to_string(i);
-    if (len == 0) return InvalidArgument(where + " has no tokens");
-    if (s.start_pos < 0 || s.start_pos + len > static_cast<int64_t>(s.blocks.size()) * bs) {
-      return InvalidArgument(where + ": positions " + std::to_string(s.start_pos) + ".." +
-                             std::to_string(s.start_pos + len - 1) + " are not covered by its " +
-                             std::to_string(s.blocks.size()) + " blocks of " + std::to_string(bs));
-    }
-    for (int32_t b : s.blocks) {
-      if (b < 0 || b >= n_blocks) {
-        return InvalidArgument(where + ": block " + std::to_string(b) + " outside the pool of " +
-                               std::to_string(n_blocks));
-      }
-    }
+    SPARROW_RETURN_IF_ERROR(CheckSegment(s, i, bs, n_blocks, model_.config().n_vocab));
     views_.emplace_back(&kv_, s.blocks);
   }
   for (size_t i = 0; i < segments.size(); ++i) {

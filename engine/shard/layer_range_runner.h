@@ -17,23 +17,17 @@
 #include "engine/runtime/remote_layers.h"
 #include "engine/shard/kv_block_op.h"
 #include "engine/shard/mirrored_kv_blocks.h"
+#include "engine/shard/shard_bounds.h"
 
 namespace sparrow {
 namespace kernels {
 class ThreadPool;
 }
 
-struct ShardAssignment {
-  int64_t first_layer = 0;
-  int64_t end_layer = 0;  // one past the last
-  int64_t kv_block_size = 16;
-  int64_t kv_blocks = 1;
-  std::optional<TensorSlice> slice;  // Galaxy's tensor split: this device's slice of each layer
-};
-
 class LayerRangeRunner {
  public:
-  // InvalidArgument when the range or the pool does not fit the model. `model` and `pool` (may
+  // InvalidArgument when the range or the pool does not fit the model or the limits
+  // (shard_bounds.h). `model` and `pool` (may
   // be null) must outlive the runner.
   static Result<std::unique_ptr<LayerRangeRunner>> Create(const Model& model,
                                                           kernels::ThreadPool* pool,

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <string>
 
+#include "engine/shard/shard_bounds.h"
+
 namespace sparrow {
 
 MirroredKvBlocks::MirroredKvBlocks(int64_t first_layer, int64_t end_layer, int64_t kv_dim,
@@ -35,9 +37,7 @@ float* MirroredKvBlocks::Value(int32_t block, int64_t layer, int64_t offset) {
 Status MirroredKvBlocks::Apply(const KvBlockOp& op) {
   const auto n = static_cast<int64_t>(blocks_.size());
   if (op.kind == KvBlockOp::Kind::kResize) {
-    if (op.n_blocks < 1 || op.n_blocks > (int64_t{1} << 31) - 1) {
-      return InvalidArgument("KV pool resize to " + std::to_string(op.n_blocks) + " blocks");
-    }
+    SPARROW_RETURN_IF_ERROR(CheckPoolSize(op.n_blocks, "KV pool resize to"));
     for (int64_t b = op.n_blocks; b < n; ++b) {
       if (blocks_[static_cast<size_t>(b)]) --allocated_;
     }

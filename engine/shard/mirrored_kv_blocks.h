@@ -18,7 +18,8 @@ namespace sparrow {
 
 class MirroredKvBlocks {
  public:
-  // Layers [first_layer, end_layer) of blocks of `block_size` positions, `n_blocks` ids.
+  // Layers [first_layer, end_layer) of blocks of `block_size` positions, `n_blocks` ids (the
+  // caller checks them: CheckAssignment).
   MirroredKvBlocks(int64_t first_layer, int64_t end_layer, int64_t kv_dim, int64_t block_size,
                    int64_t n_blocks);
 

@@ -202,6 +202,7 @@ Result<std::shared_ptr<ServedModel>> LoadServedModel(const ServerConfig& config,
     SPARROW_ASSIGN_OR_RETURN(ConnectedWorkers w, connect(config, *m->model, m->pool.get()));
     opts.remote_layers = w.ranges;
     opts.pipeline_micro_batches = config.shard_micro_batches;
+    opts.remote_down_wait = std::chrono::milliseconds(config.worker_timeout_ms);
     m->workers = std::make_shared<const ConnectedWorkers>(std::move(w));
   }
   m->scheduler = std::make_unique<Scheduler>(*m->model, m->pool.get(), opts);

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <charconv>
-#include <fstream>
 #include <limits>
 #include <optional>
 #include <sstream>
@@ -13,45 +12,14 @@
 #include "engine/model/model_digest.h"
 #include "engine/plan/shard_planner.h"
 #include "engine/shard/layer_profile.h"
-#include "server/core/key_ring.h"
-#include "server/grpc/grpc_server.h"
 #include "server/shard/grpc_remote_layers.h"
+#include "server/shard/shard_link_security.h"
 #include "server/shard/shard_supervisor.h"
 #include "server/shard/shard_wire.h"
 
 namespace sparrow::server {
 
 namespace {
-
-Result<std::string> ReadFile(const std::string& path, const std::string& setting) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return NotFound("config: '" + setting + "' names " + path + ", which cannot be read");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-// The key the workers check: this server's own admin key (every device shares them).
-Result<std::string> WorkerKey(const ServerConfig& config) {
-  if (!config.admin_key.empty()) return config.admin_key;
-  if (!config.admin_key_file.empty()) {
-    SPARROW_ASSIGN_OR_RETURN(std::string text, ReadFile(config.admin_key_file, "admin_key_file"));
-    SPARROW_ASSIGN_OR_RETURN(auto entries, KeyRing::ParseKeyFile(text, config.admin_key_file, 16));
-    if (!entries.empty()) return entries.front().key;
-  }
-  return InvalidArgument(
-      "config: 'workers' needs an admin key (admin_key or admin_key_file): workers accept only "
-      "a coordinator that sends one of theirs");
-}
-
-Result<std::shared_ptr<grpc::ChannelCredentials>> Credentials(const ServerConfig& config) {
-  if (config.tls_cert.empty()) return grpc::InsecureChannelCredentials();
-  // The devices share one certificate (as they share keys): it is the root the workers' is
-  // checked against.
-  grpc::SslCredentialsOptions ssl;
-  SPARROW_ASSIGN_OR_RETURN(ssl.pem_root_certs, ReadPem(config.tls_cert, "tls_cert"));
-  return grpc::SslCredentials(ssl);
-}
 
 Result<std::vector<int64_t>> ParseCounts(const std::string& text, size_t devices, int64_t n_layer) {
   std::vector<int64_t> counts;
@@ -140,8 +108,14 @@ Result<std::vector<std::string>> ParseWorkerList(const std::string& text) {
 Result<ConnectedWorkers> ConnectWorkers(const ServerConfig& config, const Model& model,
                                         kernels::ThreadPool* pool) {
   SPARROW_ASSIGN_OR_RETURN(std::vector<std::string> addresses, ParseWorkerList(config.workers));
-  SPARROW_ASSIGN_OR_RETURN(std::string key, WorkerKey(config));
-  SPARROW_ASSIGN_OR_RETURN(auto creds, Credentials(config));
+  SPARROW_ASSIGN_OR_RETURN(std::vector<std::string> keys, ReadWorkerKeys(config));
+  const std::string key = keys.front();
+  SPARROW_ASSIGN_OR_RETURN(auto creds, CoordinatorCredentials(config, addresses));
+  if (config.step_token_budget > kMaxStepTokens) {
+    return InvalidArgument("config: 'step_token_budget' " +
+                           std::to_string(config.step_token_budget) + " exceeds the " +
+                           std::to_string(kMaxStepTokens) + " tokens a step to a worker may carry");
+  }
   const bool auto_encoding = config.shard_encoding == "auto";
   SPARROW_ASSIGN_OR_RETURN(auto encoding, auto_encoding
                                               ? shardpb::ENCODING_F32
@@ -245,6 +219,7 @@ Result<ConnectedWorkers> ConnectWorkers(const ServerConfig& config, const Model&
   so.link.key = key;
   so.link.credentials = creds;
   so.link.kv_block_size = config.kv_block_size;
+  so.link.n_embd = model.config().n_embd;
   so.link.model_digest = digest;
   so.link.encoding = encoding;
   if (auto_encoding) so.encoding_for_n_embd = model.config().n_embd;

@@ -17,8 +17,8 @@ std::string Range(int64_t first, int64_t end) {
 std::shared_ptr<grpc::Channel> Channel(const RemoteLayersOptions& o) {
   grpc::ChannelArguments args;
   // A long prompt chunk's hidden states exceed gRPC's default 4 MiB message limit.
-  args.SetMaxReceiveMessageSize(1 << 30);
-  args.SetMaxSendMessageSize(1 << 30);
+  args.SetMaxReceiveMessageSize(ShardMaxMessageBytes(o.n_embd));
+  args.SetMaxSendMessageSize(ShardMaxMessageBytes(o.n_embd));
   // Answers of the pipeline's micro-batches arrive while this side computes: a window that takes
   // a few of them keeps the worker from waiting on flow control.
   args.SetInt(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, kShardWindowBytes);
@@ -71,13 +71,20 @@ void GrpcRemoteLayers::OnPoolResize(int64_t n_blocks) {
   if (stream_) pending_.push_back({KvBlockOp::Kind::kResize, 0, 0, n_blocks});
 }
 
-void GrpcRemoteLayers::ReadAnswers(StageStream* stream) {
+void GrpcRemoteLayers::ReadAnswers(StageStream* stream, grpc::ClientContext* call) {
   shardpb::StageResponse r;
-  while (stream->Read(&r)) {
+  bool unasked = false;
+  while (!unasked && stream->Read(&r)) {
     std::lock_guard<std::mutex> lock(mu_);
+    if (asked_ == 0) {
+      unasked = unasked_ = true;
+      break;
+    }
+    --asked_;
     answers_.push_back(std::move(r));
     answered_.notify_all();
   }
+  if (unasked) call->TryCancel();
   std::lock_guard<std::mutex> lock(mu_);
   reader_done_ = true;
   answered_.notify_all();
@@ -131,6 +138,10 @@ grpc::Status GrpcRemoteLayers::Close() {
 
 std::string GrpcRemoteLayers::Ended() {
   const grpc::Status st = Close();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (unasked_) return "the worker sent an answer no step asked for";
+  }
   return st.ok()                      ? std::string("the worker ended the session")
          : st.error_message().empty() ? "unreachable"
                                       : st.error_message();
@@ -164,8 +175,11 @@ Status GrpcRemoteLayers::Open() {
     std::lock_guard<std::mutex> lock(mu_);
     answers_.clear();
     reader_done_ = false;
+    unasked_ = false;
+    asked_ = 1;  // the assignment's acknowledgement
   }
-  reader_ = std::thread([this, stream = stream_.get()] { ReadAnswers(stream); });
+  reader_ = std::thread(
+      [this, stream = stream_.get(), call = call_.get()] { ReadAnswers(stream, call); });
   req_.Clear();
   auto* a = req_.mutable_assign();
   a->set_first_layer(o_.first_layer);
@@ -234,6 +248,10 @@ Status GrpcRemoteLayers::StartPart(LayerPart part, int64_t layer,
     step->set_layer(layer);
   }
   EncodeHidden(hidden, o_.encoding, step->mutable_hidden());
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++asked_;
+  }
   const auto sent = Clock::now();
   bool late = false;
   if (!WriteWatched(&late)) return Fail(late ? Late() : Ended());
@@ -257,6 +275,10 @@ Status GrpcRemoteLayers::Finish() {
   if (!NextAnswer(deadline, &resp, &late)) return Fail(late ? Late() : Ended());
   last_answer_ = Clock::now();
   if (resp.id() != f.id) return Fail("answered step " + std::to_string(resp.id()));
+  if (resp.encoding() != o_.encoding) {
+    return Fail("answered in encoding " + std::to_string(resp.encoding()) + ", not " +
+                std::string(EncodingName(o_.encoding)));
+  }
   if (Status st = DecodeHidden(resp.hidden(), resp.encoding(), f.hidden.size(), f.hidden);
       !st.ok()) {
     return Fail(st.message());
@@ -269,6 +291,13 @@ Status GrpcRemoteLayers::Finish() {
   stats_.wall_ms += std::chrono::duration<double, std::milli>(last_answer_ - f.sent).count();
   stats_.worker_kv_bytes = resp.kv_bytes();
   return Status::Ok();
+}
+
+bool GrpcRemoteLayers::Unreachable() {
+  // Open, or never failed, or its failed steps still to land: nothing to wait for.
+  if (stream_ || failure_.ok() || failed_in_flight_ > 0) return false;
+  if (Clock::now() < retry_after_) return true;
+  return !Open().ok();
 }
 
 ShardLinkStats GrpcRemoteLayers::link_stats() const {

@@ -8,7 +8,8 @@
 // next step. A worker that fails, refuses or stays silent past the step timeout fails the step
 // (and its session and every step in flight: its KV is gone, which ForwardPass::remote_failed
 // tells the scheduler); the next step opens a new session, at most once a second, so a worker
-// that comes back is taken in again.
+// that comes back is taken in again. At most the answers asked for are held: a worker that
+// sends more ends its session.
 // Start, Finish and the KV callbacks come from one thread (the scheduler's); link_stats from any.
 #include <grpcpp/grpcpp.h>
 
@@ -31,10 +32,11 @@ namespace sparrow::server {
 
 struct RemoteLayersOptions {
   std::string address;  // host:port of the worker
-  std::string key;      // its admin key
+  std::string key;      // the worker key (worker_key_file's first), never the admin key
   std::shared_ptr<grpc::ChannelCredentials> credentials;
   int64_t first_layer = 0, end_layer = 0;
   int64_t kv_block_size = 16;
+  int64_t n_embd = 0;  // sizes the largest answer taken (ShardMaxMessageBytes)
   std::string model_digest;
   ::sparrow::shard::v1::Encoding encoding = ::sparrow::shard::v1::ENCODING_F32;
   std::chrono::milliseconds step_timeout{10000};
@@ -56,6 +58,7 @@ class GrpcRemoteLayers final : public RemoteLayers, public ShardLink {
   Status StartPart(LayerPart part, int64_t layer, std::span<const StageSegment> segments,
                    int64_t n_embd, std::span<float> hidden) override;
   Status Finish() override;
+  bool Unreachable() override;
   void OnBlockCopy(int32_t src, int32_t dst) override;
   void OnPoolResize(int64_t n_blocks) override;
 
@@ -84,7 +87,7 @@ class GrpcRemoteLayers final : public RemoteLayers, public ShardLink {
   std::string Ended();
   std::string Late() const;
   Status Fail(const std::string& what);
-  void ReadAnswers(StageStream* stream);
+  void ReadAnswers(StageStream* stream, grpc::ClientContext* call);
   void Watch();
 
   RemoteLayersOptions o_;
@@ -110,7 +113,11 @@ class GrpcRemoteLayers final : public RemoteLayers, public ShardLink {
   std::condition_variable answered_;
   std::deque<::sparrow::shard::v1::StageResponse> answers_;  // guarded by mu_
   bool reader_done_ = false;                                 // guarded by mu_
-  ShardLinkStats stats_;                                     // guarded by mu_
+  // Answers asked for (the assignment's, each step's) and not received yet: the reader takes no
+  // more than that, and ends the session on an answer nobody asked for.
+  int64_t asked_ = 0;     // guarded by mu_
+  bool unasked_ = false;  // guarded by mu_
+  ShardLinkStats stats_;  // guarded by mu_
 
   // The stall watchdog: cancels the call when a write is stuck.
   std::mutex watch_mu_;

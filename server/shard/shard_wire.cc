@@ -1,5 +1,6 @@
 #include "server/shard/shard_wire.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "engine/common/check.h"
@@ -55,6 +56,10 @@ void EncodeHidden(std::span<const float> hidden, shardpb::Encoding encoding, std
 
 Status DecodeHidden(const std::string& bytes, shardpb::Encoding encoding, size_t expected,
                     std::span<float> out) {
+  // Sizes below 2^60 values: no product below overflows.
+  if (expected > (size_t{1} << 60)) {
+    return InvalidArgument("a hidden state of " + std::to_string(expected) + " values");
+  }
   size_t want = 0;
   switch (encoding) {
     case shardpb::ENCODING_F32:
@@ -78,6 +83,9 @@ Status DecodeHidden(const std::string& bytes, shardpb::Encoding encoding, size_t
                            std::to_string(want) + " bytes for " + std::to_string(expected) +
                            " values were expected");
   }
+  // Nothing to copy: an empty span's data() may be null, which memcpy must not get (found by
+  // shard_wire_fuzz).
+  if (expected == 0) return Status::Ok();
   if (encoding == shardpb::ENCODING_F32) {
     std::memcpy(out.data(), bytes.data(), bytes.size());
   } else if (encoding == shardpb::ENCODING_Q8_0) {
@@ -109,6 +117,45 @@ Result<KvBlockOp> OpFromProto(const shardpb::BlockOp& op) {
     return KvBlockOp{KvBlockOp::Kind::kResize, 0, 0, op.resize()};
   }
   return InvalidArgument("a block op that is neither a copy nor a resize");
+}
+
+int ShardMaxMessageBytes(int64_t n_embd) {
+  constexpr int64_t kTables = int64_t{64} << 20, kEcho = int64_t{17} << 20, kMax = int64_t{1} << 30;
+  if (n_embd <= 0 || n_embd > kMax) return static_cast<int>(kMax);
+  const int64_t step = kMaxStepTokens * n_embd * static_cast<int64_t>(sizeof(float)) + kTables;
+  return static_cast<int>(std::min(kMax, std::max(step, kEcho)));
+}
+
+ShardAssignment AssignmentFromProto(const shardpb::Assign& as) {
+  ShardAssignment a{as.first_layer(), as.end_layer(), as.kv_block_size(), as.kv_blocks(),
+                    std::nullopt};
+  if (as.has_slice()) {
+    const shardpb::TensorSlice& s = as.slice();
+    a.slice = TensorSlice{s.kv_head_begin(), s.kv_head_end(), s.ff_begin(), s.ff_end()};
+  }
+  return a;
+}
+
+Status DecodeStep(const shardpb::Step& step, DecodedStep* out) {
+  out->ops.clear();
+  out->segments.clear();
+  out->tokens = 0;
+  for (const auto& op : step.ops()) {
+    SPARROW_ASSIGN_OR_RETURN(KvBlockOp o, OpFromProto(op));
+    out->ops.push_back(o);
+  }
+  for (const auto& s : step.segments()) {
+    const auto n = static_cast<size_t>(s.tokens_size());
+    // Each count is below 2^31 and the sum is checked as it grows: no overflow.
+    if (n > static_cast<size_t>(kMaxStepTokens) - out->tokens) {
+      return InvalidArgument("a step of more than " + std::to_string(kMaxStepTokens) + " tokens");
+    }
+    out->tokens += n;
+    out->segments.push_back({{s.tokens().data(), n},
+                             s.start_pos(),
+                             {s.blocks().data(), static_cast<size_t>(s.blocks_size())}});
+  }
+  return Status::Ok();
 }
 
 }  // namespace sparrow::server

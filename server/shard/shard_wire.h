@@ -8,6 +8,7 @@
 #include "engine/common/result.h"
 #include "engine/runtime/remote_layers.h"
 #include "engine/shard/kv_block_op.h"
+#include "engine/shard/shard_bounds.h"
 #include "sparrow/shard/v1/shard.pb.h"
 
 namespace sparrow::server {
@@ -37,5 +38,22 @@ Status DecodeHidden(const std::string& bytes, shardpb::Encoding encoding, size_t
 
 void OpToProto(const KvBlockOp& op, shardpb::BlockOp* out);
 Result<KvBlockOp> OpFromProto(const shardpb::BlockOp& op);
+
+// The largest message either end of a shard stream accepts for a model of n_embd: a step of
+// kMaxStepTokens in f32 with room for its block tables (64 MiB), or Echo's 16 MiB; at most
+// 1 GiB. A worker reads none of a call's messages before its key is checked (WorkerKeyCheck).
+int ShardMaxMessageBytes(int64_t n_embd);
+
+// The assignment as sent (CheckAssignment is the runner's).
+ShardAssignment AssignmentFromProto(const shardpb::Assign& as);
+
+// A step's block ops and segments (views into `step`, which must outlive them), refused when it
+// carries more than kMaxStepTokens tokens.
+struct DecodedStep {
+  std::vector<KvBlockOp> ops;
+  std::vector<StageSegment> segments;
+  size_t tokens = 0;
+};
+Status DecodeStep(const shardpb::Step& step, DecodedStep* out);
 
 }  // namespace sparrow::server

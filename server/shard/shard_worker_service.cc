@@ -10,7 +10,7 @@
 #include "engine/model/model_digest.h"
 #include "engine/shard/layer_profile.h"
 #include "engine/shard/layer_range_runner.h"
-#include "server/grpc/grpc_auth.h"
+#include "server/grpc/grpc_auth.h"  // PeerAddress
 #include "server/shard/shard_wire.h"
 
 namespace sparrow::server {
@@ -52,10 +52,7 @@ std::pair<std::vector<double>, std::vector<double>> ShardWorkerService::LayerPro
 grpc::Status ShardWorkerService::Describe(grpc::ServerContext* call,
                                           const ::sparrow::shard::v1::DescribeRequest* request,
                                           ::sparrow::shard::v1::DescribeResponse* response) {
-  if (grpc::Status a = Authorize(*ctx_, *call, AuthScope::kAdmin, "shard Describe", nullptr);
-      !a.ok()) {
-    return a;
-  }
+  (void)call;  // the worker key was checked before the call reached here (WorkerKeyCheck)
   const ModelConfig& c = model_->config();
   response->set_model_digest(digest_);
   response->set_model_file(path_);
@@ -75,9 +72,7 @@ grpc::Status ShardWorkerService::Describe(grpc::ServerContext* call,
 grpc::Status ShardWorkerService::Echo(grpc::ServerContext* call,
                                       const ::sparrow::shard::v1::EchoRequest* request,
                                       ::sparrow::shard::v1::EchoResponse* response) {
-  if (grpc::Status a = Authorize(*ctx_, *call, AuthScope::kAdmin, "shard Echo", nullptr); !a.ok()) {
-    return a;
-  }
+  (void)call;
   constexpr int64_t kMaxReply = int64_t{16} << 20;
   if (request->reply_bytes() < 0 || request->reply_bytes() > kMaxReply) {
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
@@ -92,10 +87,6 @@ grpc::Status ShardWorkerService::Serve(
     grpc::ServerContext* call,
     grpc::ServerReaderWriter<::sparrow::shard::v1::StageResponse,
                              ::sparrow::shard::v1::StageRequest>* stream) {
-  if (grpc::Status a = Authorize(*ctx_, *call, AuthScope::kAdmin, "shard Serve", nullptr);
-      !a.ok()) {
-    return a;
-  }
   shardpb::StageRequest req;
   if (!stream->Read(&req)) return grpc::Status::OK;
   if (!req.has_assign()) {
@@ -109,12 +100,7 @@ grpc::Status ShardWorkerService::Serve(
                             "), not the coordinator's model (digest " + as.model_digest() +
                             "): every device needs the same file");
   }
-  ShardAssignment assignment{as.first_layer(), as.end_layer(), as.kv_block_size(), as.kv_blocks(),
-                             std::nullopt};
-  if (as.has_slice()) {
-    const shardpb::TensorSlice& s = as.slice();
-    assignment.slice = TensorSlice{s.kv_head_begin(), s.kv_head_end(), s.ff_begin(), s.ff_end()};
-  }
+  const ShardAssignment assignment = AssignmentFromProto(as);
   auto runner = LayerRangeRunner::Create(*model_, pool_, assignment);
   if (!runner.ok()) return Refuse(runner.status());
 
@@ -145,8 +131,7 @@ grpc::Status ShardWorkerService::Serve(
   if (!stream->Write(ack)) return grpc::Status::OK;
 
   const int64_t d = model_->config().n_embd;
-  std::vector<KvBlockOp> ops;
-  std::vector<StageSegment> segments;
+  DecodedStep decoded;
   std::vector<float> hidden;
   shardpb::StageResponse resp;
   while (stream->Read(&req)) {
@@ -155,35 +140,23 @@ grpc::Status ShardWorkerService::Serve(
     }
     const auto t0 = Clock::now();
     const shardpb::Step& step = req.step();
-    ops.clear();
-    for (const auto& op : step.ops()) {
-      auto o = OpFromProto(op);
-      if (!o.ok()) return Refuse(o.status());
-      ops.push_back(*o);
-    }
-    if (Status st = (*runner)->Apply(ops); !st.ok()) return Refuse(st);
-    segments.clear();
-    size_t n = 0;
-    for (const auto& s : step.segments()) {
-      segments.push_back({{s.tokens().data(), static_cast<size_t>(s.tokens_size())},
-                          s.start_pos(),
-                          {s.blocks().data(), static_cast<size_t>(s.blocks_size())}});
-      n += static_cast<size_t>(s.tokens_size());
-    }
-    hidden.resize(n * static_cast<size_t>(d));
+    if (Status st = DecodeStep(step, &decoded); !st.ok()) return Refuse(st);
+    if (Status st = (*runner)->Apply(decoded.ops); !st.ok()) return Refuse(st);
+    // At most kMaxStepTokens rows of n_embd.
+    hidden.resize(decoded.tokens * static_cast<size_t>(d));
     if (Status st = DecodeHidden(step.hidden(), step.encoding(), hidden.size(), hidden); !st.ok()) {
       return Refuse(st);
     }
     Status st;
     switch (step.part()) {
       case shardpb::PART_LAYERS:
-        st = (*runner)->Run(segments, hidden);
+        st = (*runner)->Run(decoded.segments, hidden);
         break;
       case shardpb::PART_ATTENTION:
-        st = (*runner)->RunPart(LayerPart::kAttention, step.layer(), segments, hidden);
+        st = (*runner)->RunPart(LayerPart::kAttention, step.layer(), decoded.segments, hidden);
         break;
       case shardpb::PART_FFN:
-        st = (*runner)->RunPart(LayerPart::kFfn, step.layer(), segments, hidden);
+        st = (*runner)->RunPart(LayerPart::kFfn, step.layer(), decoded.segments, hidden);
         break;
       default:
         st = InvalidArgument("step part " + std::to_string(step.part()) + " is unknown");

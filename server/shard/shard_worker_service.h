@@ -1,7 +1,8 @@
 #pragma once
 // ShardWorkerService: the worker side of collaborative inference (sparrow.shard.v1.ShardWorker):
 // describes the model this device holds and computes the layer range a coordinator assigns, one
-// step after another, on a LayerRangeRunner. Every call needs an admin key. One coordinator's
+// step after another, on a LayerRangeRunner. Every call has passed WorkerKeyCheck (its server's
+// credentials run it before a message is read). One coordinator's
 // session computes at a time: a newer session (a coordinator that reconnected) cancels the older.
 // Thread-safe (gRPC's sync server calls it from its threads).
 #include <grpcpp/grpcpp.h>
@@ -22,7 +23,7 @@ namespace sparrow::server {
 
 class ShardWorkerService final : public ::sparrow::shard::v1::ShardWorker::Service {
  public:
-  // All must outlive the service; `ctx` gives the keys (ctx->auth) and the config.
+  // All must outlive the service; `ctx` gives the config.
   ShardWorkerService(ServerContext* ctx, const Model* model, kernels::ThreadPool* pool,
                      std::string model_path);
 

@@ -1,7 +1,8 @@
 #pragma once
 // WorkerServer: `sparrowd --worker`: loads the model and serves its layers to a coordinator over
 // gRPC (ShardWorkerService) on grpc_port, with TLS when tls_cert is set. It serves no API of its
-// own. Refuses to start without an admin key: the coordinator must prove it holds one.
+// own. Refuses to start without a worker key (worker_key_file): the coordinator must send one;
+// off loopback it needs TLS, and asks the coordinator for its certificate.
 #include <grpcpp/grpcpp.h>
 
 #include <chrono>

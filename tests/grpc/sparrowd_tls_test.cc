@@ -5,7 +5,9 @@
 // certificate files stop the server with a message naming them).
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
+#include <openssl/pem.h>
 #include <openssl/ssl.h>
+#include <openssl/x509v3.h>
 #include <sys/stat.h>
 #include <sys/time.h>
 #include <sys/wait.h>
@@ -391,7 +393,35 @@ TEST(SparrowdTlsTest, SparrowctlCertWritesAPairTheServerAccepts) {
   struct stat st {};
   ASSERT_EQ(stat(f.Path("sparrow.key").c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0600u);  // the private key is the owner's only
-  auto p = StartTls(f);                 // sparrow.crt/.key are now the ones sparrowctl wrote
+  {
+    // A leaf (CA:FALSE): trusting it trusts no certificate it could sign; for a server and, on
+    // the shard link, a client; with this host's names.
+    std::ifstream in(f.Path("sparrow.crt"));
+    std::stringstream pem;
+    pem << in.rdbuf();
+    const std::string text = pem.str();
+    BIO* bio = BIO_new_mem_buf(text.data(), static_cast<int>(text.size()));
+    X509* cert = PEM_read_bio_X509(bio, nullptr, nullptr, nullptr);
+    BIO_free(bio);
+    ASSERT_NE(cert, nullptr);
+    EXPECT_EQ(X509_check_ca(cert), 0) << "the certificate is an authority";
+    EXPECT_NE(X509_get_extension_flags(cert) & EXFLAG_BCONS, 0u);  // says so explicitly
+    EXPECT_EQ(X509_get_key_usage(cert) & KU_KEY_CERT_SIGN, 0u);
+    EXPECT_NE(X509_get_extended_key_usage(cert) & XKU_SSL_CLIENT, 0u);
+    EXPECT_EQ(X509_check_host(cert, "device.local", 0, 0, nullptr), 1);
+    EXPECT_EQ(X509_check_host(cert, "localhost", 0, 0, nullptr), 1);
+    // It verifies against itself alone (how --ca pins it).
+    X509_STORE* store = X509_STORE_new();
+    X509_STORE_add_cert(store, cert);
+    X509_STORE_CTX* ctx = X509_STORE_CTX_new();
+    X509_STORE_CTX_init(ctx, store, cert, nullptr);
+    EXPECT_EQ(X509_verify_cert(ctx), 1)
+        << X509_verify_cert_error_string(X509_STORE_CTX_get_error(ctx));
+    X509_STORE_CTX_free(ctx);
+    X509_STORE_free(store);
+    X509_free(cert);
+  }
+  auto p = StartTls(f);  // sparrow.crt/.key are now the ones sparrowctl wrote
   ASSERT_NE(p, nullptr);
   const HttpsReply r = Https(p->http_port(), f.Path("sparrow.crt"), Get("/health"), "device.local");
   EXPECT_EQ(r.error, "");

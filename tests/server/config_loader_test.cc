@@ -117,19 +117,30 @@ TEST(ConfigLoaderTest, NonLoopbackNeedsAnApiKey) {
   EXPECT_TRUE(ok.ok()) << ok.status().message();
 }
 
-TEST(ConfigLoaderTest, AWorkerNeedsAnAdminKeyAndNoApiKey) {
+TEST(ConfigLoaderTest, AWorkerNeedsAWorkerKeyAndTlsOffLoopbackAndNoApiKey) {
   FakeEnv env;
-  auto none = LoadServerConfig({"--worker"}, env.lookup());
+  auto none = LoadServerConfig({"--worker", "--admin-key", "0123456789abcdef"}, env.lookup());
   ASSERT_FALSE(none.ok());
-  EXPECT_NE(none.status().message().find("a worker needs an admin key"), std::string::npos);
-  // It serves no API, so off loopback it needs no api key (the admin key guards it).
-  auto ok = LoadServerConfig(
-      {"--worker", "--host", "10.0.0.2", "--admin-key", "0123456789abcdef", "--allow-insecure"},
+  EXPECT_NE(none.status().message().find("a worker needs a worker key (worker_key_file)"),
+            std::string::npos);
+  auto coordinator = LoadServerConfig({"--workers", "127.0.0.1:50061"}, env.lookup());
+  ASSERT_FALSE(coordinator.ok());
+  EXPECT_NE(coordinator.status().message().find("'workers' needs a worker key"), std::string::npos);
+  // Off loopback a worker needs TLS, --allow-insecure or not.
+  auto plain = LoadServerConfig(
+      {"--worker", "--host", "10.0.0.2", "--worker-key-file", "/k", "--allow-insecure"},
       env.lookup());
+  ASSERT_FALSE(plain.ok());
+  EXPECT_NE(plain.status().message().find("(not loopback) needs TLS"), std::string::npos);
+  // It serves no API, so off loopback it needs no api key (the worker key guards it).
+  auto ok = LoadServerConfig({"--worker", "--host", "10.0.0.2", "--worker-key-file", "/k",
+                              "--tls-cert", "/c", "--tls-key", "/k"},
+                             env.lookup());
   ASSERT_TRUE(ok.ok()) << ok.status().message();
   EXPECT_EQ(ok->config.worker, 1);
+  EXPECT_EQ(ok->config.worker_key_file, "/k");
   auto both = LoadServerConfig(
-      {"--worker", "--admin-key", "0123456789abcdef", "--workers", "10.0.0.3:50061"}, env.lookup());
+      {"--worker", "--worker-key-file", "/k", "--workers", "10.0.0.3:50061"}, env.lookup());
   ASSERT_FALSE(both.ok());
   EXPECT_NE(both.status().message().find("exclude each other"), std::string::npos);
   auto bad = LoadServerConfig({"--worker-timeout-ms", "5"}, env.lookup());

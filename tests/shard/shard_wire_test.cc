@@ -75,5 +75,46 @@ TEST(ShardWireTest, AutoPicksTheEncodingFromTheLink) {
   EXPECT_EQ(EncodingName(shardpb::ENCODING_Q8_0), "q8_0");
 }
 
+// A step's token count is summed from the wire (each segment below 2^31): refused past
+// kMaxStepTokens before a hidden state of that many rows is allocated.
+TEST(ShardWireTest, AStepOfTooManyTokensIsRefusedBeforeItsHiddenState) {
+  shardpb::Step step;
+  auto* a = step.add_segments();
+  for (int64_t i = 0; i < kMaxStepTokens; ++i) a->add_tokens(1);
+  DecodedStep d;
+  ASSERT_TRUE(DecodeStep(step, &d).ok());
+  EXPECT_EQ(d.tokens, static_cast<size_t>(kMaxStepTokens));
+  step.add_segments()->add_tokens(1);
+  const Status st = DecodeStep(step, &d);
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(st.message().find("more than 65536 tokens"), std::string::npos) << st.message();
+  step.mutable_segments(0)->clear_tokens();
+  step.add_ops();  // neither a copy nor a resize
+  EXPECT_EQ(DecodeStep(step, &d).code(), StatusCode::kInvalidArgument);
+}
+
+// A value count whose byte size wraps size_t is refused, not compared after the wrap.
+TEST(ShardWireTest, AHiddenSizeThatWouldWrapIsRefused) {
+  std::vector<float> out(1);
+  const size_t wraps = (SIZE_MAX / 4) + 2;  // * 4 wraps to 4
+  const std::string four(4, '\0');
+  EXPECT_FALSE(DecodeHidden(four, shardpb::ENCODING_F32, wraps, out).ok());
+  EXPECT_FALSE(DecodeHidden(four, shardpb::ENCODING_F16, SIZE_MAX / 2 + 3, out).ok());
+}
+
+// shard_wire_fuzz's first find: an empty state was copied from a null pointer (UB).
+TEST(ShardWireTest, AnEmptyHiddenStateDecodesToNothing) {
+  for (auto e : {shardpb::ENCODING_F32, shardpb::ENCODING_F16, shardpb::ENCODING_Q8_0}) {
+    EXPECT_TRUE(DecodeHidden("", e, 0, std::span<float>()).ok());
+  }
+}
+
+TEST(ShardWireTest, TheLargestMessageFitsTheModelAndStaysUnderAGibibyte) {
+  EXPECT_EQ(ShardMaxMessageBytes(64), (16 << 20) + (64 << 20));
+  EXPECT_EQ(ShardMaxMessageBytes(4096), 1 << 30);
+  EXPECT_EQ(ShardMaxMessageBytes(int64_t{1} << 40), 1 << 30);
+  EXPECT_GE(ShardMaxMessageBytes(1), 17 << 20);  // Echo's replies
+}
+
 }  // namespace
 }  // namespace sparrow::server

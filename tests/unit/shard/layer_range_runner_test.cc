@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <deque>
 #include <functional>
+#include <limits>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -536,9 +537,60 @@ TEST(LayerRangeRunnerChecksTest, RefusesWhatDoesNotFit) {
   std::vector<int32_t> bad_token = {1 << 30};
   StageSegment bad{bad_token, 0, table};
   std::vector<float> one(d);
-  EXPECT_EQ((*r)->Run({&bad, 1}, one).code(), StatusCode::kOutOfRange);
+  st = (*r)->Run({&bad, 1}, one);
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(st.message().find("token 1073741824 outside the vocabulary"), std::string::npos)
+      << st.message();
   const KvBlockOp bad_copy{KvBlockOp::Kind::kCopy, 0, 9, 0};
   EXPECT_EQ((*r)->Apply({&bad_copy, 1}).code(), StatusCode::kInvalidArgument);
+}
+
+// Numbers from the wire whose sums or sizes once overflowed or allocated on request.
+TEST(LayerRangeRunnerChecksTest, WireNumbersThatUsedToOverflowAreRefused) {
+  auto m = Model::Load(testing::ModelPath("stories260K.gguf"));
+  ASSERT_TRUE(m.ok());
+  const Model& model = **m;
+  const int64_t n_layer = model.config().n_layer;
+  // kv_blocks: a table of 8 bytes per id was allocated for whatever was asked (2^31 - 1: 16 GiB).
+  auto big = LayerRangeRunner::Create(model, nullptr, {1, n_layer, 4, kMaxShardBlocks + 1, {}});
+  ASSERT_FALSE(big.ok());
+  EXPECT_NE(big.status().message().find("kv_blocks 4194305 is outside 1..4194304"),
+            std::string::npos)
+      << big.status().message();
+  EXPECT_TRUE(LayerRangeRunner::Create(model, nullptr, {1, n_layer, 4, kMaxShardBlocks, {}}).ok());
+  auto r = LayerRangeRunner::Create(model, nullptr, {1, n_layer, 4, 8, std::nullopt});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  // A resize as large.
+  const KvBlockOp grow{KvBlockOp::Kind::kResize, 0, 0, kMaxShardBlocks + 1};
+  Status st = (*r)->Apply({&grow, 1});
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(st.message().find("resize to 4194305"), std::string::npos) << st.message();
+}
+
+// start_pos near INT64_MAX: start_pos + tokens wrapped negative, passed the bound and indexed
+// far outside the block table.
+TEST(LayerRangeRunnerChecksTest, AStartPosNearInt64MaxIsRefusedNotWrapped) {
+  auto m = Model::Load(testing::ModelPath("stories260K.gguf"));
+  ASSERT_TRUE(m.ok());
+  const Model& model = **m;
+  const int64_t n_layer = model.config().n_layer, d = model.config().n_embd;
+  auto r = LayerRangeRunner::Create(model, nullptr, {1, n_layer, 4, 8, std::nullopt});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  Status st;
+  std::vector<int32_t> tokens = {1, 2, 3};
+  std::vector<int32_t> table = {0};
+  std::vector<float> hidden(3 * d, 0.1f);
+  for (int64_t pos : {std::numeric_limits<int64_t>::max() - 1, std::numeric_limits<int64_t>::max(),
+                      std::numeric_limits<int64_t>::min(), int64_t{-1}, int64_t{2}}) {
+    StageSegment seg{tokens, pos, table};
+    st = (*r)->Run({&seg, 1}, hidden);
+    EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << pos;
+    EXPECT_NE(st.message().find("not covered by its 1 blocks of 4"), std::string::npos)
+        << st.message();
+  }
+  // The last positions a table covers are fine.
+  StageSegment edge{tokens, 1, table};
+  EXPECT_TRUE((*r)->Run({&edge, 1}, hidden).ok());
 }
 
 }  // namespace
