@@ -37,8 +37,9 @@ grpc::Status Authorize(ServerContext& ctx, const grpc::ServerContextBase& call, 
                                          : "metadata 'authorization' must be 'Bearer <key>'");
     case O::kWrongKey:
       return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, d.message);
-    case O::kNotAdminKey:
+    case O::kWrongScope:
     case O::kAdminDisabled:
+    case O::kHostDisabled:
       return grpc::Status(grpc::StatusCode::PERMISSION_DENIED, d.message);
     case O::kLockedOut:
       return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED, d.message);

@@ -13,9 +13,9 @@
 namespace sparrow::server {
 
 // OK (and the key's id in *key_id) when the call may proceed; otherwise UNAUTHENTICATED
-// (missing or wrong key), PERMISSION_DENIED (an inference key on the admin service, or the
-// admin API off) or RESOURCE_EXHAUSTED (too many failures from this address). The message
-// says what was wrong, never the key.
+// (missing or wrong key), PERMISSION_DENIED (a key of another scope, e.g. an inference key on
+// the admin service, or the scope off) or RESOURCE_EXHAUSTED (too many failures from this
+// address). The message says what was wrong, never the key.
 grpc::Status Authorize(ServerContext& ctx, const grpc::ServerContextBase& call, AuthScope scope,
                        std::string_view what, std::string* key_id);
 
