@@ -73,6 +73,12 @@ const std::vector<KeySpec>& Keys() {
        &ServerConfig::host_key},
       {"host_key_file", "File of host keys, same format as api_key_file",
        &ServerConfig::host_key_file},
+      {"trusted_proxy",
+       "Balancers whose word on the client's address is believed: a comma-separated list of CIDR "
+       "ranges or addresses. From them a PROXY protocol v2 header (HAProxy's send-proxy-v2) or "
+       "X-Forwarded-For names the client the failure lockout counts; from others neither is "
+       "accepted",
+       &ServerConfig::trusted_proxy},
       {"metrics_open",
        "1: GET /metrics needs no API key (for a Prometheus scraper or a cluster's endpoint picker "
        "that sends none; the counts show load, not text)",

@@ -27,6 +27,8 @@ struct ServerConfig {
   // The host app's memory reports (gRPC ReportMemoryPressure): a host key or an admin key.
   std::string host_key;
   std::string host_key_file;
+  // Balancers (CIDR list) whose PROXY v2 header / X-Forwarded-For names the real client.
+  std::string trusted_proxy;
   int64_t metrics_open = 0;         // 1: GET /metrics needs no API key
   int64_t auth_failure_limit = 10;  // failed key checks per address per minute (0: no limit)
   std::string audit_log;            // "" -> the main log; or a file of JSON lines

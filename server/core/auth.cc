@@ -46,6 +46,8 @@ Result<std::unique_ptr<Authenticator>> Authenticator::FromConfig(const ServerCon
       a->host_, KeyRing::Load({"host", c.host_key, c.host_key_file, kMinAdminKeyLength}));
   SPARROW_ASSIGN_OR_RETURN(
       a->admin_, KeyRing::Load({"admin", c.admin_key, c.admin_key_file, kMinAdminKeyLength}));
+  SPARROW_ASSIGN_OR_RETURN(a->trusted_proxies_,
+                           TrustedProxies::Parse(c.trusted_proxy, "trusted_proxy"));
   a->limiter_ =
       std::make_unique<AuthFailureLimiter>(static_cast<int>(c.auth_failure_limit), kFailureWindow);
   a->admin_loopback_open_ = c.admin_loopback_open != 0;

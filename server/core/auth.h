@@ -5,8 +5,9 @@
 // report of RUNNING_CRITICAL starves the server) and the admin API (admin keys only; off when
 // none is configured). Host and admin scopes are open on loopback only when
 // admin_loopback_open is set. server/README.md ("Keys and scopes") has the table of what each
-// key reaches. Failures are counted per client address (AuthFailureLimiter) and logged; a
-// locked-out address is refused before keys are compared. Thread-safe.
+// key reaches. Failures are counted per client address (AuthFailureLimiter; the real client
+// behind a trusted proxy, see trusted_proxies.h) and logged; a locked-out address is refused
+// before keys are compared. Thread-safe.
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -16,6 +17,7 @@
 #include "server/core/auth_limiter.h"
 #include "server/core/key_ring.h"
 #include "server/core/metrics.h"
+#include "server/core/trusted_proxies.h"
 
 namespace sparrow {
 struct ServerConfig;
@@ -54,7 +56,8 @@ struct AuthDecision {
 class Authenticator {
  public:
   // Keys from api_key/api_key_file, host_key/host_key_file and admin_key/admin_key_file (host
-  // and admin keys at least 16 characters); errors name the setting or the file and line.
+  // and admin keys at least 16 characters), and the trusted_proxy list; errors name the
+  // setting or the file and line.
   static Result<std::unique_ptr<Authenticator>> FromConfig(const ServerConfig& config,
                                                            Metrics* metrics);
 
@@ -65,6 +68,8 @@ class Authenticator {
 
   bool admin_enabled() const { return !admin_->empty() || admin_loopback_open_; }
   bool api_keys_set() const { return !api_->empty(); }
+  // The balancers whose PROXY headers and X-Forwarded-For are believed.
+  const TrustedProxies& trusted_proxies() const { return trusted_proxies_; }
 
  private:
   Authenticator() = default;
@@ -73,6 +78,7 @@ class Authenticator {
   std::unique_ptr<KeyRing> api_;
   std::unique_ptr<KeyRing> host_;
   std::unique_ptr<KeyRing> admin_;
+  TrustedProxies trusted_proxies_;
   std::unique_ptr<AuthFailureLimiter> limiter_;
   bool admin_loopback_open_ = false;
   bool metrics_open_ = false;

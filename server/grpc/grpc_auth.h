@@ -1,7 +1,8 @@
 #pragma once
 // The bearer-key check of gRPC calls: metadata `authorization: Bearer <key>`, decided by the
 // context's Authenticator (server/core/auth.h) for the call's scope, with the client's
-// address from the call's peer. Thread-safe.
+// address from the call's peer (or its x-forwarded-for metadata when the peer is a trusted
+// proxy). Thread-safe.
 #include <grpcpp/server_context.h>
 
 #include <string>
