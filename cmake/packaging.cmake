@@ -45,7 +45,10 @@ endforeach()
 set(installed_yaml_file ${CMAKE_BINARY_DIR}/packaging/sparrow.yaml)
 file(CONFIGURE OUTPUT ${installed_yaml_file} CONTENT "${installed_yaml}" @ONLY)
 set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/config/sparrow.yaml)
-install(FILES ${installed_yaml_file} DESTINATION /etc/sparrow COMPONENT sparrowd)
+# 0640 in the package already (never world-readable, even before the postinst gives it to the
+# sparrow group): it may hold admin_key.
+install(FILES ${installed_yaml_file} DESTINATION /etc/sparrow COMPONENT sparrowd
+        PERMISSIONS OWNER_READ OWNER_WRITE GROUP_READ)
 file(CONFIGURE OUTPUT ${CMAKE_BINARY_DIR}/packaging/conffiles CONTENT "/etc/sparrow/sparrow.yaml\n")
 
 # dpkg's name for the target architecture.

@@ -63,8 +63,22 @@ const std::vector<KeySpec>& Keys() {
        &ServerConfig::admin_key},
       {"admin_key_file", "File of admin keys, same format as api_key_file",
        &ServerConfig::admin_key_file},
-      {"admin_loopback_open", "1: admin calls from this machine (loopback) need no key", nullptr,
-       &ServerConfig::admin_loopback_open, 0, 1},
+      {"admin_loopback_open",
+       "1: admin calls (and the host app's memory reports) from this machine (loopback) need no "
+       "key",
+       nullptr, &ServerConfig::admin_loopback_open, 0, 1},
+      {"host_key",
+       "Key of the host app's memory reports (gRPC ReportMemoryPressure); at least 16 "
+       "characters. An admin key is accepted too; an inference key never",
+       &ServerConfig::host_key},
+      {"host_key_file", "File of host keys, same format as api_key_file",
+       &ServerConfig::host_key_file},
+      {"trusted_proxy",
+       "Balancers whose word on the client's address is believed: a comma-separated list of CIDR "
+       "ranges or addresses. From them a PROXY protocol v2 header (HAProxy's send-proxy-v2) or "
+       "X-Forwarded-For names the client the failure lockout counts; from others neither is "
+       "accepted",
+       &ServerConfig::trusted_proxy},
       {"metrics_open",
        "1: GET /metrics needs no API key (for a Prometheus scraper or a cluster's endpoint picker "
        "that sends none; the counts show load, not text)",

@@ -23,7 +23,12 @@ struct ServerConfig {
   // Remote control (the admin API). Off unless an admin key is configured.
   std::string admin_key;
   std::string admin_key_file;
-  int64_t admin_loopback_open = 0;  // 1: admin calls from loopback need no key
+  int64_t admin_loopback_open = 0;  // 1: admin (and host) calls from loopback need no key
+  // The host app's memory reports (gRPC ReportMemoryPressure): a host key or an admin key.
+  std::string host_key;
+  std::string host_key_file;
+  // Balancers (CIDR list) whose PROXY v2 header / X-Forwarded-For names the real client.
+  std::string trusted_proxy;
   int64_t metrics_open = 0;         // 1: GET /metrics needs no API key
   int64_t auth_failure_limit = 10;  // failed key checks per address per minute (0: no limit)
   std::string audit_log;            // "" -> the main log; or a file of JSON lines

@@ -4,16 +4,19 @@
 #
 #   deploy/fleet/local.sh --replicas 3 --model ../shared/models/stories260K.gguf --port 8080
 #
-# Clients talk to 127.0.0.1:PORT as to one sparrowd; replica i listens on HTTP PORT+i (gRPC off).
-# Every replica takes the admin key in DIR/admin.keys, so `sparrowctl --port PORT+i --key-file
-# DIR/admin.keys drain` takes one out of the rotation. Logs: DIR/replica-i.log, DIR/haproxy.log.
+# Clients talk to 127.0.0.1:PORT as to one sparrowd; replica i listens on HTTPS PORT+i (gRPC
+# off) with the certificate DIR/sparrow.crt, which HAProxy checks, and believes HAProxy's PROXY
+# headers (--trusted-proxy 127.0.0.1). Every replica takes the admin key in DIR/admin.keys, so
+# `curl --cacert DIR/sparrow.crt -H "Authorization: Bearer KEY" -X POST
+# https://127.0.0.1:PORT+i/admin/v1/drain` takes one out of the rotation (the admin API is not on
+# the balancer's port). Logs: DIR/replica-i.log, DIR/haproxy.log.
 # Flags after `--` go to every sparrowd (e.g. -- --threads 1 --max-running 4).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 
 usage() {
-  sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'
   cat <<'USAGE'
 
 Options:
@@ -66,8 +69,15 @@ command -v "$haproxy_bin" >/dev/null ||
 mkdir -p "$dir"
 dir="$(cd "$dir" && pwd)"
 
-# 0 when something on PORT answers `GET PATH` over HTTP (any status).
+# 0 when something on PORT answers `GET PATH` over HTTP (any status); over HTTPS with a third
+# argument, the CA file.
 answers() {
+  if [ -n "${3:-}" ]; then
+    printf 'GET %s HTTP/1.0\r\n\r\n' "$2" |
+      openssl s_client -quiet -verify_quiet -CAfile "$3" -connect "127.0.0.1:$1" 2>/dev/null |
+      head -c 5 | grep -q HTTP
+    return
+  fi
   (exec 3<>"/dev/tcp/127.0.0.1/$1" && printf 'GET %s HTTP/1.0\r\n\r\n' "$2" >&3 &&
      head -c 5 <&3 | grep -q HTTP) 2>/dev/null
 }
@@ -87,6 +97,10 @@ if [ ! -s "$keyfile" ]; then
   (umask 077 && echo "fleet $(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')" > "$keyfile")
 fi
 
+# One certificate for every replica (they are one machine here); it is also the CA file HAProxy
+# verifies them with.
+if [ ! -s "$dir/sparrow.crt" ]; then "$root/deploy/make-cert.sh" "$dir" >/dev/null; fi
+
 # The generated config: deploy/fleet/haproxy.cfg up to its server lines, then this fleet's.
 cfg="$dir/haproxy.cfg"
 sed '/^    # servers:/q' "$here/haproxy.cfg" > "$cfg"
@@ -96,7 +110,8 @@ done
 
 for i in $(seq 1 "$replicas"); do
   "$sparrowd" --model "$model" --host 127.0.0.1 --port $((port + i)) --grpc-port -1 \
-    --admin-key-file "$keyfile" "${extra[@]}" > "$dir/replica-$i.log" 2>&1 &
+    --admin-key-file "$keyfile" --tls-cert "$dir/sparrow.crt" --tls-key "$dir/sparrow.key" \
+    --trusted-proxy 127.0.0.1 "${extra[@]}" > "$dir/replica-$i.log" 2>&1 &
   pids+=($!)
   echo "$!" > "$dir/replica-$i.pid"
 done
@@ -107,12 +122,13 @@ for i in $(seq 1 "$replicas"); do
     if ! kill -0 "${pids[$((i - 1))]}" 2>/dev/null; then
       fail "replica $i exited at start; its log, $dir/replica-$i.log, ends with: $(tail -n 3 "$dir/replica-$i.log")"
     fi
-    if answers $((port + i)) /health; then break; fi
+    if answers $((port + i)) /health "$dir/sparrow.crt"; then break; fi
     sleep 0.1
   done
 done
 
-SPARROW_FLEET_BIND="127.0.0.1:$port" "$haproxy_bin" -f "$cfg" -db > "$dir/haproxy.log" 2>&1 &
+SPARROW_FLEET_BIND="127.0.0.1:$port" SPARROW_FLEET_CA="$dir/sparrow.crt" \
+  "$haproxy_bin" -f "$cfg" -db > "$dir/haproxy.log" 2>&1 &
 pids+=($!)
 echo "$!" > "$dir/haproxy.pid"
 for _ in $(seq 1 100); do
@@ -122,7 +138,8 @@ for _ in $(seq 1 100); do
 done
 
 echo "local.sh: $replicas replicas of $(basename "$model") behind http://127.0.0.1:$port" \
-     "(replicas on $((port + 1))..$((port + replicas)); keys, config and logs in $dir)"
+     "(replicas on https://127.0.0.1:$((port + 1))..$((port + replicas)); keys, certificate," \
+     "config and logs in $dir)"
 echo "local.sh: ready" > "$dir/ready"
 # Until told to stop; a replica that dies (a test kills one) leaves the others serving.
 wait

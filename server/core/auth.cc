@@ -8,7 +8,7 @@
 namespace sparrow::server {
 namespace {
 
-constexpr size_t kMinAdminKeyLength = 16;
+constexpr size_t kMinAdminKeyLength = 16;  // host keys too: both are held by machines
 constexpr auto kFailureWindow = std::chrono::seconds(60);
 
 using Outcome = AuthDecision::Outcome;
@@ -22,10 +22,12 @@ const char* AuthDecision::code() const {
     case Outcome::kMissingKey:
     case Outcome::kWrongKey:
       return "invalid_api_key";
-    case Outcome::kNotAdminKey:
+    case Outcome::kWrongScope:
       return "insufficient_scope";
     case Outcome::kAdminDisabled:
       return "admin_disabled";
+    case Outcome::kHostDisabled:
+      return "host_disabled";
     case Outcome::kLockedOut:
       return "too_many_auth_failures";
   }
@@ -41,7 +43,11 @@ Result<std::unique_ptr<Authenticator>> Authenticator::FromConfig(const ServerCon
   std::unique_ptr<Authenticator> a(new Authenticator());
   SPARROW_ASSIGN_OR_RETURN(a->api_, KeyRing::Load({"api", c.api_key, c.api_key_file, 1}));
   SPARROW_ASSIGN_OR_RETURN(
+      a->host_, KeyRing::Load({"host", c.host_key, c.host_key_file, kMinAdminKeyLength}));
+  SPARROW_ASSIGN_OR_RETURN(
       a->admin_, KeyRing::Load({"admin", c.admin_key, c.admin_key_file, kMinAdminKeyLength}));
+  SPARROW_ASSIGN_OR_RETURN(a->trusted_proxies_,
+                           TrustedProxies::Parse(c.trusted_proxy, "trusted_proxy"));
   a->limiter_ =
       std::make_unique<AuthFailureLimiter>(static_cast<int>(c.auth_failure_limit), kFailureWindow);
   a->admin_loopback_open_ = c.admin_loopback_open != 0;
@@ -68,8 +74,8 @@ AuthDecision Authenticator::Check(AuthScope scope, std::string_view authorizatio
   AuthDecision d;
   if (scope == AuthScope::kOpen) return d;
   if (scope == AuthScope::kMetrics && metrics_open_) return d;
-  const bool admin = scope == AuthScope::kAdmin;
-  if (admin && admin_loopback_open_ && IsLoopbackAddress(address)) {
+  const bool admin = scope == AuthScope::kAdmin, host = scope == AuthScope::kHost;
+  if ((admin || host) && admin_loopback_open_ && IsLoopbackAddress(address)) {
     auto id = admin_->Match(BearerToken(authorization));
     d.key_id = id ? "admin:" + *id : "loopback";
     return d;
@@ -84,7 +90,17 @@ AuthDecision Authenticator::Check(AuthScope scope, std::string_view authorizatio
     if (metrics_) metrics_->CountAuthFailure(d.code());
     return d;
   }
-  if (!admin && api_->empty()) return d;  // the inference API is open
+  if (host && host_->empty() && admin_->empty()) {
+    // With no key of any scope the server is open (and on loopback: the config insists).
+    if (api_->empty() && !admin_loopback_open_) return d;
+    d.outcome = Outcome::kHostDisabled;
+    d.message =
+        "memory reports need a host key or an admin key, and neither is configured: start "
+        "sparrowd with --host-key-file (an inference API key never reaches them)";
+    if (metrics_) metrics_->CountAuthFailure(d.code());
+    return d;
+  }
+  if (!admin && !host && api_->empty()) return d;  // the inference API is open
   if (const int64_t wait = limiter_->RetryAfterSeconds(address); wait > 0) {
     d.outcome = Outcome::kLockedOut;
     d.retry_after_s = wait;
@@ -94,7 +110,7 @@ AuthDecision Authenticator::Check(AuthScope scope, std::string_view authorizatio
     return d;
   }
   const std::string_view token = BearerToken(authorization);
-  const std::string scheme = admin ? "admin key" : "API key";
+  const std::string scheme = admin ? "admin key" : host ? "host key" : "API key";
   if (token.empty()) {
     d.outcome = Outcome::kMissingKey;
     d.message = authorization.empty() ? "Missing " + scheme + ": send 'Authorization: Bearer <key>'"
@@ -103,17 +119,26 @@ AuthDecision Authenticator::Check(AuthScope scope, std::string_view authorizatio
   }
   if (auto id = admin_->Match(token)) {
     d.key_id = "admin:" + *id;
-    return d;  // an admin key is good for the inference API too
+    return d;  // an admin key reaches every scope
   }
-  if (admin) {
-    if (api_->Match(token)) {
-      d.outcome = Outcome::kNotAdminKey;
-      d.message = "This is an inference API key; admin routes need an admin key";
-      return Fail(std::move(d), address, what);
-    }
-  } else if (auto id = api_->Match(token)) {
-    d.key_id = "api:" + *id;
+  // Both rings are always searched, so timing does not tell which scope a wrong key missed.
+  const std::optional<std::string> host_id = host_->Match(token);
+  const std::optional<std::string> api_id = api_->Match(token);
+  if (host && host_id) {
+    d.key_id = "host:" + *host_id;
     return d;
+  }
+  if (!admin && !host && api_id) {
+    d.key_id = "api:" + *api_id;
+    return d;
+  }
+  if (host_id || api_id) {
+    d.outcome = Outcome::kWrongScope;
+    d.message = std::string(api_id ? "This is an inference API key" : "This is a host key") +
+                (admin  ? "; admin routes need an admin key"
+                 : host ? "; memory reports need a host key or an admin key"
+                        : "; the inference API needs an API key");
+    return Fail(std::move(d), address, what);
   }
   d.outcome = Outcome::kWrongKey;
   d.message = "Incorrect " + scheme;

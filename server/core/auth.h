@@ -1,10 +1,13 @@
 #pragma once
-// Authenticator: the one place both frontends decide whether a call may proceed. Three
-// scopes: open (probes), the inference API (the api keys, when any is set; an admin key is
-// accepted too) and the admin API (admin keys only; off when none is configured, open on
-// loopback only when admin_loopback_open is set). Failures are counted per client address
-// (AuthFailureLimiter) and logged; a locked-out address is refused before keys are compared.
-// Thread-safe.
+// Authenticator: the one place both frontends decide whether a call may proceed. Scopes:
+// open (probes), the inference API (the api keys, when any is set; an admin key is accepted
+// too), the host app's memory reports (host keys or admin keys, never an inference key: a
+// report of RUNNING_CRITICAL starves the server) and the admin API (admin keys only; off when
+// none is configured). Host and admin scopes are open on loopback only when
+// admin_loopback_open is set. server/README.md ("Keys and scopes") has the table of what each
+// key reaches. Failures are counted per client address (AuthFailureLimiter; the real client
+// behind a trusted proxy, see trusted_proxies.h) and logged; a locked-out address is refused
+// before keys are compared. Thread-safe.
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -14,6 +17,7 @@
 #include "server/core/auth_limiter.h"
 #include "server/core/key_ring.h"
 #include "server/core/metrics.h"
+#include "server/core/trusted_proxies.h"
 
 namespace sparrow {
 struct ServerConfig;
@@ -25,6 +29,7 @@ enum class AuthScope {
   kOpen,     // probes: /health, /ready, the dashboard's static files
   kApiKey,   // the inference API: needs an api key when one is set
   kAdmin,    // the admin API: needs an admin key; off without one
+  kHost,     // the host app's memory reports: a host key or an admin key
   kMetrics,  // GET /metrics: as kApiKey, or open with metrics_open (a scraper in a cluster)
 };
 
@@ -33,8 +38,9 @@ struct AuthDecision {
     kAllowed,
     kMissingKey,     // no usable 'Authorization: Bearer' credentials: 401
     kWrongKey,       // 401
-    kNotAdminKey,    // an inference key on an admin route: 403
+    kWrongScope,     // a known key of another scope (an inference key on an admin route): 403
     kAdminDisabled,  // no admin key configured: 403
+    kHostDisabled,   // a host route, and neither a host nor an admin key configured: 403
     kLockedOut,      // too many failures from this address: 429
   };
   Outcome outcome = Outcome::kAllowed;
@@ -42,14 +48,16 @@ struct AuthDecision {
   std::string message;
   int64_t retry_after_s = 0;  // kLockedOut
   bool allowed() const { return outcome == Outcome::kAllowed; }
-  // "invalid_api_key", "insufficient_scope", "admin_disabled", "too_many_auth_failures".
+  // "invalid_api_key", "insufficient_scope", "admin_disabled", "host_disabled",
+  // "too_many_auth_failures".
   const char* code() const;
 };
 
 class Authenticator {
  public:
-  // Keys from api_key/api_key_file and admin_key/admin_key_file (at least 16 characters);
-  // errors name the setting or the file and line.
+  // Keys from api_key/api_key_file, host_key/host_key_file and admin_key/admin_key_file (host
+  // and admin keys at least 16 characters), and the trusted_proxy list; errors name the
+  // setting or the file and line.
   static Result<std::unique_ptr<Authenticator>> FromConfig(const ServerConfig& config,
                                                            Metrics* metrics);
 
@@ -60,13 +68,17 @@ class Authenticator {
 
   bool admin_enabled() const { return !admin_->empty() || admin_loopback_open_; }
   bool api_keys_set() const { return !api_->empty(); }
+  // The balancers whose PROXY headers and X-Forwarded-For are believed.
+  const TrustedProxies& trusted_proxies() const { return trusted_proxies_; }
 
  private:
   Authenticator() = default;
   AuthDecision Fail(AuthDecision d, const std::string& address, std::string_view what);
 
   std::unique_ptr<KeyRing> api_;
+  std::unique_ptr<KeyRing> host_;
   std::unique_ptr<KeyRing> admin_;
+  TrustedProxies trusted_proxies_;
   std::unique_ptr<AuthFailureLimiter> limiter_;
   bool admin_loopback_open_ = false;
   bool metrics_open_ = false;

@@ -259,7 +259,7 @@ std::string Metrics::Render(const SchedulerStats& s, const MemoryGovernorStats* 
 
   Header("sparrow_auth_failures_total", "counter",
          "Refused key checks by reason (invalid_api_key, insufficient_scope, admin_disabled, "
-         "too_many_auth_failures).",
+         "host_disabled, too_many_auth_failures).",
          &out);
   for (const auto& [code, n] : auth_failures_) {
     Sample("sparrow_auth_failures_total", "reason=\"" + code + "\"", static_cast<double>(n), &out);

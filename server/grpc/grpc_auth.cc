@@ -25,7 +25,13 @@ grpc::Status Authorize(ServerContext& ctx, const grpc::ServerContextBase& call, 
   auto it = md.find("authorization");
   const std::string_view value =
       it == md.end() ? std::string_view() : std::string_view(it->second.data(), it->second.size());
-  const AuthDecision d = ctx.auth->Check(scope, value, PeerAddress(call.peer()), what);
+  // Behind a trusted balancer the client is the one its x-forwarded-for names.
+  auto xff = md.find("x-forwarded-for");
+  const std::string client = ctx.auth->trusted_proxies().ClientOf(
+      PeerAddress(call.peer()), xff == md.end()
+                                    ? std::string_view()
+                                    : std::string_view(xff->second.data(), xff->second.size()));
+  const AuthDecision d = ctx.auth->Check(scope, value, client, what);
   using O = AuthDecision::Outcome;
   switch (d.outcome) {
     case O::kAllowed:
@@ -37,8 +43,9 @@ grpc::Status Authorize(ServerContext& ctx, const grpc::ServerContextBase& call, 
                                          : "metadata 'authorization' must be 'Bearer <key>'");
     case O::kWrongKey:
       return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, d.message);
-    case O::kNotAdminKey:
+    case O::kWrongScope:
     case O::kAdminDisabled:
+    case O::kHostDisabled:
       return grpc::Status(grpc::StatusCode::PERMISSION_DENIED, d.message);
     case O::kLockedOut:
       return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED, d.message);

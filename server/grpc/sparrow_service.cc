@@ -127,8 +127,9 @@ grpc::ServerUnaryReactor* SparrowService::ListModels(grpc::CallbackServerContext
 grpc::ServerUnaryReactor* SparrowService::ReportMemoryPressure(
     grpc::CallbackServerContext* context, const v1::ReportMemoryPressureRequest* request,
     v1::ReportMemoryPressureResponse* response) {
-  grpc::Status auth =
-      Authorize(ctx_, *context, AuthScope::kApiKey, "ReportMemoryPressure", nullptr);
+  // A report of RUNNING_CRITICAL sets the budget to its floor and the server turns requests
+  // away: the host app's key (or an admin key) only, never an inference key.
+  grpc::Status auth = Authorize(ctx_, *context, AuthScope::kHost, "ReportMemoryPressure", nullptr);
   if (!auth.ok()) return Done(context, auth);
   std::optional<PressureLevel> level;
   if (!request->trim_level().empty()) {

@@ -130,12 +130,13 @@ asio::awaitable<bool> HttpRouter::Dispatch(HttpExchange& ex) const {
     if (!d.allowed()) {
       using O = AuthDecision::Outcome;
       const http::status status = d.outcome == O::kLockedOut ? http::status::too_many_requests
-                                  : d.outcome == O::kNotAdminKey || d.outcome == O::kAdminDisabled
+                                  : d.outcome == O::kWrongScope || d.outcome == O::kAdminDisabled ||
+                                          d.outcome == O::kHostDisabled
                                       ? http::status::forbidden
                                       : http::status::unauthorized;
       auto res = ErrorResponse(ex.req, status, d.message, "", d.code());
       if (status == http::status::unauthorized) res.set(http::field::www_authenticate, "Bearer");
-      if (d.outcome == O::kNotAdminKey) {
+      if (d.outcome == O::kWrongScope) {
         res.set(http::field::www_authenticate, "Bearer error=\"insufficient_scope\"");
       }
       if (d.outcome == O::kLockedOut) {

@@ -12,6 +12,7 @@
 #include "server/http/http_router.h"
 #include "server/http/http_stream.h"
 #include "server/http/http_util.h"
+#include "server/http/proxy_preface.h"
 
 namespace sparrow::server {
 namespace {
@@ -106,17 +107,35 @@ asio::awaitable<void> RunHttpSession(asio::ip::tcp::socket socket, ServerContext
                                      const HttpServerOptions& opts, HttpServerState& state,
                                      asio::ssl::context* tls) {
   OpenConnection open(ctx.metrics);
-  HttpStream stream = tls ? HttpStream(std::move(socket), *tls) : HttpStream(std::move(socket));
-  beast::flat_buffer buffer;
   std::string remote, remote_ip;
   {
     boost::system::error_code ec;
-    auto ep = stream.socket().remote_endpoint(ec);
+    auto ep = socket.remote_endpoint(ec);
     if (!ec) {
       remote_ip = ep.address().to_string();
       remote = JoinHostPort(remote_ip, ep.port());
     }
   }
+  // Behind a trusted balancer: the client it relays (PROXY v2, before TLS), else per request
+  // the one its X-Forwarded-For names. The failure lockout counts that client, not the balancer.
+  const TrustedProxies* trusted = ctx.auth ? &ctx.auth->trusted_proxies() : nullptr;
+  bool proxied = false;
+  if (trusted != nullptr && !trusted->empty()) {
+    const ProxyPreface pre =
+        co_await ReadProxyPreface(socket, remote_ip, *trusted, opts.request_timeout);
+    if (pre.closed) co_return;
+    if (!pre.error.empty()) {
+      spdlog::warn("http: closing the connection from {}: {}", remote, pre.error);
+      co_return;
+    }
+    if (pre.from_header && pre.client_ip != remote_ip) {
+      remote = pre.client_ip + " via " + remote;
+      remote_ip = pre.client_ip;
+    }
+    proxied = pre.from_header;
+  }
+  HttpStream stream = tls ? HttpStream(std::move(socket), *tls) : HttpStream(std::move(socket));
+  beast::flat_buffer buffer;
   if (const std::string why = co_await stream.Handshake(opts.request_timeout); !why.empty()) {
     // Scanners and clients that do not trust our certificate end here; not worth a warning each.
     ctx.metrics.TlsHandshakeFailed();
@@ -187,7 +206,12 @@ asio::awaitable<void> RunHttpSession(asio::ip::tcp::socket socket, ServerContext
       co_await WriteResponse(stream, std::move(res), &log, opts.write_timeout);
     } else {
       try {
-        ok = co_await Dispatch(stream, req, ctx, opts, state, remote_ip, &log);
+        const auto xff = req["X-Forwarded-For"];
+        const std::string client =
+            proxied || trusted == nullptr || xff.empty()
+                ? remote_ip
+                : trusted->ClientOf(remote_ip, std::string_view(xff.data(), xff.size()));
+        ok = co_await Dispatch(stream, req, ctx, opts, state, client, &log);
       } catch (const std::exception& e) {
         failure = e.what();
       }

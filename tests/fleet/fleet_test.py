@@ -7,7 +7,9 @@ one answers 200 with the same greedy text as the same prompt got before), that t
 replica's running request was answered by another replica, that the drained replica admits
 nothing after its drain, that requests sharing a route header or a prompt prefix land on one
 replica, and that a streamed answer through the balancer carries usage when asked
-(stream_options.include_usage). Exit 77 (skipped) when haproxy is not installed.
+(stream_options.include_usage). Behind the balancer (TLS and PROXY v2 to the replicas): ten bad
+keys from one client lock that client out and no other, and the admin API is not reachable
+through the public frontend. Exit 77 (skipped) when haproxy is not installed.
 """
 import argparse
 import http.client
@@ -17,6 +19,7 @@ import random
 import shutil
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import tempfile
@@ -33,11 +36,22 @@ def check(cond, what):
     return cond
 
 
-def request(port, method, path, body=None, headers=None, timeout=120):
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+# Replicas speak HTTPS with the fleet's certificate; the balancer's public side plain HTTP.
+TLS = {"ports": set(), "context": None}
+
+
+def request(port, method, path, body=None, headers=None, timeout=120, source=None):
+    source_address = (source, 0) if source else None
+    if port in TLS["ports"]:
+        conn = http.client.HTTPSConnection("127.0.0.1", port, timeout=timeout,
+                                           context=TLS["context"], source_address=source_address)
+    else:
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout,
+                                          source_address=source_address)
     try:
         data = json.dumps(body).encode() if body is not None else None
         h = {"Content-Type": "application/json"} if data else {}
+        h.update(API)
         h.update(headers or {})
         conn.request(method, path, body=data, headers=h)
         res = conn.getresponse()
@@ -82,6 +96,8 @@ def free_base_port(count):
 
 
 ADMIN = {}
+API = {}  # the inference key every request sends unless it names another
+API_KEY = "fleet-inference-key-" + "%016x" % random.getrandbits(64)
 
 
 def main():
@@ -104,9 +120,14 @@ def main():
                    check=True, stdout=subprocess.DEVNULL)
     port = free_base_port(3)
     fleet_dir = os.path.join(work, "fleet")
+    api_keys = os.path.join(work, "api.keys")
+    with open(api_keys, "w") as f:
+        f.write(API_KEY + "\n")
+    os.chmod(api_keys, 0o600)
     fleet = subprocess.Popen(
         [args.local_sh, "--replicas", "3", "--model", model, "--port", str(port), "--dir",
-         fleet_dir, "--sparrowd", args.sparrowd, "--", "--threads", "1", "--max-running", "4"],
+         fleet_dir, "--sparrowd", args.sparrowd, "--", "--threads", "1", "--max-running", "4",
+         "--api-key-file", api_keys],
         start_new_session=True)
     try:
         return run(fleet, fleet_dir, port)
@@ -130,6 +151,34 @@ def main():
             shutil.rmtree(work, ignore_errors=True)
 
 
+def lockout_is_per_client(port):
+    """Ten bad keys from one client (127.0.0.2) through the balancer lock that client out and
+    nobody else (127.0.0.3): the replicas count the client HAProxy names in its PROXY header,
+    not HAProxy. One route key, so every request goes to one replica."""
+    route = {"X-Sparrow-Route": "lockout"}
+    bad = dict(route, Authorization="Bearer not-the-key-of-anyone")
+    statuses = [request(port, "GET", "/v1/models", headers=bad, source="127.0.0.2")[0]
+                for _ in range(10)]
+    check(statuses == [401] * 10, f"ten bad keys from 127.0.0.2: {statuses}")
+    status, headers, raw = request(port, "GET", "/v1/models", headers=route, source="127.0.0.2")
+    check(status == 429, f"127.0.0.2, locked out, with the right key: {status} {raw[:200]}")
+    locked_on = headers.get("x-sparrow-replica")
+    status, headers, raw = request(port, "GET", "/v1/models", headers=route, source="127.0.0.3")
+    check(status == 200,
+          f"another client (127.0.0.3) after 127.0.0.2's lockout: {status} {raw[:200]}")
+    check(headers.get("x-sparrow-replica") == locked_on,
+          f"both clients on one replica: {locked_on} and {headers.get('x-sparrow-replica')}")
+
+
+def admin_is_off_the_public_frontend(port, replica_port):
+    for path in ["/admin/v1/status", "/admin/v1/drain", "/dashboard/", "/ADMIN/v1/status"]:
+        status, headers, _ = request(port, "GET", path, headers=ADMIN)
+        check(status == 404 and "x-sparrow-replica" not in headers,
+              f"{path} through the balancer: {status}, replica {headers.get('x-sparrow-replica')}")
+    status, _, _ = request(replica_port["replica1"], "GET", "/admin/v1/status", headers=ADMIN)
+    check(status == 200, f"/admin/v1/status on a replica directly (HTTPS): {status}")
+
+
 def run(fleet, fleet_dir, port):
     ready = os.path.join(fleet_dir, "ready")
     deadline = time.monotonic() + 120  # a guard against a hung start, not a speed check
@@ -143,7 +192,13 @@ def run(fleet, fleet_dir, port):
         time.sleep(0.1)
     with open(os.path.join(fleet_dir, "admin.keys")) as f:
         ADMIN["Authorization"] = "Bearer " + f.read().split()[1]
+    API["Authorization"] = "Bearer " + API_KEY
     replica_port = {f"replica{i}": port + i for i in (1, 2, 3)}
+    TLS["ports"] = set(replica_port.values())
+    TLS["context"] = ssl.create_default_context(cafile=os.path.join(fleet_dir, "sparrow.crt"))
+
+    lockout_is_per_client(port)
+    admin_is_off_the_public_frontend(port, replica_port)
 
     # /ready on a replica: 200 while it admits.
     status, _, raw = request(port + 1, "GET", "/ready")

@@ -38,6 +38,7 @@ namespace adminpb = sparrow::admin::v1;
 
 constexpr const char* kAdminKey = "a1b2c3d4e5f60718293a4b5c6d7e8f90";
 constexpr const char* kApiKey = "inference-key-1";
+constexpr const char* kHostKey = "host-app-key-0123456789";
 
 // A scratch directory with the key files and the audit log.
 struct Files {
@@ -47,6 +48,7 @@ struct Files {
     dir = mkdtemp(tmpl);
     Write("admin.keys", std::string("# operators\nlaptop ") + kAdminKey + "\n");
     Write("api.keys", std::string(kApiKey) + "\n");
+    Write("host.keys", std::string("app ") + kHostKey + "\n");
   }
   ~Files() { std::system(("rm -rf " + dir).c_str()); }
   std::string Path(const std::string& name) const { return dir + "/" + name; }
@@ -71,6 +73,7 @@ std::unique_ptr<SparrowdProcess> Start(const Files& f, std::vector<std::string> 
             "--threads",        "1",
             "--api-key-file",   f.Path("api.keys"),
             "--admin-key-file", f.Path("admin.keys"),
+            "--host-key-file",  f.Path("host.keys"),
             "--audit-log",      f.Path("audit.jsonl")};
   if (std::find(extra.begin(), extra.end(), "--auth-failure-limit") == extra.end()) {
     extra.insert(extra.end(), {"--auth-failure-limit", "1000"});
@@ -138,13 +141,13 @@ adminpb::ServerStatus GrpcStatus(int grpc_port) {
 }
 
 // The host app's onTrimMemory level `level` (a name such as "TRIM_MEMORY_RUNNING_LOW"), sent with
-// the inference key through sparrow.v1.Sparrow/ReportMemoryPressure.
+// the host key through sparrow.v1.Sparrow/ReportMemoryPressure.
 grpc::Status ReportTrim(int grpc_port, const std::string& level,
                         sparrow::v1::ReportMemoryPressureResponse* out) {
   auto app = sparrow::v1::Sparrow::NewStub(grpc::CreateChannel(
       "127.0.0.1:" + std::to_string(grpc_port), grpc::InsecureChannelCredentials()));
   grpc::ClientContext c;
-  WithKey(&c, kApiKey);
+  WithKey(&c, kHostKey);
   sparrow::v1::ReportMemoryPressureRequest req;
   req.set_trim_level(level);
   return app->ReportMemoryPressure(&c, req, out);
@@ -886,7 +889,8 @@ TEST(SparrowdAdminTest, TheOperatorMovesTheMemoryBudgetWhileServing) {
   SparrowdProcess::Options o;
   o.args = {"--model", converted, "--port", "0", "--grpc-port", "0", "--threads", "1",
             "--api-key-file", f.Path("api.keys"), "--admin-key-file", f.Path("admin.keys"),
-            "--audit-log", f.Path("audit.jsonl"), "--cache-mb", "2",
+            "--host-key-file", f.Path("host.keys"), "--audit-log", f.Path("audit.jsonl"),
+            "--cache-mb", "2",
             // The operator alone moves the budget here: the machine's own pressure would make
             // the numbers below depend on what else runs on it.
             "--memory-pressure", "2"};
@@ -1084,7 +1088,7 @@ TEST(SparrowdAdminTest, TheOperatorMovesTheMemoryBudgetWhileServing) {
   // pressure eases.
   {
     grpc::ClientContext c;
-    WithKey(&c, kApiKey);
+    WithKey(&c, kHostKey);
     sparrow::v1::ReportMemoryPressureRequest req;
     req.set_trim_level_value(80);  // TRIM_MEMORY_COMPLETE
     sparrow::v1::ReportMemoryPressureResponse out;

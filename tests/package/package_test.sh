@@ -64,6 +64,11 @@ for f in /usr/bin/sparrowd /usr/bin/sparrow /usr/bin/sparrowctl \
 done
 getent passwd sparrow >/dev/null || fail "postinst made no 'sparrow' user"
 [ "$(stat -c %U /var/lib/sparrow)" = sparrow ] || fail "/var/lib/sparrow is not the sparrow user's"
+# The config may hold admin_key: root:sparrow 0640. The models directory is root's.
+[ "$(stat -c '%U:%G %a' /etc/sparrow/sparrow.yaml)" = "root:sparrow 640" ] ||
+  fail "/etc/sparrow/sparrow.yaml is $(stat -c '%U:%G %a' /etc/sparrow/sparrow.yaml), not root:sparrow 640"
+[ "$(stat -c '%U:%G %a' /var/lib/sparrow/models)" = "root:sparrow 750" ] ||
+  fail "/var/lib/sparrow/models is $(stat -c '%U:%G %a' /var/lib/sparrow/models), not root:sparrow 750"
 for b in sparrowd sparrow sparrowctl; do
   # Nothing from the build tree at run time: no RPATH into it, every library found.
   if readelf -d "/usr/bin/$b" | grep -qE 'RPATH|RUNPATH'; then fail "/usr/bin/$b has an RPATH"; fi
@@ -81,11 +86,37 @@ echo "== serve"
 # them) and keep the machine's memory pressure out of the test.
 MODEL_PATH="$(sed -n 's/^model: *\([^ ]*\).*/\1/p' /etc/sparrow/sparrow.yaml)"
 [ "$MODEL_PATH" = /var/lib/sparrow/models/model.gguf ] || fail "config names model '$MODEL_PATH'"
-install -o sparrow -g sparrow -m 0640 "$MODEL" "$MODEL_PATH"
+install -o root -g sparrow -m 0640 "$MODEL" "$MODEL_PATH"
+# The service reads its config and model and can change neither.
+for f in /etc/sparrow/sparrow.yaml "$MODEL_PATH"; do
+  setpriv --reuid=sparrow --regid=sparrow --init-groups test -r "$f" || fail "sparrow cannot read $f"
+  if setpriv --reuid=sparrow --regid=sparrow --init-groups test -w "$f"; then
+    fail "sparrow can write $f"
+  fi
+done
+if setpriv --reuid=sparrow --regid=sparrow --init-groups touch /var/lib/sparrow/models/new.gguf 2>/dev/null; then
+  fail "sparrow can add files to /var/lib/sparrow/models"
+fi
+if command -v systemd-analyze >/dev/null 2>&1; then
+  # The unit's sandbox, scored as deploy/README.md says (below 5.0 is systemd's "OK" or better).
+  score="$(systemd-analyze security --offline=yes /lib/systemd/system/sparrowd.service | sed -n 's/.*exposure level for sparrowd.service: \([0-9.]*\).*/\1/p')"
+  echo "systemd-analyze security: $score"
+  awk -v s="$score" 'BEGIN { exit !(s != "" && s < 5.0) }' || fail "exposure $score is not OK or better"
+fi
 LOG="$WORK/sparrowd.log"
+# MemoryDenyWriteExecute=yes: the kernel's own form of it (prctl PR_SET_MDWE, Linux 6.3+, kept
+# across exec) where python3 can set it, so a JIT or an executable stack would fail here.
+MDWE=()
+if command -v python3 >/dev/null 2>&1; then
+  MDWE=(python3 -c 'import ctypes, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+if libc.prctl(65, 1, 0, 0, 0) != 0: print("MDWE unavailable:", os.strerror(ctypes.get_errno()), file=sys.stderr)
+else: print("sparrowd runs with MDWE (refuse exec gain)", file=sys.stderr)
+os.execv(sys.argv[1], sys.argv[1:])')
+fi
 (cd /var/lib/sparrow && exec env -i PATH=/usr/bin:/bin HOME=/var/lib/sparrow \
   XDG_CACHE_HOME=/var/lib/sparrow/cache setpriv --reuid=sparrow --regid=sparrow --init-groups \
-  /usr/bin/sparrowd --config /etc/sparrow/sparrow.yaml --port 0 --grpc-port 0 \
+  "${MDWE[@]}" /usr/bin/sparrowd --config /etc/sparrow/sparrow.yaml --port 0 --grpc-port 0 \
   --memory-pressure 2) >"$LOG" 2>&1 &
 SERVER_PID=$!
 PORT=""
