@@ -11,24 +11,10 @@
 #include "engine/common/result.h"
 #include "engine/tokenizer/jinja/ast.h"
 #include "engine/tokenizer/jinja/budget.h"
+#include "engine/tokenizer/jinja/jinja_template.h"
 #include "engine/tokenizer/jinja/value.h"
 
 namespace sparrow::jinja {
-
-// What one render may take. The defaults fit a phone: a render holds at most ~64 MiB more than
-// its context (plus the transient code points of one string operation, 4 bytes a character) and
-// does at most 20 million steps. See budget.h for how bytes are counted.
-struct RenderLimits {
-  // Strings, lists and dicts the render holds at once, plus its output and capture buffers.
-  size_t max_bytes = size_t{64} << 20;
-  size_t max_output_bytes = size_t{16} << 20;  // the output; also caps any one string built
-  size_t max_items = 1'000'000;                // caps any one list built
-  // Statements, expressions, loop iterations, calls, items iterated, and every
-  // RenderBudget::kBytesPerStep bytes built or scanned.
-  int64_t max_steps = 20'000'000;
-  int max_call_depth = 64;  // nested macro calls
-  int max_depth = 1000;     // statements and expressions nested at run time (the C++ stack)
-};
 
 class Interpreter {
  public:
