@@ -18,8 +18,9 @@ bool UsesTools(const std::vector<ChatMessage>& messages, const ChatOptions& o) {
 }  // namespace
 
 ChatRenderer::ChatRenderer(std::string setting, std::string bos, std::string eos,
-                           bool tokenizer_adds_bos)
+                           bool tokenizer_adds_bos, std::string origin)
     : setting_(std::move(setting)),
+      origin_(std::move(origin)),
       bos_(std::move(bos)),
       eos_(std::move(eos)),
       drop_bos_(tokenizer_adds_bos),
@@ -28,10 +29,8 @@ ChatRenderer::ChatRenderer(std::string setting, std::string bos, std::string eos
   if (setting_.empty() || ChatTemplateFromName(setting_, &named)) return;
   auto parsed = jinja::Template::Parse(setting_);
   if (!parsed.ok()) {
-    spdlog::warn(
-        "chat template: the model's Jinja template cannot be run ({}); using the "
-        "built-in '{}' template instead",
-        parsed.status().message(), ChatTemplateName(family_));
+    spdlog::warn("chat template: {} cannot be run ({}); using the built-in '{}' template instead",
+                 origin_, parsed.status().message(), ChatTemplateName(family_));
     return;
   }
   jinja_.emplace(std::move(*parsed));
@@ -61,9 +60,8 @@ Result<RenderedChat> ChatRenderer::Render(const std::vector<ChatMessage>& messag
     if (r.status().message().find("raise_exception") != std::string::npos) return r.status();
     if (!warned_.exchange(true)) {
       spdlog::warn(
-          "chat template: the model's Jinja template failed ({}); using the built-in "
-          "'{}' template for such requests",
-          r.status().message(), ChatTemplateName(family_));
+          "chat template: {} failed ({}); using the built-in '{}' template for such requests",
+          origin_, r.status().message(), ChatTemplateName(family_));
     }
   }
   return RenderChatTemplate(messages, family_, options);

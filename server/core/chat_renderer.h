@@ -19,9 +19,11 @@ class ChatRenderer {
  public:
   // `setting`: a family name (the config's chat_template) or the GGUF's Jinja text ("" means
   // ChatML); `bos_token` and `eos_token`: the vocabulary's texts, for the template's context;
-  // `tokenizer_adds_bos`: the tokenizer puts BOS in front, so a template's own is dropped.
+  // `tokenizer_adds_bos`: the tokenizer puts BOS in front, so a template's own is dropped;
+  // `origin`: where the Jinja text came from, for the warnings that name it (e.g.
+  // "tokenizer.chat_template of 'm.gguf'").
   ChatRenderer(std::string setting, std::string bos_token, std::string eos_token,
-               bool tokenizer_adds_bos = true);
+               bool tokenizer_adds_bos = true, std::string origin = "the model's Jinja template");
 
   Result<RenderedChat> Render(const std::vector<ChatMessage>& messages,
                               const ChatOptions& options) const;
@@ -32,6 +34,7 @@ class ChatRenderer {
 
  private:
   std::string setting_;
+  std::string origin_;
   std::string bos_, eos_;
   bool drop_bos_;
   ChatTemplate family_;

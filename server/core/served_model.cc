@@ -101,9 +101,11 @@ Result<std::shared_ptr<ServedModel>> LoadServedModel(const ServerConfig& config,
   SPARROW_ASSIGN_OR_RETURN(m->tokenizer, LoadTokenizer(m->model->file()));
   m->model_id = model_id.empty() ? ModelIdFromPath(path) : model_id;
 
+  std::string origin = "the config's chat_template";
   if (!config.chat_template.empty()) {
     m->chat_template = config.chat_template;
   } else if (!config.chat_template_file.empty()) {
+    origin = "chat_template_file '" + config.chat_template_file + "'";
     std::ifstream in(config.chat_template_file);
     std::stringstream text;
     text << in.rdbuf();
@@ -115,6 +117,7 @@ Result<std::shared_ptr<ServedModel>> LoadServedModel(const ServerConfig& config,
   } else {
     auto jinja = m->model->file().GetString("tokenizer.chat_template");
     if (jinja.ok()) m->chat_template = std::string(*jinja);
+    origin = "tokenizer.chat_template of '" + path + "'";
   }
 
   const Tokenizer& vocab = *m->tokenizer;
@@ -123,7 +126,7 @@ Result<std::shared_ptr<ServedModel>> LoadServedModel(const ServerConfig& config,
   };
   m->chat = std::make_shared<const ChatRenderer>(m->chat_template, token_text(vocab.bos()),
                                                  token_text(vocab.special(SpecialToken::kEos)),
-                                                 vocab.add_bos());
+                                                 vocab.add_bos(), origin);
   if (!ReasoningFormatFromName(config.reasoning_format, &m->reasoning_format)) {
     return InvalidArgument("config: 'reasoning_format' is '" + config.reasoning_format +
                            "'; expected deepseek, auto or none");

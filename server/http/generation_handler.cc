@@ -1,8 +1,10 @@
 #include "server/http/generation_handler.h"
 
 #include <algorithm>
+#include <atomic>
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/this_coro.hpp>
+#include <boost/asio/thread_pool.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/http/chunk_encode.hpp>
 
@@ -267,6 +269,34 @@ asio::awaitable<bool> Stream(HttpStream& stream, const HttpRequest& req,
   co_return co_await EndChunkedBody(stream, limits.write_timeout);
 }
 
+// PrepareGeneration on the server's preparation pool, while this coroutine waits without holding
+// its io thread.
+asio::awaitable<bool> Prepare(HttpExchange& ex, bool chat, Job& job, GenerationError* err) {
+  asio::thread_pool* pool = ex.state != nullptr ? ex.state->prepare.get() : nullptr;
+  if (pool == nullptr) {
+    co_return PrepareGeneration(*job.served, chat, ex.req.body(), &job.prep, err);
+  }
+  struct Handoff {
+    PreparedGeneration prep;
+    GenerationError err;
+    bool ok = false;
+    std::atomic<bool> done{false};
+  };
+  auto handoff = std::make_shared<Handoff>();
+  auto wakeup = std::make_shared<Wakeup>(co_await asio::this_coro::executor);
+  // The body is copied: the connection may be dropped (and the request freed) at shutdown while
+  // the preparation runs.
+  asio::post(*pool, [handoff, wakeup, served = job.served, chat, body = ex.req.body()] {
+    handoff->ok = PrepareGeneration(*served, chat, body, &handoff->prep, &handoff->err);
+    handoff->done.store(true, std::memory_order_release);
+    wakeup->Notify();
+  });
+  while (!handoff->done.load(std::memory_order_acquire)) co_await wakeup->Wait(kPoll);
+  job.prep = std::move(handoff->prep);
+  *err = std::move(handoff->err);
+  co_return handoff->ok;
+}
+
 }  // namespace
 
 asio::awaitable<bool> HandleGeneration(HttpExchange& ex, bool chat,
@@ -278,7 +308,7 @@ asio::awaitable<bool> HandleGeneration(HttpExchange& ex, bool chat,
   Job job;
   job.served = ctx.served();
   GenerationError err;
-  if (!PrepareGeneration(*job.served, chat, req.body(), &job.prep, &err)) {
+  if (!co_await Prepare(ex, chat, job, &err)) {
     co_return co_await WriteResponse(stream,
                                      ErrorResponse(req, HttpStatusFor(err.status.code()),
                                                    err.status.message(), err.param, err.code),

@@ -122,6 +122,8 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Start(ServerContext& ctx,
   s->port_ = s->acceptor_.local_endpoint().port();
   asio::co_spawn(s->ioc_, AcceptLoop(s->acceptor_, s->ctx_, s->opts_, s->state_, s->tls_.get()),
                  asio::detached);
+  s->state_.prepare =
+      std::make_unique<asio::thread_pool>(static_cast<size_t>(std::max(1, s->opts_.threads)));
   for (int i = 0; i < std::max(1, s->opts_.threads); ++i) {
     s->threads_.emplace_back([io = &s->ioc_] { io->run(); });
   }
@@ -159,6 +161,11 @@ void HttpServer::Stop() {
   ioc_.stop();
   for (auto& t : threads_) t.join();
   threads_.clear();
+  // Before the io_context goes: a preparation that ends wakes its coroutine through it.
+  if (state_.prepare) {
+    state_.prepare->stop();
+    state_.prepare->join();
+  }
 }
 
 }  // namespace sparrow::server

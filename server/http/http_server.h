@@ -12,6 +12,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ssl/context.hpp>
+#include <boost/asio/thread_pool.hpp>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -44,6 +45,10 @@ struct HttpServerOptions {
 struct HttpServerState {
   std::atomic<bool> draining{false};  // shutting down: answer 503, keep no connection alive
   std::atomic<int64_t> busy{0};       // requests read and not yet completely answered
+  // Prepares generation requests (parsing, the chat template, tokenizing) off the io threads: a
+  // chat template may run up to its step limit, over a second on a slow core
+  // (engine/tokenizer/jinja/README.md). As many threads as io threads. Null: on the io thread.
+  std::unique_ptr<boost::asio::thread_pool> prepare;
 };
 
 HttpServerOptions HttpOptionsFromConfig(const ServerConfig& config);

@@ -58,6 +58,10 @@ std::unique_ptr<SparrowdProcess> SparrowdProcess::Start(const std::string& binar
         std::freopen(p->err_path_.c_str(), "w", stderr) == nullptr) {
       std::_Exit(126);
     }
+    if (options.max_address_space > 0) {
+      rlimit lim{options.max_address_space, options.max_address_space};
+      ::setrlimit(RLIMIT_AS, &lim);
+    }
     if (options.max_open_files > 0) {
       rlimit lim{options.max_open_files, options.max_open_files};
       ::setrlimit(RLIMIT_NOFILE, &lim);
@@ -115,13 +119,26 @@ SparrowdProcess::~SparrowdProcess() {
   }
 }
 
-int64_t SparrowdProcess::ResidentBytes() const {
-  std::ifstream in("/proc/" + std::to_string(pid_) + "/status");
+namespace {
+
+// A "Name:   N kB" line of /proc/PID/status, in bytes; -1 when the process or line is gone.
+int64_t StatusBytes(pid_t pid, const std::string& name) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
   std::string line;
   while (std::getline(in, line)) {
-    if (line.rfind("VmRSS:", 0) == 0) return std::stoll(line.substr(6)) * 1024;
+    if (line.rfind(name, 0) == 0) return std::stoll(line.substr(name.size())) * 1024;
   }
   return -1;
+}
+
+}  // namespace
+
+int64_t SparrowdProcess::ResidentBytes() const {
+  return StatusBytes(pid_, "VmRSS:");
+}
+
+int64_t SparrowdProcess::PeakResidentBytes() const {
+  return StatusBytes(pid_, "VmHWM:");
 }
 
 void SparrowdProcess::Signal(int sig) {
@@ -230,6 +247,16 @@ std::string RawExchange(const std::string& host, int port, const std::string& re
   std::string out = ReadUntilClose(fd);
   ::close(fd);
   return out;
+}
+
+std::pair<int, std::string> PostJsonHttp10(int port, const std::string& path,
+                                           const std::string& json_body) {
+  const std::string raw = RawExchange(
+      "127.0.0.1", port,
+      "POST " + path + " HTTP/1.0\r\nContent-Type: application/json\r\nContent-Length: " +
+          std::to_string(json_body.size()) + "\r\n\r\n" + json_body);
+  const size_t head = raw.find("\r\n\r\n");
+  return {StatusOf(raw), head == std::string::npos ? "" : raw.substr(head + 4)};
 }
 
 CommandResult RunCommand(const std::string& shell_command) {

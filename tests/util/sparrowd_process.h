@@ -10,6 +10,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace sparrow::testing {
@@ -21,6 +22,9 @@ class SparrowdProcess {
     // (the operator and the host app only) and --hw-profile none are added.
     std::vector<std::string> args;
     rlim_t max_open_files = 0;  // RLIMIT_NOFILE for the child; 0 leaves it alone
+    // RLIMIT_AS for the child, so that a build without a memory bound fails its allocations
+    // instead of taking the test machine's memory; 0 leaves it alone.
+    rlim_t max_address_space = 0;
     // A cgroup's cgroup.procs: the child joins that cgroup before it executes sparrowd.
     std::string cgroup_procs;
   };
@@ -40,6 +44,8 @@ class SparrowdProcess {
   pid_t pid() const { return pid_; }
   // Its VmRSS (/proc/PID/status), -1 when gone.
   int64_t ResidentBytes() const;
+  // Its VmHWM (/proc/PID/status): the most it was resident at once, -1 when gone.
+  int64_t PeakResidentBytes() const;
 
   // SIGSTOP returns once the whole process has stopped.
   void Signal(int sig);
@@ -68,6 +74,10 @@ std::string ReadUntilClose(int fd, size_t max_bytes = size_t{64} << 20);
 int StatusOf(const std::string& raw_response);
 // Sends `request` on a fresh connection and returns everything read until the server closes.
 std::string RawExchange(const std::string& host, int port, const std::string& request);
+// POSTs `json_body` to 127.0.0.1:`port` `path` over HTTP/1.0: the status (0 without a response)
+// and the body.
+std::pair<int, std::string> PostJsonHttp10(int port, const std::string& path,
+                                           const std::string& json_body);
 
 // A command run to its end (a client binary such as sparrowctl): exit code (-1 when it did not
 // exit normally) and its stdout and stderr together.

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <ctime>
 
+#include "engine/tokenizer/jinja/budget.h"
 #include "engine/tokenizer/jinja/builtins.h"
 #include "engine/tokenizer/jinja/strings.h"
 
@@ -48,7 +49,10 @@ Result<bool> Less(const Value& a, const Value& b) {
     }
     return a.as_int() < b.as_int();
   }
-  if (a.is_string() && b.is_string()) return a.as_string() < b.as_string();
+  if (a.is_string() && b.is_string()) {
+    NoteScanned(std::min(a.as_string().size(), b.as_string().size()));
+    return a.as_string() < b.as_string();
+  }
   if (a.is_list_like() && a.kind() == b.kind()) {
     const List& x = a.list();
     const List& y = b.list();
@@ -71,9 +75,11 @@ Result<bool> Contains(const Value& container, const Value& x) {
         return InvalidArgument("'in <string>' requires string as left operand, not " +
                                x.TypeName());
       }
+      NoteScanned(container.as_string().size());
       return container.as_string().find(x.as_string()) != std::string::npos;
     case Value::Kind::kList:
     case Value::Kind::kTuple:
+      NoteScanned(container.list().size() * 16);
       for (const Value& e : container.list()) {
         if (e.Equals(x)) return true;
       }

@@ -85,6 +85,7 @@ Result<Value> Indent(Interpreter& in, const Value& v, CallArgs& args) {
   std::vector<std::string> lines = SplitLines(v.as_string() + "\n");
   std::string out;
   for (size_t i = 0; i < lines.size(); ++i) {
+    SPARROW_RETURN_IF_ERROR(in.CheckSize(out.size() + 1 + pad.size() + lines[i].size()));
     if (i > 0) out += "\n";
     if ((i > 0 || Flag(a[1])) && (Flag(a[2]) || !lines[i].empty())) out += pad;
     out += lines[i];

@@ -13,9 +13,25 @@ Status Locate(int line, int column, Status st) {
   return Status(st.code(), Located(line, column, st.message()));
 }
 
+// Holds a charge on the budget for a buffer that is not a Value (a loop's items).
+class HeldBytes {
+ public:
+  HeldBytes(RenderBudget* budget, size_t bytes) : budget_(budget), bytes_(bytes) {
+    budget_->Charge(bytes_);
+  }
+  ~HeldBytes() { budget_->Release(bytes_); }
+  HeldBytes(const HeldBytes&) = delete;
+  HeldBytes& operator=(const HeldBytes&) = delete;
+
+ private:
+  RenderBudget* budget_;
+  size_t bytes_;
+};
+
 }  // namespace
 
 Result<std::string> Interpreter::Render(const Body& body, Dict context) {
+  BudgetScope budget_scope(&budget_);
   globals_ = MakeGlobals();
   context_ = context;
   scope_ = NewScope(nullptr);
@@ -32,6 +48,8 @@ Result<std::string> Interpreter::Render(const Body& body, Dict context) {
   namespaces_.clear();
   scope_.reset();
   if (!st.ok()) return st;
+  // A builder that stopped short in the last statement has not been seen by a step yet.
+  if (budget_.exhausted()) return BytesExhausted();
   return out;
 }
 
@@ -43,26 +61,34 @@ std::shared_ptr<Interpreter::Scope> Interpreter::NewScope(std::shared_ptr<Scope>
 
 Status Interpreter::Tick(int64_t n) {
   steps_ += n;
-  if (steps_ > limits_.max_steps) {
+  if (steps_ + budget_.byte_steps() > limits_.max_steps) {
     return ResourceExhausted("the template did more than " + std::to_string(limits_.max_steps) +
-                             " steps of work");
+                             " steps of work (the step limit)");
   }
+  if (budget_.exhausted()) return BytesExhausted();
   return Status::Ok();
+}
+
+Status Interpreter::BytesExhausted() const {
+  return jinja::BytesExhausted(budget_);
 }
 
 Status Interpreter::CheckItems(size_t count) const {
   if (count > limits_.max_items) {
     return ResourceExhausted("the template built a sequence of over " +
-                             std::to_string(limits_.max_items) + " items");
+                             std::to_string(limits_.max_items) + " items (the item limit)");
   }
+  if (!budget_.Fits(count * sizeof(Value))) return BytesExhausted();
   return Status::Ok();
 }
 
 Status Interpreter::CheckSize(size_t size) const {
   if (size > limits_.max_output_bytes) {
     return ResourceExhausted("the template built a value or output over " +
-                             std::to_string(limits_.max_output_bytes) + " bytes");
+                             std::to_string(limits_.max_output_bytes) +
+                             " bytes (the output limit)");
   }
+  if (budget_.exhausted() || !budget_.Fits(size)) return BytesExhausted();
   return Status::Ok();
 }
 
@@ -71,14 +97,22 @@ const Value* Interpreter::ContextVar(std::string_view name) const {
 }
 
 Status Interpreter::Emit(std::string_view text) {
-  SPARROW_RETURN_IF_ERROR(CheckSize(out_->size() + text.size()));
+  if (out_->size() + text.size() > limits_.max_output_bytes) {
+    return CheckSize(out_->size() + text.size());
+  }
+  if (!budget_.Fits(text.size())) return BytesExhausted();
+  // The buffer is charged by what it allocates; Capture hands the charge to the value it makes.
+  const size_t before = out_->capacity();
   out_->append(text);
+  budget_.Charge(out_->capacity() - before);
   return Status::Ok();
 }
 
 Status Interpreter::Exec(const Body& body) {
   for (const auto& s : body) {
-    SPARROW_RETURN_IF_ERROR(ExecStmt(*s));
+    SPARROW_RETURN_IF_ERROR(Locate(s->line, s->column, ExecStmt(*s)));
+    // A builder that stopped short at the byte limit returned a partial value.
+    if (budget_.exhausted()) return Locate(s->line, s->column, BytesExhausted());
     if (flow_ != Flow::kNormal) break;
   }
   return Status::Ok();
@@ -93,6 +127,7 @@ Result<std::string> Interpreter::Capture(const Body& body, std::shared_ptr<Scope
   Status st = Exec(body);
   out_ = saved_out;
   scope_ = std::move(saved_scope);
+  budget_.Release(buf.capacity());
   if (!st.ok()) return st;
   return buf;
 }
@@ -173,6 +208,7 @@ Status Interpreter::ExecFor(const Stmt& s) {
   Result<List> iterated = Iterate(seq);
   if (!iterated.ok()) return Locate(s.expr->line, s.expr->column, iterated.status());
   List items = std::move(iterated).value();
+  HeldBytes held(&budget_, items.capacity() * sizeof(Value));
   // Each iteration has a scope of its own: what one sets, the next does not see (jinja2).
   std::shared_ptr<Scope> saved = scope_;
   auto run = [&]() -> Status {
@@ -364,7 +400,8 @@ Result<Value> Interpreter::Call(const Value& callee, CallArgs& args) {
   SPARROW_RETURN_IF_ERROR(Tick());
   if (callee.is_callable()) return callee.callable().fn(*this, args);
   if (callee.is_undefined()) return UndefinedError(callee);
-  return InvalidArgument("'" + callee.TypeName() + "' object is not callable");
+  return InvalidArgument(
+      std::string("'").append(callee.TypeName()).append("' object is not callable"));
 }
 
 Result<List> Interpreter::Iterate(const Value& v) {
@@ -372,14 +409,19 @@ Result<List> Interpreter::Iterate(const Value& v) {
   switch (v.kind()) {
     case Value::Kind::kList:
     case Value::Kind::kTuple:
+      SPARROW_RETURN_IF_ERROR(CheckItems(v.list().size()));
       out = v.list();
       break;
     case Value::Kind::kDict:
+      SPARROW_RETURN_IF_ERROR(CheckItems(v.dict().items.size()));
       for (const auto& [k, e] : v.dict().items) out.push_back(k);
       break;
     case Value::Kind::kString:
       // Charged before building: a long string would make millions of one-character values.
       SPARROW_RETURN_IF_ERROR(CheckItems(CodePointLength(v.as_string())));
+      if (!budget_.Fits(CodePointLength(v.as_string()) * RenderBudget::kValueOverhead)) {
+        return BytesExhausted();
+      }
       SPARROW_RETURN_IF_ERROR(Tick(static_cast<int64_t>(CodePointLength(v.as_string()))));
       for (uint32_t c : CodePoints(v.as_string())) {
         out.push_back(Value::String(FromCodePoints({c}, 0, 1)));

@@ -10,21 +10,16 @@
 
 #include "engine/common/result.h"
 #include "engine/tokenizer/jinja/ast.h"
+#include "engine/tokenizer/jinja/budget.h"
+#include "engine/tokenizer/jinja/jinja_template.h"
 #include "engine/tokenizer/jinja/value.h"
 
 namespace sparrow::jinja {
 
-struct RenderLimits {
-  size_t max_output_bytes = size_t{64} << 20;  // also caps any one string built
-  size_t max_items = 1'000'000;                // caps any one list built
-  int64_t max_steps = 20'000'000;              // statements, loop iterations, calls, items
-  int max_call_depth = 64;                     // nested macro calls
-  int max_depth = 1000;  // statements and expressions nested at run time (the C++ stack)
-};
-
 class Interpreter {
  public:
-  explicit Interpreter(const RenderLimits& limits) : limits_(limits) {}
+  explicit Interpreter(const RenderLimits& limits)
+      : limits_(limits), budget_(limits.max_bytes, limits.max_output_bytes) {}
 
   Result<std::string> Render(const Body& body, Dict context);
 
@@ -38,10 +33,13 @@ class Interpreter {
   Result<Value> GetItem(const Value& obj, const Value& key);
   // Charges `n` units of work; fails once the budget is spent.
   Status Tick(int64_t n = 1);
-  // Fails when a string of `size` bytes would exceed the output limit.
+  // Fails when a string of `size` bytes would exceed the output limit or not fit the byte
+  // budget: asked before the string is built.
   Status CheckSize(size_t size) const;
-  // Fails when a list of `count` items would exceed the item limit.
+  // Fails when a list of `count` items would exceed the item limit or not fit the byte budget.
   Status CheckItems(size_t count) const;
+  // The most bytes the render held at once (for tests and measurements).
+  size_t peak_bytes() const { return budget_.peak(); }
   // Remembers a namespace, emptied when the render ends: a namespace may hold itself.
   void TrackNamespace(const Value& ns) { namespaces_.push_back(ns); }
   // The render context (for strftime_now's `sparrow_now`).
@@ -76,7 +74,11 @@ class Interpreter {
   Value Lookup(const std::string& name) const;
   std::shared_ptr<Scope> NewScope(std::shared_ptr<Scope> parent);
 
+  Status BytesExhausted() const;
+
   RenderLimits limits_;
+  // Before every member that holds values: they give their bytes back to it when destroyed.
+  RenderBudget budget_;
   Dict context_;
   std::shared_ptr<Scope> scope_;
   // The scopes macros close over: a macro kept in the scope it closes over is a cycle of

@@ -33,7 +33,9 @@ Result<Value> Arithmetic(Interpreter& in, const std::string& op, const Value& l,
   if (r.is_undefined()) return UndefinedError(r);
   if (op == "+") {
     if (l.is_string() && r.is_string()) {
-      SPARROW_RETURN_IF_ERROR(in.CheckSize(l.as_string().size() + r.as_string().size()));
+      // Escaping makes at most five bytes of one ("&amp;").
+      const size_t grow = (l.is_markup() || r.is_markup()) ? 5 : 1;
+      SPARROW_RETURN_IF_ERROR(in.CheckSize(grow * (l.as_string().size() + r.as_string().size())));
       if (l.is_markup() || r.is_markup()) {
         // Markup + str escapes the str (markupsafe), whichever side the Markup is on.
         return Value::Markup((l.is_markup() ? l.as_string() : EscapeHtml(l.as_string())) +
@@ -67,10 +69,12 @@ Result<Value> Arithmetic(Interpreter& in, const std::string& op, const Value& l,
                                             : in.CheckItems(unit * static_cast<size_t>(n)));
     if (seq.is_string()) {
       std::string out;
+      out.reserve(unit * static_cast<size_t>(n));
       for (int64_t i = 0; i < n; ++i) out += seq.as_string();
       return Value::String(std::move(out));
     }
     List out;
+    out.reserve(unit * static_cast<size_t>(n));
     for (int64_t i = 0; i < n; ++i) out.insert(out.end(), seq.list().begin(), seq.list().end());
     return seq.kind() == Value::Kind::kList ? Value::MakeList(std::move(out))
                                             : Value::MakeTuple(std::move(out));
@@ -237,9 +241,15 @@ Result<Value> Interpreter::EvalBinary(const Expr& e) {
   SPARROW_ASSIGN_OR_RETURN(Value r, Eval(*e.args[1]));
   const std::string& op = e.op;
   if (op == "~") {
-    std::string s = l.Str();
-    s += r.Str();
-    SPARROW_RETURN_IF_ERROR(CheckSize(s.size()));
+    // Strings are joined without a copy of each side; other values are made text first.
+    std::string l_text = l.is_string() ? std::string() : l.Str();
+    std::string r_text = r.is_string() ? std::string() : r.Str();
+    const std::string& a = l.is_string() ? l.as_string() : l_text;
+    const std::string& b = r.is_string() ? r.as_string() : r_text;
+    SPARROW_RETURN_IF_ERROR(CheckSize(a.size() + b.size()));
+    std::string s;
+    s.reserve(a.size() + b.size());
+    s.append(a).append(b);
     return Value::String(std::move(s));
   }
   return Arithmetic(*this, op, l, r);
@@ -276,8 +286,11 @@ Result<Value> Interpreter::EvalSlice(const Expr& e) {
   }
   if (obj.is_list_like()) {
     const List& src = obj.list();
+    std::vector<size_t> picked = SliceIndices(src.size(), bounds[0], bounds[1], step);
+    SPARROW_RETURN_IF_ERROR(CheckItems(picked.size()));
     List out;
-    for (size_t i : SliceIndices(src.size(), bounds[0], bounds[1], step)) out.push_back(src[i]);
+    out.reserve(picked.size());
+    for (size_t i : picked) out.push_back(src[i]);
     return obj.kind() == Value::Kind::kList ? Value::MakeList(std::move(out))
                                             : Value::MakeTuple(std::move(out));
   }

@@ -35,11 +35,13 @@ Status CheckJsonDepth(const Json& root) {
 }
 
 template <typename Json>
-Result<std::string> RenderJson(const jinja::Body& body, const Json& context) {
+Result<std::string> RenderJson(const jinja::Body& body, const Json& context,
+                               const RenderLimits& limits = RenderLimits{}) {
   if (!context.is_object()) return InvalidArgument("the chat template context must be an object");
   SPARROW_RETURN_IF_ERROR(CheckJsonDepth(context));
+  // The context is the request's (bounded by its size) and is not charged to the budget.
   Value root = Value::FromJson(context);
-  Interpreter interpreter{RenderLimits{}};
+  Interpreter interpreter{limits};
   return interpreter.Render(body, std::move(root.dict()));
 }
 
@@ -64,6 +66,11 @@ Result<std::string> Template::Render(const nlohmann::json& context) const {
 
 Result<std::string> Template::Render(const nlohmann::ordered_json& context) const {
   return RenderJson(impl_->body, context);
+}
+
+Result<std::string> Template::Render(const nlohmann::ordered_json& context,
+                                     const RenderLimits& limits) const {
+  return RenderJson(impl_->body, context, limits);
 }
 
 }  // namespace sparrow::jinja

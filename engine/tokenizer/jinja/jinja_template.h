@@ -8,8 +8,11 @@
 // filters, unpacking, break/continue), set (also block and namespace attribute sets), macro,
 // call, filter blocks; Python's literals and operators; jinja2's built-in filters and tests;
 // the str, dict and list methods the sandbox allows. Anything else is an error naming the
-// construct and its line:column, never a crash; rendering is bounded in work, output size and
-// recursion. Parsed templates are immutable: Render may run on many threads at once.
+// construct and its line:column, never a crash; rendering is bounded in the bytes it holds, work,
+// output size and recursion (RenderLimits). Parsed templates are immutable: Render may run on many
+// threads at once.
+#include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -23,6 +26,21 @@ struct ParseOptions {
   // transformers' apply_chat_template renders with both on (jinja2's own default is off).
   bool trim_blocks = true;
   bool lstrip_blocks = true;
+};
+
+// What one render may take. The defaults fit a phone: a render holds at most ~64 MiB more than
+// its context (plus the transient code points of one string operation, 4 bytes a character) and
+// does at most 20 million steps. See budget.h for how bytes are counted.
+struct RenderLimits {
+  // Strings, lists and dicts the render holds at once, plus its output and capture buffers.
+  size_t max_bytes = size_t{64} << 20;
+  size_t max_output_bytes = size_t{16} << 20;  // the output; also caps any one string built
+  size_t max_items = 1'000'000;                // caps any one list built
+  // Statements, expressions, loop iterations, calls, items iterated, and every
+  // RenderBudget::kBytesPerStep bytes built or scanned.
+  int64_t max_steps = 20'000'000;
+  int max_call_depth = 64;  // nested macro calls
+  int max_depth = 1000;     // statements and expressions nested at run time (the C++ stack)
 };
 
 class Template {
@@ -43,6 +61,9 @@ class Template {
   // The same, keeping the key order of the objects in `context` (nlohmann::json sorts keys),
   // which tojson of tool schemas shows as Python would.
   Result<std::string> Render(const nlohmann::ordered_json& context) const;
+  // Either, within `limits` instead of the defaults.
+  Result<std::string> Render(const nlohmann::ordered_json& context,
+                             const RenderLimits& limits) const;
 
  private:
   struct Impl;

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "engine/tokenizer/jinja/budget.h"
 #include "engine/tokenizer/jinja/builtins.h"
 #include "engine/tokenizer/jinja/strings.h"
 
@@ -100,7 +101,9 @@ Result<Value> FormatMethod(const Value& self, CallArgs& args) {
       }
       if (!v) return InvalidArgument("KeyError: '" + field + "'");
     }
-    out += v->Str();
+    std::string text = v->Str();
+    if (!RoomForString(out.size() + text.size())) return BytesExhausted();
+    out += text;
     i = end;
   }
   return Value::String(std::move(out));
@@ -164,9 +167,12 @@ Result<std::string> PercentFormat(const std::string& f, const Value& args) {
       v = &positional[next++];
     }
     char buf[512];
+    const size_t pad_room = static_cast<size_t>(width);
     if (conv == 's' || conv == 'r') {
       // Counted in code points, as Python pads and cuts.
-      std::vector<uint32_t> cps = CodePoints(conv == 's' ? v->Str() : v->Repr());
+      const std::string text = conv == 's' ? v->Str() : v->Repr();
+      if (!RoomForString(out.size() + text.size() + pad_room)) return BytesExhausted();
+      std::vector<uint32_t> cps = CodePoints(text);
       if (precision >= 0 && cps.size() > static_cast<size_t>(precision)) cps.resize(precision);
       std::string pad(cps.size() < static_cast<size_t>(width) ? width - cps.size() : 0, ' ');
       bool left = flags.find('-') != std::string::npos;
@@ -273,9 +279,10 @@ const std::unordered_map<std::string_view, MethodFn>& StringMethods() {
              return InvalidArgument("sequence item " + std::to_string(i) +
                                     ": expected str instance, " + items[i].TypeName() + " found");
            }
+           SPARROW_RETURN_IF_ERROR(
+               in.CheckSize(out.size() + s.as_string().size() + items[i].as_string().size()));
            if (i > 0) out += s.as_string();
            out += items[i].as_string();
-           SPARROW_RETURN_IF_ERROR(in.CheckSize(out.size()));
          }
          return Value::String(std::move(out));
        }},

@@ -2,6 +2,7 @@
 
 #include <utf8proc.h>
 
+#include "engine/tokenizer/jinja/budget.h"
 #include "engine/tokenizer/unicode.h"
 
 namespace sparrow::jinja {
@@ -39,6 +40,7 @@ std::string Encode(const std::vector<uint32_t>& cps) {
 }  // namespace
 
 std::vector<uint32_t> CodePoints(std::string_view s) {
+  NoteScanned(s.size());
   return tokenizer::DecodeUtf8Lossy(s);
 }
 
@@ -49,6 +51,7 @@ std::string FromCodePoints(const std::vector<uint32_t>& cps, size_t begin, size_
 }
 
 size_t CodePointLength(std::string_view s) {
+  NoteScanned(s.size());
   size_t n = 0;
   for (char c : s) {
     if ((static_cast<unsigned char>(c) & 0xC0) != 0x80) ++n;
@@ -68,6 +71,10 @@ std::vector<size_t> SliceIndices(size_t length, std::optional<int64_t> start,
   int64_t b = clamp(start, step > 0 ? 0 : len - 1);
   int64_t e = clamp(stop, step > 0 ? len : -1);
   std::vector<size_t> out;
+  const int64_t span = step > 0 ? e - b : b - e;
+  const auto count = static_cast<size_t>(span > 0 ? (span - 1) / (step > 0 ? step : -step) + 1 : 0);
+  if (!RoomFor(count * sizeof(size_t))) return out;  // the render fails at its next step
+  out.reserve(count);
   for (int64_t i = b; step > 0 ? i < e : i > e; i += step) out.push_back(static_cast<size_t>(i));
   return out;
 }
@@ -188,13 +195,23 @@ std::string Strip(std::string_view s, const std::string* chars, bool left, bool 
   return FromCodePoints(cps, b, e);
 }
 
+namespace {
+
+// Whether one more part fits the render's budget, as the Value it becomes.
+bool RoomForPart(const std::vector<std::string>& parts) {
+  return RoomFor((parts.size() + 1) * (sizeof(std::string) + RenderBudget::kValueOverhead));
+}
+
+}  // namespace
+
 std::vector<std::string> Split(std::string_view s, const std::string* sep, int64_t maxsplit) {
+  NoteScanned(s.size());
   std::vector<std::string> out;
   if (sep) {
     size_t pos = 0;
     while (maxsplit < 0 || static_cast<int64_t>(out.size()) < maxsplit) {
       size_t at = s.find(*sep, pos);
-      if (at == std::string_view::npos) break;
+      if (at == std::string_view::npos || !RoomForPart(out)) break;
       out.emplace_back(s.substr(pos, at - pos));
       pos = at + sep->size();
     }
@@ -214,6 +231,7 @@ std::vector<std::string> Split(std::string_view s, const std::string* sep, int64
     }
     size_t b = i;
     while (i < cps.size() && !IsPySpace(cps[i])) ++i;
+    if (!RoomForPart(out)) break;
     out.push_back(FromCodePoints(cps, b, i));
   }
   return out;
@@ -228,6 +246,7 @@ std::vector<std::string> SplitLines(std::string_view s) {
     bool brk = c == '\n' || c == '\r' || c == 0x0b || c == 0x0c || (c >= 0x1c && c <= 0x1e) ||
                c == 0x85 || c == 0x2028 || c == 0x2029;
     if (!brk) continue;
+    if (!RoomForPart(out)) break;
     out.push_back(FromCodePoints(cps, b, i));
     if (c == '\r' && i + 1 < cps.size() && cps[i + 1] == '\n') ++i;
     b = i + 1;
@@ -244,6 +263,7 @@ std::string Replace(std::string_view s, std::string_view from, std::string_view 
     int64_t done = 0;
     for (size_t i = 0; i <= cps.size(); ++i) {
       if (count < 0 || done < count) {
+        if (!RoomForString(out.size() + to.size() + s.size())) return out;
         out.append(to);
         ++done;
       }
@@ -256,6 +276,7 @@ std::string Replace(std::string_view s, std::string_view from, std::string_view 
   while (count < 0 || done < count) {
     size_t at = s.find(from, pos);
     if (at == std::string_view::npos) break;
+    if (!RoomForString(out.size() + (at - pos) + to.size())) return out;
     out.append(s.substr(pos, at - pos));
     out.append(to);
     pos = at + from.size();
@@ -266,6 +287,7 @@ std::string Replace(std::string_view s, std::string_view from, std::string_view 
 }
 
 int64_t Find(std::string_view s, std::string_view sub) {
+  NoteScanned(s.size());
   size_t at = s.find(sub);
   if (at == std::string_view::npos) return -1;
   if (IsAscii(s.substr(0, at))) return static_cast<int64_t>(at);

@@ -1,8 +1,46 @@
 #include "engine/tokenizer/jinja/value.h"
 
+#include "engine/tokenizer/jinja/budget.h"
+
 namespace sparrow::jinja {
+namespace {
+
+size_t PayloadBytes(const std::string& s) {
+  return s.capacity() > 15 ? s.capacity() + 1 : 0;  // short strings live in the header
+}
+size_t PayloadBytes(const List& l) {
+  return l.capacity() * sizeof(Value);
+}
+size_t PayloadBytes(const Dict& d) {
+  return d.items.capacity() * sizeof(d.items[0]);
+}
+size_t PayloadBytes(const Generator& g) {
+  return PayloadBytes(g.items);
+}
+
+// A cell for `payload`, charged to the current render's budget until the last copy goes.
+template <typename T>
+std::shared_ptr<T> MakeCell(T payload) {
+  RenderBudget* budget = RenderBudget::Current();
+  if (budget == nullptr) return std::make_shared<T>(std::move(payload));
+  auto cell = std::make_unique<T>(std::move(payload));
+  const size_t bytes = PayloadBytes(*cell) + RenderBudget::kValueOverhead;
+  budget->Charge(bytes);
+  return std::shared_ptr<T>(cell.release(), [budget, bytes](T* p) {
+    budget->Release(bytes);
+    delete p;
+  });
+}
+
+// Dicts are searched in order: a search costs work in proportion to the keys it passes.
+void NoteSearch(size_t keys) {
+  NoteScanned(keys * 16);
+}
+
+}  // namespace
 
 const Value* Dict::Find(std::string_view key) const {
+  NoteSearch(items.size());
   for (const auto& [k, v] : items) {
     if (k.is_string() && k.as_string() == key) return &v;
   }
@@ -10,6 +48,7 @@ const Value* Dict::Find(std::string_view key) const {
 }
 
 const Value* Dict::Find(const Value& key) const {
+  NoteSearch(items.size());
   for (const auto& [k, v] : items) {
     if (k.Equals(key)) return &v;
   }
@@ -17,6 +56,7 @@ const Value* Dict::Find(const Value& key) const {
 }
 
 void Dict::Set(Value key, Value value) {
+  NoteSearch(items.size());
   for (auto& [k, v] : items) {
     if (k.Equals(key)) {
       v = std::move(value);
@@ -30,22 +70,25 @@ void Dict::Set(std::string key, Value value) {
   Set(Value::String(std::move(key)), std::move(value));
 }
 
+Value Value::String(std::string s) {
+  return Value(Kind::kString, std::shared_ptr<const std::string>(MakeCell(std::move(s))));
+}
 Value Value::MakeList(List items) {
-  return Value(Kind::kList, std::make_shared<List>(std::move(items)));
+  return Value(Kind::kList, MakeCell(std::move(items)));
 }
 Value Value::MakeTuple(List items) {
-  return Value(Kind::kTuple, std::make_shared<List>(std::move(items)));
+  return Value(Kind::kTuple, MakeCell(std::move(items)));
 }
 Value Value::MakeDict(Dict d) {
-  return Value(Kind::kDict, std::make_shared<Dict>(std::move(d)));
+  return Value(Kind::kDict, MakeCell(std::move(d)));
 }
 Value Value::MakeNamespace(Dict d) {
-  return Value(Kind::kNamespace, std::make_shared<Dict>(std::move(d)));
+  return Value(Kind::kNamespace, MakeCell(std::move(d)));
 }
 Value Value::MakeGenerator(List items) {
-  auto g = std::make_shared<Generator>();
-  g->items = std::move(items);
-  return Value(Kind::kGenerator, std::move(g));
+  Generator g;
+  g.items = std::move(items);
+  return Value(Kind::kGenerator, MakeCell(std::move(g)));
 }
 Value Value::MakeCallable(std::string name,
                           std::function<Result<Value>(Interpreter&, CallArgs&)> fn) {
@@ -182,6 +225,7 @@ bool Value::Equals(const Value& other) const {
     const List& a = list();
     const List& b = other.list();
     if (a.size() != b.size()) return false;
+    NoteSearch(a.size());
     for (size_t i = 0; i < a.size(); ++i) {
       if (!a[i].Equals(b[i])) return false;
     }
@@ -193,6 +237,8 @@ bool Value::Equals(const Value& other) const {
     case Kind::kNone:
       return true;
     case Kind::kString:
+      if (&as_string() == &other.as_string()) return true;  // one shared string
+      NoteScanned(std::min(as_string().size(), other.as_string().size()));
       return as_string() == other.as_string();
     case Kind::kDict: {
       const Dict& a = dict();

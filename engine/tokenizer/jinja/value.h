@@ -2,7 +2,9 @@
 // Value: what a Jinja expression evaluates to, with Python's semantics for the types chat
 // templates see (None, bool, int, float, str, list, tuple, dict, jinja2's Undefined, namespace,
 // generators from filters such as map, and callables). Lists and dicts are shared by reference,
-// as in Python. Thread-compatible.
+// as in Python; strings are immutable and shared too, so copying any Value is O(1). Values made
+// during a render are charged to its RenderBudget (budget.h) until their last copy goes.
+// Thread-compatible.
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -73,7 +75,7 @@ class Value {
   static Value Bool(bool b) { return Value(Kind::kBool, b); }
   static Value Int(int64_t i) { return Value(Kind::kInt, i); }
   static Value Float(double d) { return Value(Kind::kFloat, d); }
-  static Value String(std::string s) { return Value(Kind::kString, std::move(s)); }
+  static Value String(std::string s);
   // A string marked safe (jinja2's Markup, from the safe and escape filters): `+` with a plain
   // string escapes the plain one.
   static Value Markup(std::string s) {
@@ -108,7 +110,7 @@ class Value {
   bool as_bool() const { return std::get<bool>(v_); }
   int64_t as_int() const { return is_bool() ? (as_bool() ? 1 : 0) : std::get<int64_t>(v_); }
   double as_double() const;
-  const std::string& as_string() const { return std::get<std::string>(v_); }
+  const std::string& as_string() const { return *std::get<std::shared_ptr<const std::string>>(v_); }
   // For undefined: the name or expression it came from, for error messages.
   const std::string& undefined_hint() const { return std::get<std::string>(v_); }
   List& list() const { return *std::get<std::shared_ptr<List>>(v_); }
@@ -136,14 +138,15 @@ class Value {
 
  private:
   using Storage =
-      std::variant<std::monostate, bool, int64_t, double, std::string, std::shared_ptr<List>,
-                   std::shared_ptr<Dict>, std::shared_ptr<Generator>, std::shared_ptr<Callable>>;
+      std::variant<std::monostate, bool, int64_t, double, std::string,
+                   std::shared_ptr<const std::string>, std::shared_ptr<List>, std::shared_ptr<Dict>,
+                   std::shared_ptr<Generator>, std::shared_ptr<Callable>>;
   template <typename T>
   Value(Kind kind, T v) : kind_(kind), v_(std::move(v)) {}
 
   Kind kind_ = Kind::kUndefined;
   bool markup_ = false;
-  Storage v_ = std::string();
+  Storage v_ = std::string();  // undefined's hint; a str is the shared alternative
 };
 
 // Python's repr of a float ("1.0", "0.1", "1e+16", "inf", "nan").

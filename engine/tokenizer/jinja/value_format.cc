@@ -7,6 +7,7 @@
 #include <cstdio>
 
 #include "engine/common/json_escape.h"
+#include "engine/tokenizer/jinja/budget.h"
 #include "engine/tokenizer/jinja/value.h"
 #include "engine/tokenizer/unicode.h"
 
@@ -68,6 +69,12 @@ struct JsonWriter {
   std::string out;
   int depth = 0;
 
+  // Room for the next item's separators and indent, asked before they are written.
+  bool RoomForSeparators() const {
+    return RoomForString(out.size() + item_sep.size() + key_sep.size() + 2 +
+                         (indent ? static_cast<size_t>(depth) * indent->size() : 0));
+  }
+
   void Newline() {
     out.push_back('\n');
     for (int i = 0; i < depth; ++i) out.append(*indent);
@@ -97,6 +104,11 @@ struct JsonWriter {
         return Status::Ok();
       }
       case Value::Kind::kString:
+        // An escape ("\\u00XX") is at most six bytes for one.
+        if (!RoomForString(out.size() + v.as_string().size() + 2) ||
+            !RoomFor(out.size() + 6 * v.as_string().size() + 2)) {
+          return BytesExhausted();
+        }
         AppendJsonString(v.as_string(), ensure_ascii, &out);
         return Status::Ok();
       case Value::Kind::kList:
@@ -109,6 +121,7 @@ struct JsonWriter {
         out.push_back('[');
         ++depth;
         for (size_t i = 0; i < items.size(); ++i) {
+          if (!RoomForSeparators()) return BytesExhausted();
           if (i > 0) out.append(item_sep);
           if (indent) Newline();
           SPARROW_RETURN_IF_ERROR(Write(items[i]));
@@ -144,6 +157,9 @@ struct JsonWriter {
         out.push_back('{');
         ++depth;
         for (size_t i = 0; i < entries.size(); ++i) {
+          if (!RoomForSeparators() || !RoomFor(out.size() + 6 * entries[i].first.size())) {
+            return BytesExhausted();
+          }
           if (i > 0) out.append(item_sep);
           if (indent) Newline();
           AppendJsonString(entries[i].first, ensure_ascii, &out);
@@ -165,6 +181,7 @@ void AppendRepr(const Value& v, std::string* out, int depth);
 
 void AppendItems(const List& items, std::string* out, int depth) {
   for (size_t i = 0; i < items.size(); ++i) {
+    if (!RoomForString(out->size() + 2)) return;
     if (i > 0) out->append(", ");
     AppendRepr(items[i], out, depth + 1);
   }
@@ -177,6 +194,11 @@ void AppendRepr(const Value& v, std::string* out, int depth) {
   }
   switch (v.kind()) {
     case Value::Kind::kString:
+      // Escapes at most quadruple a byte ("\\xNN"): asked before the copy is made.
+      if (!RoomForString(out->size() + v.as_string().size() + 2) ||
+          !RoomFor(out->size() + 4 * v.as_string().size() + 2)) {
+        return;
+      }
       out->append(ReprString(v.as_string()));
       return;
     case Value::Kind::kList:
@@ -196,6 +218,7 @@ void AppendRepr(const Value& v, std::string* out, int depth) {
       out->push_back('{');
       bool first = true;
       for (const auto& [k, e] : v.dict().items) {
+        if (!RoomForString(out->size() + 4)) return;
         if (!first) out->append(", ");
         first = false;
         AppendRepr(k, out, depth + 1);

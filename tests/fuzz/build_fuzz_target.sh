@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Configures build-fuzz (clang, libFuzzer, ASan/UBSan; SPARROW_FUZZ_BUILD overrides the folder)
+# and builds the fuzz target <target>; the build's output goes to stderr and the folder's path to
+# stdout, for the run_*_fuzz.sh scripts: build="$(build_fuzz_target.sh jinja_fuzz)".
+set -euo pipefail
+
+target="$1"
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+build="${SPARROW_FUZZ_BUILD:-$root/build-fuzz}"
+cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DSPARROW_FUZZ=ON >&2
+cmake --build "$build" --target "$target" >&2
+echo "$build"
