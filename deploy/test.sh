@@ -5,16 +5,19 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 deploy/setup-deps.sh
+# lld links several times faster than ld.bfd (setup-deps installs it).
+LINKER=()
+if command -v ld.lld >/dev/null 2>&1; then LINKER=(-DSPARROW_LINKER=lld); fi
 if [ "${1:-}" = "--sanitize" ]; then
   # Only the unit tests' executables and what they link (the unit_tests target), at -O1 with line
   # tables only (-g1): ASan still reports file:line, and the build costs about half the CPU of -O2 -g.
   export SPARROW_BUILD_DIR=build-asan SPARROW_BUILD_TARGETS=unit_tests
-  deploy/build.sh -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSPARROW_SANITIZE=ON \
+  deploy/build.sh -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSPARROW_SANITIZE=ON "${LINKER[@]}" \
     -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG"
   export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
   cd build-asan && ctest --output-on-failure -j "$(nproc)" -L unit
 else
-  deploy/build.sh
+  deploy/build.sh "${LINKER[@]}"
   # The official Node clients (openai, @grpc/grpc-js) the client tests drive sparrowd with.
   (cd tests/clients && npm ci --no-audit --no-fund --loglevel=error)
   cd build && ctest --output-on-failure -j "$(nproc)"
