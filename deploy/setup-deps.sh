@@ -4,7 +4,7 @@
 set -euo pipefail
 
 PACKAGES=(
-  build-essential cmake ninja-build pkg-config git
+  build-essential cmake ninja-build pkg-config git lld   # lld: deploy/test.sh links with it
   libspdlog-dev libfmt-dev nlohmann-json3-dev libcli11-dev libutf8proc-dev
   libgtest-dev libgmock-dev
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler   # gRPC frontend

@@ -5,8 +5,9 @@
 # parse, but their headers still drive the metadata parser, and small inputs keep the fuzzer
 # fast (whole megabyte-sized models run at a few dozen inputs a second). Exits non-zero when the fuzzer finds a crash; the input is left in
 # build-fuzz/fuzz/artifacts/.
-# Environment: SPARROW_FUZZ_BUILD (build folder), SPARROW_SHARED_DIR, FUZZ_MAX_LEN (largest
-# input, bytes), FUZZ_SEED_LEN (bytes kept of each model file).
+# Environment: SPARROW_FUZZ_BUILD (build folder), SPARROW_FUZZ_BUILT (set: already built),
+# SPARROW_SHARED_DIR, FUZZ_MAX_LEN (largest input, bytes), FUZZ_SEED_LEN (bytes kept of each
+# model file).
 set -euo pipefail
 
 seconds="${1:-60}"
@@ -16,9 +17,12 @@ shared="${SPARROW_SHARED_DIR:-$root/../shared}"
 max_len="${FUZZ_MAX_LEN:-1048576}"
 seed_len="${FUZZ_SEED_LEN:-65536}"
 
-cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DSPARROW_FUZZ=ON >/dev/null
-cmake --build "$build" --target gguf_fuzz
+# run_all_fuzz.sh has configured and built every fuzz target already (SPARROW_FUZZ_BUILT=1).
+if [[ -z "${SPARROW_FUZZ_BUILT:-}" ]]; then
+  cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DSPARROW_FUZZ=ON >/dev/null
+  cmake --build "$build" --target gguf_fuzz
+fi
 
 work="$build/fuzz"
 seeds="$work/seeds"

@@ -4,16 +4,19 @@
 # the request bodies in tests/fuzz/openai_seeds and the large ones make_openai_seeds.py writes
 # (deep and wide JSON), with inputs up to 1 MiB, the body limit of the HTTP frontend. Exits non-zero when the fuzzer finds a crash
 # (an exception escaping the parser counts); the input is left in build-fuzz/fuzz-openai/artifacts/.
-# Environment: SPARROW_FUZZ_BUILD (build folder).
+# Environment: SPARROW_FUZZ_BUILD (build folder), SPARROW_FUZZ_BUILT (set: already built).
 set -euo pipefail
 
 seconds="${1:-60}"
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 build="${SPARROW_FUZZ_BUILD:-$root/build-fuzz}"
 
-cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DSPARROW_FUZZ=ON >/dev/null
-cmake --build "$build" --target openai_request_fuzz
+# run_all_fuzz.sh has configured and built every fuzz target already (SPARROW_FUZZ_BUILT=1).
+if [[ -z "${SPARROW_FUZZ_BUILT:-}" ]]; then
+  cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DSPARROW_FUZZ=ON >/dev/null
+  cmake --build "$build" --target openai_request_fuzz
+fi
 
 work="$build/fuzz-openai"
 corpus="$work/corpus"  # grows across runs
