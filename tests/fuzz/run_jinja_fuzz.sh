@@ -5,7 +5,7 @@
 # non-zero when the fuzzer finds a crash, a leak, a hang, memory over its limits, or an error
 # without a line (jinja_fuzz.cc); the input is left in build-fuzz/fuzz-jinja/artifacts/ and
 # belongs, once fixed, in tests/unit/tokenizer/jinja_limits_test.cc or jinja_template_test.cc.
-# Environment: SPARROW_FUZZ_BUILD (build folder).
+# Environment: SPARROW_FUZZ_BUILD (build folder), SPARROW_FUZZ_BUILT (set: already built).
 set -euo pipefail
 
 seconds="${1:-60}"

@@ -2,8 +2,9 @@
 # Fuzzes the OpenAI request parser (api/openai) for <seconds> (default 60): configures
 # build-fuzz with clang, libFuzzer and ASan/UBSan, builds openai_request_fuzz and fuzzes it from
 # the request bodies in tests/fuzz/openai_seeds and the large ones make_openai_seeds.py writes
-# (deep and wide JSON), with inputs up to 1 MiB, the body limit of the HTTP frontend. Exits non-zero when the fuzzer finds a crash
-# (an exception escaping the parser counts); the input is left in build-fuzz/fuzz-openai/artifacts/.
+# (deep and wide JSON), with inputs up to 1 MiB, the body limit of the HTTP frontend. Exits
+# non-zero when the fuzzer finds a crash (an exception escaping the parser counts); the input is
+# left in build-fuzz/fuzz-openai/artifacts/.
 # Environment: SPARROW_FUZZ_BUILD (build folder), SPARROW_FUZZ_BUILT (set: already built).
 set -euo pipefail
 
