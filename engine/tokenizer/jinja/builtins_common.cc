@@ -43,6 +43,11 @@ Status UndefinedError(const Value& undefined) {
 }
 
 Result<bool> Less(const Value& a, const Value& b) {
+  const NestingGuard nesting;
+  if (nesting.too_deep()) {
+    return InvalidArgument("'<' between lists nested deeper than " +
+                           std::to_string(NestingGuard::kMaxDepth) + " levels");
+  }
   if (a.is_number() && b.is_number()) {
     if (a.kind() == Value::Kind::kFloat || b.kind() == Value::Kind::kFloat) {
       return a.as_double() < b.as_double();

@@ -18,17 +18,40 @@ size_t PayloadBytes(const Generator& g) {
   return PayloadBytes(g.items);
 }
 
+// Deleting a cell deletes the Values it holds, and so the cells they hold: a chain of 200,000
+// nested lists (a template builds one with `{% set ns.x = [ns.x] %}` in loops) recursed once per
+// level and overflowed the stack. The first deletion on a thread drains a queue, and the
+// deletions it causes are only queued, so the stack stays one cell deep.
+void DeleteSoon(void* cell, void (*destroy)(void*)) {
+  thread_local std::vector<std::pair<void*, void (*)(void*)>> pending;
+  thread_local bool draining = false;
+  pending.emplace_back(cell, destroy);
+  if (draining) return;
+  draining = true;
+  while (!pending.empty()) {
+    const auto [next, destroy_next] = pending.back();
+    pending.pop_back();
+    destroy_next(next);
+  }
+  draining = false;
+}
+
+template <typename T>
+void DeleteCell(T* cell) {
+  DeleteSoon(cell, [](void* p) { delete static_cast<T*>(p); });
+}
+
 // A cell for `payload`, charged to the current render's budget until the last copy goes.
 template <typename T>
 std::shared_ptr<T> MakeCell(T payload) {
   RenderBudget* budget = RenderBudget::Current();
-  if (budget == nullptr) return std::make_shared<T>(std::move(payload));
   auto cell = std::make_unique<T>(std::move(payload));
+  if (budget == nullptr) return std::shared_ptr<T>(cell.release(), DeleteCell<T>);
   const size_t bytes = PayloadBytes(*cell) + RenderBudget::kValueOverhead;
   budget->Charge(bytes);
   return std::shared_ptr<T>(cell.release(), [budget, bytes](T* p) {
     budget->Release(bytes);
-    delete p;
+    DeleteCell(p);
   });
 }
 
@@ -214,6 +237,10 @@ std::string Value::TypeName() const {
 }
 
 bool Value::Equals(const Value& other) const {
+  // Lists nested deeper than any JSON a template is given compare unequal rather than recurse
+  // off the stack (Python raises RecursionError).
+  const NestingGuard nesting;
+  if (nesting.too_deep()) return false;
   if (is_number() && other.is_number()) {
     if (kind_ == Kind::kFloat || other.kind_ == Kind::kFloat) {
       return as_double() == other.as_double();

@@ -149,6 +149,24 @@ class Value {
   Storage v_ = std::string();  // undefined's hint; a str is the shared alternative
 };
 
+// Counts the nesting of the recursive walks over values (==, <) on this thread: templates can
+// build lists nested as deep as their step limit allows.
+class NestingGuard {
+ public:
+  static constexpr int kMaxDepth = 512;
+  NestingGuard() { ++depth(); }
+  ~NestingGuard() { --depth(); }
+  NestingGuard(const NestingGuard&) = delete;
+  NestingGuard& operator=(const NestingGuard&) = delete;
+  bool too_deep() const { return depth() > kMaxDepth; }
+
+ private:
+  static int& depth() {
+    thread_local int d = 0;
+    return d;
+  }
+};
+
 // Python's repr of a float ("1.0", "0.1", "1e+16", "inf", "nan").
 std::string FormatFloat(double d);
 // Python's repr of a str.

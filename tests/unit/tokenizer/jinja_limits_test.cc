@@ -150,5 +150,26 @@ TEST(JinjaLimitsTest, ItemLimitStillHolds) {
               "item limit");
 }
 
+// A list nested 200,000 deep, built in loops within the default limits: its deletion, its
+// printing, its comparison and its JSON each recursed once per level and overflowed the stack
+// (a GGUF's template could kill sparrowd). Deletion is now iterative and the walks stop at
+// NestingGuard::kMaxDepth.
+TEST(JinjaLimitsTest, ValuesNestedPastAnyStackAreDeletedAndWalkedSafely) {
+  const std::string build =
+      "{% set ns = namespace(x=[]) %}{% for j in range(2) %}{% for i in range(100000) %}"
+      "{% set ns.x = [ns.x] %}{% endfor %}{% endfor %}";
+  Rendered length = RenderWith(build + "{{ ns.x | length }}", RenderLimits{});
+  ASSERT_TRUE(length.text.ok()) << length.text.status().ToString();
+  EXPECT_EQ(*length.text, "1");
+  Rendered printed = RenderWith(build + "{{ ns.x }}", RenderLimits{});
+  ASSERT_TRUE(printed.text.ok()) << printed.text.status().ToString();
+  EXPECT_NE(printed.text->find("..."), std::string::npos);
+  Rendered equal = RenderWith(build + "{{ ns.x == ns.x }}", RenderLimits{});
+  ASSERT_TRUE(equal.text.ok()) << equal.text.status().ToString();
+  EXPECT_EQ(*equal.text, "False");
+  EXPECT_FALSE(RenderWith(build + "{{ [ns.x, ns.x] | sort }}", RenderLimits{}).text.ok());
+  EXPECT_FALSE(RenderWith(build + "{{ ns.x | tojson }}", RenderLimits{}).text.ok());
+}
+
 }  // namespace
 }  // namespace sparrow::jinja
