@@ -18,9 +18,7 @@ root="$(cd "$here/../.." && pwd)"
 export SPARROW_FUZZ_BUILD="${SPARROW_FUZZ_BUILD:-$root/build-fuzz}"
 jobs="${SPARROW_FUZZ_JOBS:-$(nproc)}"
 
-cmake -S "$root" -B "$SPARROW_FUZZ_BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DSPARROW_FUZZ=ON >/dev/null
-cmake --build "$SPARROW_FUZZ_BUILD" --target fuzzers
+"$here/build_fuzz_target.sh" fuzzers >/dev/null
 
 beside=() alone=()
 for script in "$here"/run_*_fuzz.sh; do

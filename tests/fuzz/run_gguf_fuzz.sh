@@ -12,17 +12,11 @@ set -euo pipefail
 
 seconds="${1:-60}"
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-build="${SPARROW_FUZZ_BUILD:-$root/build-fuzz}"
+# Configures and builds the target, unless run_all_fuzz.sh has (SPARROW_FUZZ_BUILT=1).
+build="$("$root/tests/fuzz/build_fuzz_target.sh" gguf_fuzz)"
 shared="${SPARROW_SHARED_DIR:-$root/../shared}"
 max_len="${FUZZ_MAX_LEN:-1048576}"
 seed_len="${FUZZ_SEED_LEN:-65536}"
-
-# run_all_fuzz.sh has configured and built every fuzz target already (SPARROW_FUZZ_BUILT=1).
-if [[ -z "${SPARROW_FUZZ_BUILT:-}" ]]; then
-  cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DSPARROW_FUZZ=ON >/dev/null
-  cmake --build "$build" --target gguf_fuzz
-fi
 
 work="$build/fuzz"
 seeds="$work/seeds"

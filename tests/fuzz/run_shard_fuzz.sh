@@ -10,14 +10,8 @@ set -euo pipefail
 
 seconds="${1:-60}"
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-build="${SPARROW_FUZZ_BUILD:-$root/build-fuzz}"
-
-# run_all_fuzz.sh has configured and built every fuzz target already (SPARROW_FUZZ_BUILT=1).
-if [[ -z "${SPARROW_FUZZ_BUILT:-}" ]]; then
-  cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DSPARROW_FUZZ=ON >/dev/null
-  cmake --build "$build" --target shard_wire_fuzz
-fi
+# Configures and builds the target, unless run_all_fuzz.sh has (SPARROW_FUZZ_BUILT=1).
+build="$("$root/tests/fuzz/build_fuzz_target.sh" shard_wire_fuzz)"
 
 work="$build/fuzz-shard"
 corpus="$work/corpus"  # grows across runs
