@@ -6,8 +6,8 @@
 
 #include "engine/common/check.h"
 #include "engine/kernels/thread_pool.h"
+#include "engine/sched/continuous_batching_planner.h"
 #include "engine/sched/scheduler_kv_user.h"
-#include "engine/sched/scheduler_sequence.h"
 #include "engine/sparse/ffn_factory.h"
 
 namespace sparrow {
@@ -50,8 +50,7 @@ Scheduler::Scheduler(const Model& model, kernels::ThreadPool* pool, SchedulerOpt
       fp_(model, pool,
           opts_.make_ffn ? opts_.make_ffn(model, pool) : MakeDefaultFeedForward(model, pool)),
       kv_(model.config().n_layer, model.config().kv_dim(), opts_.kv_block_size,
-          opts_.kv_blocks > 0 ? opts_.kv_blocks : DefaultKvBlocks(model.config(), opts_)),
-      step_time_(opts_.step_time_target_ms) {
+          opts_.kv_blocks > 0 ? opts_.kv_blocks : DefaultKvBlocks(model.config(), opts_)) {
   SPARROW_CHECK(opts_.is_eog != nullptr);
   SPARROW_CHECK(opts_.n_ctx > 1 && opts_.max_running > 0 && opts_.step_token_budget > 0);
   opts_.kv_blocks = kv_.n_blocks();
@@ -77,6 +76,9 @@ Scheduler::Scheduler(const Model& model, kernels::ThreadPool* pool, SchedulerOpt
     SPARROW_CHECK(u != nullptr);
     users_.push_back(u);
   }
+  planner_ = std::make_unique<ContinuousBatchingPlanner>(
+      &kv_,
+      PlannerOptions{opts_.n_ctx, opts_.max_running, opts_.step_time_target_ms, opts_.is_eog});
   stats_.kv = kv_.Stats();  // an idle server reports its pool, not zeros
   thread_ = std::thread([this] { Loop(); });
 }
@@ -149,13 +151,9 @@ Status Scheduler::SubmitGroup(std::vector<GenerationRequest> requests) {
   const auto now = Clock::now();
   std::unique_ptr<Sequence> leader;
   for (GenerationRequest& r : requests) {
-    auto seq = std::make_unique<Sequence>();
-    seq->tokens = r.prompt;
-    seq->n_prompt = static_cast<int64_t>(r.prompt.size());
-    seq->sampler = std::make_unique<Sampler>(r.sampling);
-    for (int32_t t : r.prompt) seq->sampler->Accept(t);
-    seq->req = std::move(r);
-    seq->submitted = now;
+    std::unique_ptr<Sequence> seq = NewSequence(std::move(r), now);
+    seq->sampler = std::make_unique<Sampler>(seq->req.sampling);
+    for (int32_t t : seq->req.prompt) seq->sampler->Accept(t);
     if (!leader) {
       leader = std::move(seq);
     } else {
@@ -165,31 +163,32 @@ Status Scheduler::SubmitGroup(std::vector<GenerationRequest> requests) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (!accepting_) return ResourceExhausted("the server is shutting down");
-    if (stats_.waiting + static_cast<int64_t>(requests.size()) > opts_.max_queue) {
+    const auto members = static_cast<int64_t>(requests.size());
+    if (stats_.waiting + members > opts_.max_queue) {
       return ResourceExhausted("the request queue is full (" + std::to_string(opts_.max_queue) +
                                " waiting); retry later");
     }
-    waiting_.push_back(std::move(leader));
-    CountWaitingLocked();
+    submitted_.push_back(std::move(leader));
+    submitted_members_ += members;
+    stats_.waiting += members;
   }
   cv_.notify_one();
   return Status::Ok();
 }
 
-void Scheduler::CountWaitingLocked() {
-  int64_t n = 0;
-  for (const auto& s : waiting_) n += 1 + static_cast<int64_t>(s->followers.size());
-  stats_.waiting = n;
+void Scheduler::TakeSubmitted() {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& s : submitted_) planner_->Enqueue(std::move(s));
+  submitted_.clear();
+  submitted_members_ = 0;
+  CountLocked();
 }
 
-void Scheduler::ReleaseFollowers(Sequence& leader) {
-  if (leader.followers.empty()) return;
-  std::lock_guard<std::mutex> lock(mu_);
-  for (auto it = leader.followers.rbegin(); it != leader.followers.rend(); ++it) {
-    waiting_.push_front(std::move(*it));
-  }
-  leader.followers.clear();
-  CountWaitingLocked();
+void Scheduler::CountLocked() {
+  stats_.waiting = submitted_members_ + planner_->waiting();
+  stats_.running = planner_->running();
+  stats_.preemptions = planner_->preemptions();
+  stats_.kv = kv_.Stats();
 }
 
 SchedulerStats Scheduler::Stats() const {
@@ -243,12 +242,12 @@ void Scheduler::ApplyPendingRemote() {
     spdlog::error("shard: the new placement is refused: {}", st.ToString());
     return;
   }
-  int64_t preempted = 0;
-  while (!running_.empty()) {
-    PreemptNewest();
-    ++preempted;
-  }
+  const int64_t preempted = planner_->PreemptAll();
   kv_.DropCached();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    CountLocked();
+  }
   remote_down_since_.reset();
   opts_.remote_layers = std::move(*ranges);
   remote_kv_observer_.OnResize(kv_.n_blocks());
@@ -269,44 +268,32 @@ void Scheduler::Loop() {
       std::unique_lock<std::mutex> lock(mu_);
       iteration_start_.store(0, std::memory_order_relaxed);
       cv_.wait(lock, [this] {
-        return draining_ || pending_plan_ || pending_remote_ || !waiting_.empty() ||
-               !running_.empty();
+        return draining_ || pending_plan_ || pending_remote_ || !submitted_.empty() ||
+               planner_->has_work();
       });
       iteration_start_.store(std::chrono::steady_clock::now().time_since_epoch().count(),
                              std::memory_order_relaxed);
       if (draining_) {
-        const bool idle = waiting_.empty() && running_.empty();
+        const bool idle = submitted_.empty() && !planner_->has_work();
         if (idle) break;
         if (Clock::now() >= drain_deadline_) {
-          // Out of time: cancel what is left (cancelling a group leader queues its members,
-          // hence the loop).
+          // Out of time: cancel what is left.
           lock.unlock();
           LandAll();
-          for (auto& s : running_) Finish(*s, FinishReason::kCancelled);
-          running_.clear();
-          for (;;) {
-            std::deque<std::unique_ptr<Sequence>> rest;
-            {
-              std::lock_guard<std::mutex> l(mu_);
-              rest = std::move(waiting_);
-              waiting_.clear();
-              CountWaitingLocked();
-            }
-            if (rest.empty()) break;
-            for (auto& s : rest) Finish(*s, FinishReason::kCancelled);
-          }
+          TakeSubmitted();
+          Finish(planner_->CancelAll());
           break;
         }
       }
     }
+    TakeSubmitted();
     ApplyPendingRemote();
     ApplyPendingPlan();
     Step();
     if (flights_.empty()) scratch_->Measure();
     {
       std::lock_guard<std::mutex> lock(mu_);
-      stats_.running = static_cast<int64_t>(running_.size());
-      stats_.kv = kv_.Stats();
+      CountLocked();
     }
   }
   iteration_start_.store(0, std::memory_order_relaxed);

@@ -1,10 +1,11 @@
 #pragma once
-// Scheduler: owns the step loop of continuous batching. Frontends Submit() requests from any
-// thread; one scheduler thread admits them while KV blocks allow (reusing cached prefix
-// blocks), prefills long prompts in chunks within a per-step token budget so decoding
-// streams keep flowing, runs one forward pass per step for the whole batch, samples, and
-// feeds each request's sink. When KV blocks run out it preempts the newest sequence (frees
-// its blocks, recomputes it later) rather than failing a request.
+// Scheduler: the engine loop of continuous batching. Frontends Submit() requests from any
+// thread; one scheduler thread asks the step planner what to run (ContinuousBatchingPlanner:
+// admission while KV blocks allow, prompt chunks within a per-step token budget, preemption of
+// the newest sequence when blocks run out), runs one forward pass per step for the whole batch,
+// chooses each sequence's next token from its logits (token_choice.h), feeds each request's sink
+// and hands the planner what ran. Between steps it applies memory plans and new placements of
+// remote layers; with remote layers it keeps one batch per device in flight.
 // Thread-safe: Submit, Stats and Shutdown may be called from any thread.
 #include <atomic>
 #include <chrono>
@@ -26,8 +27,9 @@
 #include "engine/model/model.h"
 #include "engine/runtime/forward_pass.h"
 #include "engine/sched/request.h"
+#include "engine/sched/step_plan.h"
+#include "engine/sched/step_planner.h"
 #include "engine/sched/step_scratch.h"
-#include "engine/sched/step_time_model.h"
 #include "engine/sparse/neuron_store.h"
 
 namespace sparrow {
@@ -144,30 +146,33 @@ class Scheduler {
   void Shutdown(std::chrono::milliseconds deadline);
 
  private:
-  struct Sequence;
   void Loop();
-  void Admit();
-  bool Step();
-  // A batch submitted to the forward pass and not landed yet.
+  // One iteration: asks the planner for a step, submits it, lands the oldest batch when the
+  // pipeline is full or nothing more can be sent.
+  void Step();
+  // A step submitted to the forward pass and not landed yet.
   struct Flight {
-    std::vector<ForwardPass::Segment> segs;
-    std::vector<Sequence*> owners;  // per segment
-    int64_t decoded = 0, prompt_computed = 0;
+    StepPlan plan;
+    std::vector<ForwardPass::Segment> segs;  // the forward pass reads them until Collect
     std::chrono::steady_clock::time_point start;
   };
-  // Collects the oldest batch in flight: samples, streams and finishes its sequences.
+  // Collects the oldest batch in flight: chooses the tokens, streams them and hands the
+  // planner what ran.
   void LandOldest();
   void LandAll();
   // Batches kept in flight: 1, or one per device of a pipeline (remote layers).
   int64_t PipelineDepth() const;
-  void Finish(Sequence& s, FinishReason reason, Status status = Status::Ok());
+  // Tells the sinks of what a plan admitted and ended.
+  void Report(StepPlan* plan);
+  // Tells each finished sequence's sink, with its usage and timings.
+  void Finish(std::vector<std::unique_ptr<Sequence>> done);
   Status Validate(const GenerationRequest& request) const;
-  // Samples the next token of `s` from its logits row, streams it and finishes `s` when done.
-  void EmitToken(Sequence& s, std::span<const float> row);
-  // Moves the members of a group whose leader can no longer compute the prompt for them back
-  // to the queue, as requests of their own.
-  void ReleaseFollowers(Sequence& leader);
-  void CountWaitingLocked();
+  // Chooses the next token of `s` from its logits row and streams it; what the planner hears.
+  TokenChoice EmitToken(Sequence& s, std::span<const float> row);
+  // Moves what Submit queued to the planner (scheduler thread).
+  void TakeSubmitted();
+  // Publishes the planner's and the pool's gauges to stats_.
+  void CountLocked();
   // Applies the pending memory plan, if any (scheduler thread, between steps).
   void ApplyPendingPlan();
   // The KV pool as a memory user (scheduler_memory.cc).
@@ -180,9 +185,6 @@ class Scheduler {
   bool RemoteWaitLeft();
   // Resizes the KV pool to `blocks`, preempting sequences while the blocks in use do not fit.
   void ResizeKv(int64_t blocks);
-  // Preempts the newest running sequence and puts it back at the head of the queue; returns it
-  // (for identity only: the queue owns it now).
-  Sequence* PreemptNewest();
 
   // Tells the remote layer ranges of the KV pool's copies and resizes.
   class RemoteKvObserver final : public KvBlockObserver {
@@ -210,7 +212,7 @@ class Scheduler {
   KvBlockPool kv_;
   int64_t kv_block_bytes_ = 0;
   int64_t min_kv_blocks_ = 0;
-  StepTimeModel step_time_;  // scheduler thread only
+  std::unique_ptr<StepPlanner> planner_;  // scheduler thread only (built before the thread)
   std::shared_ptr<KvPoolUser> kv_user_;
   std::shared_ptr<StepScratch> scratch_;
   // Every memory user, the KV pool and the scratch first (fixed after construction).
@@ -218,17 +220,18 @@ class Scheduler {
 
   mutable std::mutex mu_;
   std::condition_variable cv_;
-  std::deque<std::unique_ptr<Sequence>> waiting_;  // guarded by mu_; group leaders
-  bool accepting_ = true;                          // guarded by mu_
-  bool stop_ = false;                              // guarded by mu_
+  // Submitted, not yet handed to the planner; guarded by mu_ (group leaders).
+  std::deque<std::unique_ptr<Sequence>> submitted_;
+  int64_t submitted_members_ = 0;  // guarded by mu_
+  bool accepting_ = true;          // guarded by mu_
+  bool stop_ = false;              // guarded by mu_
   std::chrono::steady_clock::time_point drain_deadline_;
   bool draining_ = false;
   std::optional<MemoryPlan> pending_plan_;                                    // guarded by mu_
   std::optional<std::vector<std::shared_ptr<RemoteLayers>>> pending_remote_;  // guarded by mu_
   SchedulerStats stats_;                                                      // guarded by mu_
 
-  std::vector<std::unique_ptr<Sequence>> running_;  // scheduler thread only
-  std::deque<Flight> flights_;                      // scheduler thread only; oldest first
+  std::deque<Flight> flights_;  // scheduler thread only; oldest first
   // When the loop's current iteration began (steady clock ticks); 0 while it waits for work.
   std::atomic<int64_t> iteration_start_{0};
   std::thread thread_;

@@ -4,11 +4,10 @@
 
 #include <algorithm>
 #include <cmath>
-#include <unordered_map>
 
 #include "engine/kernels/thread_pool.h"
 #include "engine/sched/scheduler.h"
-#include "engine/sched/scheduler_sequence.h"
+#include "engine/sched/sequence.h"
 #include "engine/sparse/activation_profile.h"
 
 namespace sparrow {
@@ -87,26 +86,15 @@ void Scheduler::ApplyPendingPlan() {
 }
 
 void Scheduler::ResizeKv(int64_t blocks) {
-  if (blocks == kv_.n_blocks()) return;
-  // The newest sequences give their blocks back first, as when decoding runs the pool dry; the
-  // full ones stay in the prefix cache while the smaller pool has room for them.
   int64_t preempted = 0;
-  while (kv_.used() > blocks && !running_.empty()) {
-    PreemptNewest();
-    ++preempted;
+  const Status st = planner_->ResizeKv(blocks, &preempted);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    CountLocked();
   }
-  std::unordered_map<BlockId, BlockId> moved;
-  const Status st = kv_.Resize(blocks, &moved);
   if (!st.ok()) {
     spdlog::warn("memory plan: KV pool resize to {} blocks failed: {}", blocks, st.ToString());
     return;
-  }
-  for (auto& s : running_) {
-    if (s->kv) s->kv->Remap(moved);
-  }
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    stats_.kv = kv_.Stats();
   }
   if (preempted > 0) {
     spdlog::info("memory plan: {} sequences preempted to shrink the KV pool to {} blocks",

@@ -1,117 +1,59 @@
-// The Scheduler's step: choosing a batch of decoding sequences and prefill chunks, submitting it
-// to the forward pass, landing it (sampling, streaming, finishing).
+// The Scheduler's step: asking the planner for a batch, submitting it to the forward pass,
+// landing it (choosing the tokens, streaming them, telling the planner what ran).
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
 
 #include "engine/sched/scheduler.h"
-#include "engine/sched/scheduler_sequence.h"
+#include "engine/sched/token_choice.h"
 
 namespace sparrow {
 
 using Clock = SchedulerClock;
 
-bool Scheduler::Step() {
-  // Drop cancelled sequences first: their blocks go back to the pool before we allocate. One in
-  // flight is finished when its batch lands (its blocks are in use until then).
-  for (auto& s : running_) {
-    if (!s->done && !s->in_flight && s->req.sink->Cancelled()) Finish(*s, FinishReason::kCancelled);
-  }
-  std::erase_if(running_, [](const auto& s) { return s->done; });
-  // Waiting requests whose clients left must not hold queue slots until they would have been
-  // admitted (new requests would get "queue full" meanwhile).
-  std::vector<std::unique_ptr<Sequence>> abandoned;
+void Scheduler::Report(StepPlan* plan) {
+  for (Sequence* s : plan->admitted) s->req.sink->OnAdmitted();
+  Finish(std::move(plan->finished));
+  plan->finished.clear();
+}
+
+void Scheduler::Step() {
+  // A remote device that is awaited holds the batches back; cancellations and admissions go on.
+  const bool hold = planner_->has_work() && HoldForRemote();
+  StepPlan plan = planner_->Schedule(
+      {scratch_->StepCap(opts_.step_token_budget), PipelineDepth(), /*batch=*/!hold});
+  Report(&plan);
   {
+    // A request leaves `waiting` here; without this it would show in neither gauge until the
+    // step ends, and an observer could take the server for idle.
     std::lock_guard<std::mutex> lock(mu_);
-    for (auto it = waiting_.begin(); it != waiting_.end();) {
-      if ((*it)->req.sink->Cancelled()) {
-        abandoned.push_back(std::move(*it));
-        it = waiting_.erase(it);
-      } else {
-        ++it;
-      }
-    }
-    if (!abandoned.empty()) CountWaitingLocked();
+    CountLocked();
   }
-  for (auto& s : abandoned) Finish(*s, FinishReason::kCancelled);  // members still wanted requeue
-  Admit();
-  if (running_.empty()) return false;
-  if (HoldForRemote()) return true;
-
-  // Decoding sequences need one more position each; when the pool is dry, preempt the newest
-  // (not one in flight: if only those are left, the sequence waits for their batches to land).
-  std::vector<Sequence*> blocked;
-  for (size_t i = 0; i < running_.size(); ++i) {
-    Sequence& s = *running_[i];
-    const int64_t n = static_cast<int64_t>(s.tokens.size());
-    if (s.in_flight || s.n_computed != n - 1) continue;  // still prefilling: blocks reserved
-    // The write at n - 1 may land in a block shared with a group member: copied first.
-    while (!s.kv->Reserve(n, n - 1)) {
-      Sequence* p = PreemptNewest();
-      if (p == nullptr) {
-        blocked.push_back(&s);
-        break;
-      }
-      if (p == &s) break;
-    }
-  }
-  if (running_.empty()) return true;
-
-  // Decode tokens first (they keep streams flowing), then prefill chunks within the budget.
-  // In a pipeline each batch takes its share of the decoding sequences, so that the devices
-  // have as many batches to work on as there are devices.
-  Flight fl;
-  auto ready = [&](const Sequence& s) {
-    return !s.in_flight && s.kv && std::find(blocked.begin(), blocked.end(), &s) == blocked.end();
-  };
-  int64_t decoding = 0;
-  for (auto& s : running_) decoding += s->n_computed == static_cast<int64_t>(s->tokens.size()) - 1;
-  const int64_t depth = PipelineDepth();
-  int64_t decode_cap = (decoding + depth - 1) / depth;
-  // The scratch's budget, and short of memory no step outgrowing the buffers the ones before it
-  // grew (prompt chunks and recomputed sequences wait or go in smaller pieces).
-  int64_t budget = scratch_->StepCap(opts_.step_token_budget);
-  for (auto& s : running_) {
-    const int64_t n = static_cast<int64_t>(s->tokens.size());
-    if (s->n_computed == n - 1 && ready(*s) && budget > 0 && decode_cap > 0) {
-      fl.segs.push_back({s.get()->kv.get(), {&s->tokens[n - 1], 1}, n - 1, false});
-      fl.owners.push_back(s.get());
-      --budget;
-      --decode_cap;
-    }
-  }
-  fl.decoded = static_cast<int64_t>(fl.segs.size());
-  budget = step_time_.PrefillCap(fl.decoded, budget);
-  for (auto& s : running_) {
-    const int64_t n = static_cast<int64_t>(s->tokens.size());
-    if (s->n_computed < n - 1 && ready(*s) && budget > 0) {
-      const int64_t len = std::min(budget, n - s->n_computed);
-      fl.segs.push_back({s->kv.get(),
-                         {&s->tokens[s->n_computed], static_cast<size_t>(len)},
-                         s->n_computed,
-                         false});
-      fl.owners.push_back(s.get());
-      budget -= len;
-      fl.prompt_computed += len;
-    }
-  }
-  const bool submitting = !fl.segs.empty();
+  if (hold) return;
+  const bool submitting = !plan.segments.empty();
   if (submitting) {
-    scratch_->Observe(fl.decoded + fl.prompt_computed);
+    Flight fl;
+    for (const PlannedSegment& seg : plan.segments) {
+      fl.segs.push_back({seg.seq->kv.get(),
+                         {&seg.seq->tokens[seg.pos], static_cast<size_t>(seg.n_tokens)},
+                         seg.pos,
+                         false});
+    }
+    scratch_->Observe(plan.decoded + plan.prompt_computed);
     fl.start = Clock::now();
     if (Status st = fp_.Submit(fl.segs); !st.ok()) {
       spdlog::error("forward pass failed: {}", st.ToString());
-      for (Sequence* s : fl.owners) Finish(*s, FinishReason::kError, st);
-      std::erase_if(running_, [](const auto& s) { return s->done; });
-      return true;
+      StepOutputs failed;
+      failed.status = st;
+      Finish(planner_->Update(plan, failed).finished);
+      return;
     }
-    for (Sequence* s : fl.owners) s->in_flight = true;
+    fl.plan = std::move(plan);
     flights_.push_back(std::move(fl));
   }
-  if (flights_.empty()) return true;
+  if (flights_.empty()) return;
   // Land the oldest batch once the pipeline is full, or when nothing more can be sent.
-  if (static_cast<int64_t>(flights_.size()) >= depth || !submitting) LandOldest();
-  return true;
+  if (static_cast<int64_t>(flights_.size()) >= PipelineDepth() || !submitting) LandOldest();
 }
 
 bool Scheduler::RemoteWaitLeft() {
@@ -151,15 +93,13 @@ void Scheduler::LandOldest() {
   std::vector<float> logits;
   std::vector<Status> failures;
   Status st = fp_.Collect(&logits, &failures);
-  for (Sequence* s : fl.owners) s->in_flight = false;
+  StepOutputs out;
   // Alone in the pipeline, the time from submit to landing is the step's.
-  if (PipelineDepth() == 1) {
-    step_time_.Observe(fl.decoded, fl.prompt_computed, MsBetween(fl.start, Clock::now()));
-  }
+  if (PipelineDepth() == 1) out.step_ms = MsBetween(fl.start, Clock::now());
   if (!st.ok()) {
     spdlog::error("forward pass failed: {}", st.ToString());
-    for (Sequence* s : fl.owners) Finish(*s, FinishReason::kError, st);
-    std::erase_if(running_, [](const auto& s) { return s->done; });
+    out.status = st;
+    Finish(planner_->Update(fl.plan, out).finished);
     return;
   }
   if (fp_.remote_failed()) {
@@ -170,23 +110,23 @@ void Scheduler::LandOldest() {
     // Within remote_down_wait of the failure, they resume from the start instead, once a new
     // placement comes or the device answers again.
     const Status why = failures.empty() ? Unavailable("a remote layer range failed") : failures[0];
+    out.abandoned = true;
+    planner_->Update(fl.plan, out);
     while (!flights_.empty()) {
       Flight rest = std::move(flights_.front());
       flights_.pop_front();
       std::vector<float> ignored;
       (void)fp_.Collect(&ignored, nullptr);
-      for (Sequence* s : rest.owners) s->in_flight = false;
+      StepOutputs void_step;
+      void_step.abandoned = true;
+      planner_->Update(rest.plan, void_step);
     }
-    const bool resume = RemoteWaitLeft();
-    for (auto& s : running_) {
-      if (!s->done && !resume) Finish(*s, FinishReason::kError, why);
-    }
-    std::erase_if(running_, [](const auto& s) { return s->done; });
-    int64_t waiting = 0;
-    while (resume && PreemptNewest() != nullptr) ++waiting;
-    if (resume) {
+    if (RemoteWaitLeft()) {
+      const int64_t waiting = planner_->PreemptAll();
       spdlog::warn("{}: {} running sequences wait for the device or a new placement",
                    why.ToString(), waiting);
+    } else {
+      Finish(planner_->FailRunning(why));
     }
     kv_.DropCached();
     return;
@@ -194,92 +134,70 @@ void Scheduler::LandOldest() {
   remote_down_since_.reset();
   // A failed flash read costs only the sequences that needed it; their KV goes back to the pool
   // and the others carry on.
-  for (size_t i = 0; i < fl.segs.size(); ++i) {
-    if (failures[i].ok()) continue;
-    spdlog::error("a request failed in the forward pass: {}", failures[i].ToString());
-    Finish(*fl.owners[i], FinishReason::kError, failures[i]);
-  }
-
   const int64_t n_vocab = model_.config().n_vocab;
-  int64_t generated = 0;
-  for (size_t i = 0; i < fl.segs.size(); ++i) {
-    Sequence& s = *fl.owners[i];
-    if (s.done) continue;
-    s.n_computed += static_cast<int64_t>(fl.segs[i].tokens.size());
-    const int64_t n = static_cast<int64_t>(s.tokens.size());
-    s.kv->PublishFullBlocks(s.tokens, s.n_computed);
-    if (s.n_computed < n) continue;  // mid-prompt chunk: no token yet
-
-    std::span<const float> row(&logits[i * n_vocab], n_vocab);
-    if (!s.followers.empty()) {
-      // The group's prompt is computed: each member takes the blocks, the partial last one
-      // copy-on-write, and samples its first token from the same logits.
-      std::vector<std::unique_ptr<Sequence>> forked = std::move(s.followers);
-      s.followers.clear();
-      for (auto& f : forked) {
-        f->kv = std::make_unique<SequenceKv>(&kv_);
-        f->kv->ForkFrom(*s.kv, s.n_computed);
-        f->n_computed = s.n_computed;
-        f->cached_prompt = s.n_computed;
-        f->admitted = s.admitted;
-        if (f->req.sink->Cancelled()) {
-          Finish(*f, FinishReason::kCancelled);
-          continue;
-        }
-        EmitToken(*f, row);
-        ++generated;
-        if (!f->done) running_.push_back(std::move(f));
-      }
-    }
-    // A sequence cancelled while its batch was in flight ends here.
-    if (s.req.sink->Cancelled()) {
-      Finish(s, FinishReason::kCancelled);
+  out.segments.resize(fl.plan.segments.size());
+  for (size_t i = 0; i < fl.plan.segments.size(); ++i) {
+    SegmentOutput& so = out.segments[i];
+    so.status = failures[i];
+    if (!so.status.ok()) {
+      spdlog::error("a request failed in the forward pass: {}", so.status.ToString());
       continue;
     }
-    EmitToken(s, row);
-    ++generated;
+    std::span<const float> row(&logits[i * n_vocab], n_vocab);
+    for (Sequence* s : fl.plan.segments[i].samplers) so.choices.push_back(EmitToken(*s, row));
   }
-  std::erase_if(running_, [](const auto& s) { return s->done; });
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    stats_.generated_tokens += generated;
-    stats_.prompt_tokens += fl.prompt_computed;
-    ++stats_.steps;
-    stats_.ffn = fp_.ffn().counters();
-  }
+  StepUpdate up = planner_->Update(fl.plan, out);
+  Finish(std::move(up.finished));
+  std::lock_guard<std::mutex> lock(mu_);
+  stats_.generated_tokens += up.generated;
+  stats_.prompt_tokens += fl.plan.prompt_computed;
+  ++stats_.steps;
+  stats_.ffn = fp_.ffn().counters();
 }
 
-void Scheduler::EmitToken(Sequence& s, std::span<const float> row) {
-  TokenEvent ev;
-  const size_t n_forced = s.req.forced_tokens.size();
-  if (static_cast<size_t>(s.n_generated) < n_forced) {
-    ev.token = s.req.forced_tokens[s.n_generated];
-  } else if (!s.req.logit_bias.empty()) {
-    std::vector<float> biased(row.begin(), row.end());
-    for (const auto& [id, bias] : s.req.logit_bias) biased[id] += bias;
-    ev.token = s.sampler->Sample(biased);
-  } else {
-    ev.token = s.sampler->Sample(row);
-  }
-  s.sampler->Accept(ev.token);
-  if (s.req.logprobs || s.req.top_logprobs > 0) {
-    ev.logprob = TokenLogprob(row, ev.token, s.req.top_logprobs, &ev.top_logprobs);
-  }
-  s.tokens.push_back(ev.token);
-  ++s.n_generated;
+TokenChoice Scheduler::EmitToken(Sequence& s, std::span<const float> row) {
+  // A sequence cancelled while its batch was in flight ends without a token.
+  if (s.req.sink->Cancelled()) return {.cancelled = true};
+  const TokenEvent ev = ChooseToken(s, row);
   if (!s.has_first_token) {
     s.has_first_token = true;
     s.first_token = Clock::now();
   }
   const bool keep = s.req.sink->OnToken(ev);
-  if (opts_.is_eog(ev.token) || !keep) {
-    Finish(s, FinishReason::kStop);
-  } else if (static_cast<int64_t>(s.tokens.size()) >= opts_.n_ctx) {
-    // Checked before max_tokens: a request whose max_tokens was defaulted to the room left
-    // ends at the context limit, and metrics should say so.
-    Finish(s, FinishReason::kContext);
-  } else if (s.n_generated >= s.req.max_tokens) {
-    Finish(s, FinishReason::kLength);
+  return {.token = ev.token, .stop = !keep};
+}
+
+void Scheduler::Finish(std::vector<std::unique_ptr<Sequence>> done) {
+  if (done.empty()) return;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& s : done) {
+      if (s->finish_reason == FinishReason::kCancelled)
+        ++stats_.requests_cancelled;
+      else if (s->finish_reason == FinishReason::kError)
+        ++stats_.requests_failed;
+      else
+        ++stats_.requests_finished;
+    }
+    // Whoever hears of the finish sees the blocks already returned, and these sequences no
+    // longer running: a client that sends its next request on hearing the answer must not find
+    // them still counted (admission at the floor).
+    CountLocked();
+  }
+  const auto now = Clock::now();
+  for (const auto& s : done) {
+    FinishInfo info;
+    info.reason = s->finish_reason;
+    info.status = s->finish_status;
+    info.prompt_tokens = s->n_prompt;
+    info.cached_prompt_tokens = s->cached_prompt;
+    info.completion_tokens = s->n_generated;
+    info.queue_ms = s->admitted.time_since_epoch().count() ? MsBetween(s->submitted, s->admitted)
+                                                           : MsBetween(s->submitted, now);
+    info.ttft_ms = s->has_first_token ? MsBetween(s->submitted, s->first_token) : 0;
+    info.total_ms = MsBetween(s->submitted, now);
+    info.preemptions = s->preemptions;
+    s->req.sink->OnFinish(info);
   }
 }
 

@@ -1,0 +1,344 @@
+#include "engine/sched/continuous_batching_planner.h"
+
+#include <algorithm>
+#include <string>
+#include <unordered_map>
+
+#include "engine/common/check.h"
+
+namespace sparrow {
+
+using Clock = SchedulerClock;
+
+ContinuousBatchingPlanner::ContinuousBatchingPlanner(KvBlockPool* kv, PlannerOptions options)
+    : kv_(kv), opts_(std::move(options)), step_time_(opts_.step_time_target_ms) {
+  SPARROW_CHECK(kv_ != nullptr && opts_.is_eog != nullptr);
+  SPARROW_CHECK(opts_.n_ctx > 1 && opts_.max_running > 0);
+}
+
+ContinuousBatchingPlanner::~ContinuousBatchingPlanner() = default;
+
+int64_t ContinuousBatchingPlanner::running() const {
+  return std::count_if(running_.begin(), running_.end(), [](const auto& s) { return !s->done; });
+}
+
+void ContinuousBatchingPlanner::CountWaiting() {
+  int64_t n = 0;
+  for (const auto& s : waiting_) n += 1 + static_cast<int64_t>(s->followers.size());
+  waiting_members_ = n;
+}
+
+void ContinuousBatchingPlanner::Enqueue(std::unique_ptr<Sequence> seq) {
+  waiting_members_ += 1 + static_cast<int64_t>(seq->followers.size());
+  waiting_.push_back(std::move(seq));
+}
+
+void ContinuousBatchingPlanner::PushFront(std::unique_ptr<Sequence> s) {
+  waiting_members_ += 1 + static_cast<int64_t>(s->followers.size());
+  waiting_.push_front(std::move(s));
+}
+
+void ContinuousBatchingPlanner::MarkFinished(Sequence& s, FinishReason reason, Status status) {
+  if (s.done) return;
+  s.done = true;
+  s.finish_reason = reason;
+  s.finish_status = std::move(status);
+  for (auto it = s.followers.rbegin(); it != s.followers.rend(); ++it) PushFront(std::move(*it));
+  s.followers.clear();
+  if (s.kv) {
+    s.kv->PublishFullBlocks(s.tokens, s.n_computed);  // later turns of a chat reuse them
+    s.kv->ReleaseAll();
+  }
+}
+
+void ContinuousBatchingPlanner::SweepDone(std::vector<std::unique_ptr<Sequence>>* out) {
+  for (auto& s : running_) {
+    if (s->done) out->push_back(std::move(s));
+  }
+  std::erase_if(running_, [](const auto& s) { return s == nullptr; });
+}
+
+StepPlan ContinuousBatchingPlanner::Schedule(const StepLimits& limits) {
+  StepPlan plan;
+  // Drop cancelled sequences first: their blocks go back to the pool before we allocate. One in
+  // flight is finished when its step lands (its blocks are in use until then).
+  for (auto& s : running_) {
+    if (!s->done && !s->in_flight && s->req.sink->Cancelled()) {
+      MarkFinished(*s, FinishReason::kCancelled);
+    }
+  }
+  SweepDone(&plan.finished);
+  // Waiting requests whose clients left must not hold queue slots until they would have been
+  // admitted (new requests would get "queue full" meanwhile).
+  std::vector<std::unique_ptr<Sequence>> abandoned;
+  for (auto it = waiting_.begin(); it != waiting_.end();) {
+    if ((*it)->req.sink->Cancelled()) {
+      abandoned.push_back(std::move(*it));
+      it = waiting_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  CountWaiting();
+  for (auto& s : abandoned) {
+    MarkFinished(*s, FinishReason::kCancelled);  // members still wanted requeue
+    plan.finished.push_back(std::move(s));
+  }
+  Admit(&plan);
+  if (running_.empty() || !limits.batch) return plan;
+  const std::vector<Sequence*> blocked = ReserveDecodeSlots();
+  if (running_.empty()) return plan;
+  FormBatch(limits, blocked, &plan);
+  return plan;
+}
+
+void ContinuousBatchingPlanner::Admit(StepPlan* plan) {
+  while (static_cast<int64_t>(running_.size()) < opts_.max_running && !waiting_.empty()) {
+    // FCFS, but interactive requests go before batch ones.
+    auto it = std::find_if(waiting_.begin(), waiting_.end(),
+                           [](const auto& s) { return s->req.interactive; });
+    if (it == waiting_.end()) it = waiting_.begin();
+    // A group is admitted whole, so that its members can fork from the leader.
+    const int64_t members = 1 + static_cast<int64_t>((*it)->followers.size());
+    if (!running_.empty() && static_cast<int64_t>(running_.size()) + members > opts_.max_running) {
+      break;
+    }
+    std::unique_ptr<Sequence> seq = std::move(*it);
+    waiting_.erase(it);
+    waiting_members_ -= members;
+    if (seq->req.sink->Cancelled()) {
+      MarkFinished(*seq, FinishReason::kCancelled);
+      plan->finished.push_back(std::move(seq));
+      continue;
+    }
+    seq->kv = std::make_unique<SequenceKv>(kv_);
+    const int64_t n = static_cast<int64_t>(seq->tokens.size());
+    // At least the last token is computed, so it yields logits.
+    const int64_t cached = seq->kv->AttachPrefix(seq->tokens, n - 1);
+    if (!seq->kv->Reserve(n)) {
+      seq->kv.reset();
+      if (running_.empty()) {
+        MarkFinished(*seq, FinishReason::kError,
+                     ResourceExhausted("the KV cache cannot hold this request's " +
+                                       std::to_string(n) + " tokens"));
+        plan->finished.push_back(std::move(seq));
+        continue;
+      }
+      // Wait for running sequences to free blocks; keep its place at the front.
+      PushFront(std::move(seq));
+      break;
+    }
+    seq->n_computed = cached;
+    if (seq->preemptions == 0) {
+      seq->cached_prompt = cached;
+      seq->admitted = Clock::now();
+      plan->admitted.push_back(seq.get());
+    }
+    running_.push_back(std::move(seq));
+  }
+}
+
+std::vector<Sequence*> ContinuousBatchingPlanner::ReserveDecodeSlots() {
+  // Decoding sequences need one more position each; when the pool is dry, preempt the newest
+  // (not one in flight: if only those are left, the sequence waits for their steps to land).
+  std::vector<Sequence*> blocked;
+  for (size_t i = 0; i < running_.size(); ++i) {
+    Sequence& s = *running_[i];
+    const int64_t n = static_cast<int64_t>(s.tokens.size());
+    if (s.in_flight || s.n_computed != n - 1) continue;  // still prefilling: blocks reserved
+    // The write at n - 1 may land in a block shared with a group member: copied first.
+    while (!s.kv->Reserve(n, n - 1)) {
+      Sequence* p = PreemptNewest();
+      if (p == nullptr) {
+        blocked.push_back(&s);
+        break;
+      }
+      if (p == &s) break;
+    }
+  }
+  return blocked;
+}
+
+void ContinuousBatchingPlanner::FormBatch(const StepLimits& limits,
+                                          const std::vector<Sequence*>& blocked, StepPlan* plan) {
+  auto ready = [&](const Sequence& s) {
+    return !s.in_flight && s.kv && std::find(blocked.begin(), blocked.end(), &s) == blocked.end();
+  };
+  auto add = [&](Sequence& s, int64_t pos, int64_t len) {
+    PlannedSegment seg{&s, pos, len, {}};
+    if (pos + len == static_cast<int64_t>(s.tokens.size())) {
+      for (const auto& f : s.followers) seg.samplers.push_back(f.get());
+      seg.samplers.push_back(&s);
+    }
+    plan->segments.push_back(std::move(seg));
+  };
+  // Decode tokens first (they keep streams flowing), then prefill chunks within the budget.
+  // In a pipeline each batch takes its share of the decoding sequences, so that the devices
+  // have as many batches to work on as there are devices.
+  int64_t decoding = 0;
+  for (auto& s : running_) decoding += s->n_computed == static_cast<int64_t>(s->tokens.size()) - 1;
+  const int64_t depth = std::max<int64_t>(1, limits.pipeline_depth);
+  int64_t decode_cap = (decoding + depth - 1) / depth;
+  int64_t budget = limits.token_budget;
+  for (auto& s : running_) {
+    const int64_t n = static_cast<int64_t>(s->tokens.size());
+    if (s->n_computed == n - 1 && ready(*s) && budget > 0 && decode_cap > 0) {
+      add(*s, n - 1, 1);
+      --budget;
+      --decode_cap;
+    }
+  }
+  plan->decoded = static_cast<int64_t>(plan->segments.size());
+  budget = step_time_.PrefillCap(plan->decoded, budget);
+  for (auto& s : running_) {
+    const int64_t n = static_cast<int64_t>(s->tokens.size());
+    if (s->n_computed < n - 1 && ready(*s) && budget > 0) {
+      const int64_t len = std::min(budget, n - s->n_computed);
+      add(*s, s->n_computed, len);
+      budget -= len;
+      plan->prompt_computed += len;
+    }
+  }
+  for (PlannedSegment& seg : plan->segments) seg.seq->in_flight = true;
+}
+
+StepUpdate ContinuousBatchingPlanner::Update(const StepPlan& plan, const StepOutputs& outputs) {
+  for (const PlannedSegment& seg : plan.segments) seg.seq->in_flight = false;
+  if (outputs.step_ms) step_time_.Observe(plan.decoded, plan.prompt_computed, *outputs.step_ms);
+  StepUpdate up;
+  if (outputs.abandoned) return up;
+  if (!outputs.status.ok()) {
+    for (const PlannedSegment& seg : plan.segments) {
+      MarkFinished(*seg.seq, FinishReason::kError, outputs.status);
+    }
+    SweepDone(&up.finished);
+    return up;
+  }
+  SPARROW_CHECK(outputs.segments.size() == plan.segments.size());
+  // A failed flash read costs only the sequences that needed it; the others carry on.
+  for (size_t i = 0; i < plan.segments.size(); ++i) {
+    const Status& st = outputs.segments[i].status;
+    if (!st.ok()) MarkFinished(*plan.segments[i].seq, FinishReason::kError, st);
+  }
+  for (size_t i = 0; i < plan.segments.size(); ++i) {
+    Sequence& s = *plan.segments[i].seq;
+    if (s.done) continue;
+    s.n_computed += plan.segments[i].n_tokens;
+    const int64_t n = static_cast<int64_t>(s.tokens.size());
+    s.kv->PublishFullBlocks(s.tokens, s.n_computed);
+    if (s.n_computed < n) continue;  // mid-prompt chunk: no token yet
+
+    const std::vector<TokenChoice>& choices = outputs.segments[i].choices;
+    SPARROW_CHECK(choices.size() == s.followers.size() + 1);
+    // The group's prompt is computed: each member takes the blocks, the partial last one
+    // copy-on-write, and its first token came from the same logits.
+    std::vector<std::unique_ptr<Sequence>> forked = std::move(s.followers);
+    s.followers.clear();
+    for (size_t k = 0; k < forked.size(); ++k) {
+      std::unique_ptr<Sequence>& f = forked[k];
+      f->kv = std::make_unique<SequenceKv>(kv_);
+      f->kv->ForkFrom(*s.kv, s.n_computed);
+      f->n_computed = s.n_computed;
+      f->cached_prompt = s.n_computed;
+      f->admitted = s.admitted;
+      if (choices[k].cancelled) {
+        MarkFinished(*f, FinishReason::kCancelled);
+      } else {
+        Append(*f, choices[k]);
+        ++up.generated;
+      }
+      if (f->done) {
+        up.finished.push_back(std::move(f));
+      } else {
+        running_.push_back(std::move(f));
+      }
+    }
+    // A sequence cancelled while its step was in flight ends here.
+    if (choices.back().cancelled) {
+      MarkFinished(s, FinishReason::kCancelled);
+      continue;
+    }
+    Append(s, choices.back());
+    ++up.generated;
+  }
+  SweepDone(&up.finished);
+  return up;
+}
+
+void ContinuousBatchingPlanner::Append(Sequence& s, const TokenChoice& choice) {
+  s.tokens.push_back(choice.token);
+  ++s.n_generated;
+  if (opts_.is_eog(choice.token) || choice.stop) {
+    MarkFinished(s, FinishReason::kStop);
+  } else if (static_cast<int64_t>(s.tokens.size()) >= opts_.n_ctx) {
+    // Checked before max_tokens: a request whose max_tokens was defaulted to the room left
+    // ends at the context limit, and metrics should say so.
+    MarkFinished(s, FinishReason::kContext);
+  } else if (s.n_generated >= s.req.max_tokens) {
+    MarkFinished(s, FinishReason::kLength);
+  }
+}
+
+Sequence* ContinuousBatchingPlanner::PreemptNewest() {
+  auto it =
+      std::find_if(running_.rbegin(), running_.rend(), [](const auto& s) { return !s->in_flight; });
+  if (it == running_.rend()) return nullptr;
+  std::unique_ptr<Sequence> s = std::move(*it);
+  running_.erase(std::next(it).base());
+  // Its full blocks stay in the prefix cache: the recompute may find them there.
+  s->kv->PublishFullBlocks(s->tokens, s->n_computed);
+  s->kv->ReleaseAll();
+  s->kv.reset();
+  s->n_computed = 0;
+  ++s->preemptions;
+  ++preemptions_;
+  Sequence* const p = s.get();
+  PushFront(std::move(s));
+  return p;
+}
+
+int64_t ContinuousBatchingPlanner::PreemptAll() {
+  int64_t n = 0;
+  while (PreemptNewest() != nullptr) ++n;
+  return n;
+}
+
+std::vector<std::unique_ptr<Sequence>> ContinuousBatchingPlanner::FailRunning(const Status& why) {
+  std::vector<std::unique_ptr<Sequence>> out;
+  for (auto& s : running_) MarkFinished(*s, FinishReason::kError, why);
+  SweepDone(&out);
+  return out;
+}
+
+std::vector<std::unique_ptr<Sequence>> ContinuousBatchingPlanner::CancelAll() {
+  std::vector<std::unique_ptr<Sequence>> out;
+  for (auto& s : running_) MarkFinished(*s, FinishReason::kCancelled);
+  SweepDone(&out);
+  // Cancelling a group leader queues its members, hence the loop.
+  while (!waiting_.empty()) {
+    std::deque<std::unique_ptr<Sequence>> rest = std::move(waiting_);
+    waiting_.clear();
+    waiting_members_ = 0;
+    for (auto& s : rest) {
+      MarkFinished(*s, FinishReason::kCancelled);
+      out.push_back(std::move(s));
+    }
+  }
+  return out;
+}
+
+Status ContinuousBatchingPlanner::ResizeKv(int64_t blocks, int64_t* preempted) {
+  *preempted = 0;
+  if (blocks == kv_->n_blocks()) return Status::Ok();
+  // The newest sequences give their blocks back first, as when decoding runs the pool dry; the
+  // full ones stay in the prefix cache while the smaller pool has room for them.
+  while (kv_->used() > blocks && PreemptNewest() != nullptr) ++*preempted;
+  std::unordered_map<BlockId, BlockId> moved;
+  SPARROW_RETURN_IF_ERROR(kv_->Resize(blocks, &moved));
+  for (auto& s : running_) {
+    if (s->kv) s->kv->Remap(moved);
+  }
+  return Status::Ok();
+}
+
+}  // namespace sparrow

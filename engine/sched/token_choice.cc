@@ -1,0 +1,26 @@
+#include "engine/sched/token_choice.h"
+
+#include <vector>
+
+namespace sparrow {
+
+TokenEvent ChooseToken(Sequence& s, std::span<const float> row) {
+  TokenEvent ev;
+  const size_t n_forced = s.req.forced_tokens.size();
+  if (static_cast<size_t>(s.n_generated) < n_forced) {
+    ev.token = s.req.forced_tokens[s.n_generated];
+  } else if (!s.req.logit_bias.empty()) {
+    std::vector<float> biased(row.begin(), row.end());
+    for (const auto& [id, bias] : s.req.logit_bias) biased[id] += bias;
+    ev.token = s.sampler->Sample(biased);
+  } else {
+    ev.token = s.sampler->Sample(row);
+  }
+  s.sampler->Accept(ev.token);
+  if (s.req.logprobs || s.req.top_logprobs > 0) {
+    ev.logprob = TokenLogprob(row, ev.token, s.req.top_logprobs, &ev.top_logprobs);
+  }
+  return ev;
+}
+
+}  // namespace sparrow
