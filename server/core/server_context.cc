@@ -1,6 +1,12 @@
 #include "server/core/server_context.h"
 
+#include "server/core/engine_facade.h"
+
 namespace sparrow::server {
+
+EngineFacade ServerContext::engine() const {
+  return EngineFacade(served(), this);
+}
 
 std::string JoinHostPort(const std::string& host, int port) {
   const bool v6 = host.find(':') != std::string::npos && !host.starts_with("[");

@@ -2,7 +2,7 @@
 // ServerContext: everything one sparrowd process serves with: the model being served (with its
 // tokenizer and scheduler, swapped as a whole by the admin API's reload), the configuration,
 // the metrics, the keys and the request registry. Frontends (HTTP, gRPC) share one context and
-// reach the engine only through the served model's scheduler.
+// reach the engine only through engine() (engine_facade.h).
 // Thread-safe to use from many threads (every member is); build and destroy on one thread.
 #include <atomic>
 #include <chrono>
@@ -20,6 +20,7 @@
 namespace sparrow::server {
 
 class AdminController;
+class EngineFacade;
 
 struct ServerContext {
   ServerConfig config;
@@ -35,7 +36,10 @@ struct ServerContext {
   // How a served model reaches its workers (collaborative inference); empty without gRPC.
   ConnectWorkersFn connect_workers;
 
-  // The model new requests go to. A request keeps the one it got for its whole life.
+  // The engine as frontends see it, pinned to the model new requests go to: a request keeps the
+  // facade it got (and so its model) for its whole life.
+  EngineFacade engine() const;
+  // The model new requests go to, for server/core and the admin API (reload, status).
   std::shared_ptr<ServedModel> served() const {
     std::lock_guard<std::mutex> lock(served_mu_);
     return served_;

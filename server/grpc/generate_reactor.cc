@@ -78,8 +78,8 @@ void LogCall(const ServerContext& ctx, const grpc::Status& status, const FinishI
 // shared_ptr, so a late callback after OnDone finds `reactor` null instead of a dead object.
 struct GenerateReactor::Shared {
   // The model the request runs on, kept while the sink (which uses its tokenizer) lives: first,
-  // so it is destroyed last.
-  std::shared_ptr<ServedModel> served;
+  // so it is destroyed last. Set by Start, let go in OnDone.
+  std::optional<EngineFacade> engine;
   std::mutex mu;
   GenerateReactor* reactor = nullptr;  // null once gRPC is done with the RPC
   std::shared_ptr<StreamingSink> sink;
@@ -181,11 +181,11 @@ void GenerateReactor::Shared::Pump() {
 GenerateReactor::GenerateReactor(ServerContext& ctx, std::shared_ptr<Shared> shared)
     : ctx_(ctx), shared_(std::move(shared)) {}
 
-GenerateReactor* GenerateReactor::Start(ServerContext& ctx, std::shared_ptr<ServedModel> served,
+GenerateReactor* GenerateReactor::Start(ServerContext& ctx, EngineFacade engine,
                                         const ResolvedGeneration& generation,
                                         ActiveRequest origin) {
   auto shared = std::make_shared<Shared>();
-  shared->served = std::move(served);
+  shared->engine.emplace(std::move(engine));
   auto* reactor = new GenerateReactor(ctx, shared);
   shared->reactor = reactor;
   shared->logprobs = generation.logprobs;
@@ -196,12 +196,11 @@ GenerateReactor* GenerateReactor::Start(ServerContext& ctx, std::shared_ptr<Serv
   sink_opts.visible_special = generation.visible_special;
   if (generation.chat) shared->parser.emplace(generation.output);
   std::weak_ptr<Shared> weak = shared;
-  shared->sink = std::make_shared<StreamingSink>(*shared->served->tokenizer, std::move(sink_opts),
-                                                 &ctx.metrics, [weak] {
-                                                   if (auto s = weak.lock()) s->Pump();
-                                                 });
+  shared->sink = shared->engine->MakeSink(std::move(sink_opts), &ctx.metrics, [weak] {
+    if (auto s = weak.lock()) s->Pump();
+  });
 
-  Status st = SubmitGeneration(ctx, *shared->served, generation, {shared->sink});
+  Status st = shared->engine->Submit(generation, {shared->sink});
   if (!st.ok()) {
     const grpc::Status status = ToGrpcStatus(st);
     ctx.metrics.RecordResponse("grpc", GrpcCodeName(status.error_code()));
@@ -255,12 +254,12 @@ void GenerateReactor::OnDone() {
   // Let go of the model here, on gRPC's thread: were the sink's callback (on the scheduler's
   // step thread) the last holder of a model a reload replaced, its scheduler would be destroyed
   // by its own thread. The scheduler goes before the tokenizer the sink uses.
-  std::shared_ptr<ServedModel> served;
+  std::optional<EngineFacade> engine;
   {
     std::lock_guard<std::mutex> lock(shared_->mu);
     shared_->reactor = nullptr;
     ticket = std::move(shared_->ticket);
-    served = std::move(shared_->served);
+    engine.swap(shared_->engine);
   }
   delete this;
 }

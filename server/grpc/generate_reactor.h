@@ -10,6 +10,7 @@
 #include <memory>
 #include <vector>
 
+#include "server/core/engine_facade.h"
 #include "server/core/generation_spec.h"
 #include "server/core/request_registry.h"
 #include "server/core/server_context.h"
@@ -20,11 +21,11 @@ namespace sparrow::server {
 
 class GenerateReactor final : public grpc::ServerWriteReactor<v1::GenerateResponse> {
  public:
-  // Submits the request to `served` (resolved against it), which the reactor keeps until the
+  // Submits the request to `engine` (resolved against it), which the reactor keeps until the
   // end; when the scheduler refuses it (queue full, too long) the RPC finishes at once with that
   // status. Owned by gRPC until OnDone. While it runs the request is listed in ctx.requests;
   // `origin` gives its route, client and key.
-  static GenerateReactor* Start(ServerContext& ctx, std::shared_ptr<ServedModel> served,
+  static GenerateReactor* Start(ServerContext& ctx, EngineFacade engine,
                                 const ResolvedGeneration& generation, ActiveRequest origin = {});
   // An RPC that fails before anything was submitted (validation, auth).
   static grpc::ServerWriteReactor<v1::GenerateResponse>* Fail(ServerContext& ctx,

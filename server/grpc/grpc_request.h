@@ -8,8 +8,6 @@
 #include <vector>
 
 #include "engine/common/result.h"
-#include "engine/runtime/sampler.h"
-#include "engine/tokenizer/tokenizer.h"
 #include "server/core/chat_template.h"
 #include "server/core/generation_spec.h"
 #include "server/core/stop_matcher.h"

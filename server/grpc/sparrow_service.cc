@@ -3,9 +3,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/model/architecture.h"
-#include "engine/tokenizer/incremental_detokenizer.h"
 #include "server/core/chat_template.h"
+#include "server/core/engine_facade.h"
 #include "server/grpc/generate_reactor.h"
 #include "server/grpc/grpc_auth.h"
 #include "server/grpc/grpc_request.h"
@@ -59,11 +58,11 @@ grpc::ServerWriteReactor<v1::GenerateResponse>* SparrowService::Resolve(const Ge
                                                                         ActiveRequest origin) {
   ResolvedGeneration g;
   GenerationError error;
-  std::shared_ptr<ServedModel> served = ctx_.served();
-  if (!ResolveGeneration(*served, spec, &g, &error)) {
+  EngineFacade engine = ctx_.engine();
+  if (!engine.Resolve(spec, &g, &error)) {
     return GenerateReactor::Fail(ctx_, ToGrpcStatus(error.status));
   }
-  return GenerateReactor::Start(ctx_, std::move(served), g, std::move(origin));
+  return GenerateReactor::Start(ctx_, std::move(engine), g, std::move(origin));
 }
 
 grpc::ServerUnaryReactor* SparrowService::Tokenize(grpc::CallbackServerContext* context,
@@ -71,14 +70,13 @@ grpc::ServerUnaryReactor* SparrowService::Tokenize(grpc::CallbackServerContext* 
                                                    v1::TokenizeResponse* response) {
   grpc::Status auth = Authorize(ctx_, *context, AuthScope::kApiKey, "Tokenize", nullptr);
   if (!auth.ok()) return Done(context, auth);
-  const std::shared_ptr<ServedModel> served = ctx_.served();
-  Status st = CheckModel(request->model(), served->model_id);
+  const EngineFacade engine = ctx_.engine();
+  Status st = CheckModel(request->model(), engine.model_id());
   if (!st.ok()) return Done(context, ToGrpcStatus(st));
   const bool add_special = request->has_add_special() ? request->add_special() : true;
-  const Tokenizer& tok = *served->tokenizer;
-  for (int32_t id : tok.Tokenize(request->text(), add_special, request->parse_special())) {
+  for (int32_t id : engine.Tokenize(request->text(), add_special, request->parse_special())) {
     response->add_tokens(id);
-    response->add_pieces(std::string(tok.piece(id, /*special=*/true)));
+    response->add_pieces(std::string(engine.TokenPiece(id, /*special=*/true)));
   }
   return Done(context, grpc::Status::OK);
 }
@@ -88,17 +86,14 @@ grpc::ServerUnaryReactor* SparrowService::Detokenize(grpc::CallbackServerContext
                                                      v1::DetokenizeResponse* response) {
   grpc::Status auth = Authorize(ctx_, *context, AuthScope::kApiKey, "Detokenize", nullptr);
   if (!auth.ok()) return Done(context, auth);
-  const std::shared_ptr<ServedModel> served = ctx_.served();
-  Status st = CheckModel(request->model(), served->model_id);
+  const EngineFacade engine = ctx_.engine();
+  Status st = CheckModel(request->model(), engine.model_id());
   if (!st.ok()) return Done(context, ToGrpcStatus(st));
-  const Tokenizer& tok = *served->tokenizer;
-  st = CheckTokenIds(request->tokens(), tok.n_vocab(), "tokens");
+  st = CheckTokenIds(request->tokens(), engine.n_vocab(), "tokens");
   if (!st.ok()) return Done(context, ToGrpcStatus(st));
   const std::vector<int32_t> ids(request->tokens().begin(), request->tokens().end());
-  std::string raw = tok.Detokenize(ids, request->remove_special(), request->render_special());
-  std::string text;
-  AppendSanitizedUtf8(raw, /*at_end=*/true, &text);
-  response->set_text(std::move(text));
+  std::string raw = engine.Detokenize(ids, request->remove_special(), request->render_special());
+  response->set_text(SanitizedUtf8(raw));
   response->set_raw(std::move(raw));
   return Done(context, grpc::Status::OK);
 }
@@ -108,19 +103,14 @@ grpc::ServerUnaryReactor* SparrowService::ListModels(grpc::CallbackServerContext
                                                      v1::ListModelsResponse* response) {
   grpc::Status auth = Authorize(ctx_, *context, AuthScope::kApiKey, "ListModels", nullptr);
   if (!auth.ok()) return Done(context, auth);
-  const std::shared_ptr<ServedModel> served = ctx_.served();
-  const ModelConfig& mc = served->model->config();
+  const ModelInfo model = ctx_.engine().Info();
   v1::ModelInfo* info = response->add_models();
-  info->set_id(served->model_id);
-  if (mc.arch != nullptr) info->set_architecture(std::string(mc.arch->name));
-  info->set_n_vocab(served->tokenizer->n_vocab());
-  info->set_n_ctx(served->n_ctx);
-  int64_t n_params = 0;
-  for (const GgufTensorInfo& t : served->model->file().tensors()) {
-    n_params += static_cast<int64_t>(t.n_elements);
-  }
-  info->set_n_params(n_params);
-  info->set_path(served->path.substr(served->path.find_last_of('/') + 1));
+  info->set_id(model.id);
+  if (!model.architecture.empty()) info->set_architecture(model.architecture);
+  info->set_n_vocab(model.n_vocab);
+  info->set_n_ctx(model.n_ctx);
+  info->set_n_params(model.n_params);
+  info->set_path(model.file_name);
   return Done(context, grpc::Status::OK);
 }
 
@@ -145,17 +135,10 @@ grpc::ServerUnaryReactor* SparrowService::ReportMemoryPressure(
                                  " is not an onTrimMemory level (RUNNING_MODERATE, RUNNING_LOW, "
                                  "RUNNING_CRITICAL, UI_HIDDEN, BACKGROUND, MODERATE, COMPLETE)"));
   }
-  const std::shared_ptr<ServedModel> served = ctx_.served();
-  if (!served->memory) {
-    // The admin API's answer for the same state (AdminController::Memory).
-    return Done(context,
-                grpc::Status(grpc::StatusCode::UNIMPLEMENTED,
-                             "memory budget control is off (memory_pressure 0): start sparrowd "
-                             "with memory_pressure 1 or 2"));
-  }
-  served->memory->Report(*level, "host app");
+  const Result<uint64_t> budget = ctx_.engine().ReportPressure(*level, "host app");
+  if (!budget.ok()) return Done(context, ToGrpcStatus(budget.status()));  // control is off
   response->set_pressure_level(std::string(PressureLevelName(*level)));
-  response->set_budget_bytes(served->memory->stats().budget_bytes);
+  response->set_budget_bytes(*budget);
   return Done(context, grpc::Status::OK);
 }
 

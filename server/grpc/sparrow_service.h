@@ -1,7 +1,7 @@
 #pragma once
 // SparrowService: the sparrow.v1.Sparrow gRPC service on the callback API. Every call checks
 // the bearer key (when one is configured) and the request, then reaches the engine only through
-// the context's tokenizer and scheduler. Thread-safe: gRPC calls it from many threads.
+// the context's EngineFacade. Thread-safe: gRPC calls it from many threads.
 #include <grpcpp/grpcpp.h>
 
 #include "server/core/generation_spec.h"

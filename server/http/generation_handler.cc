@@ -9,6 +9,7 @@
 #include <boost/beast/http/chunk_encode.hpp>
 
 #include "api/openai/openai_types.h"
+#include "server/core/engine_facade.h"
 #include "server/http/generation_request.h"
 #include "server/http/http_status.h"
 #include "server/http/openai_response.h"
@@ -25,9 +26,11 @@ constexpr int kClientClosedRequest = 499;
 
 // The n generations of one HTTP request.
 struct Job {
+  explicit Job(EngineFacade e) : engine(std::move(e)) {}
+
   // The model it runs on, kept until the sinks (which use its tokenizer) are gone: first, so it
   // is destroyed last.
-  std::shared_ptr<ServedModel> served;
+  EngineFacade engine;
   PreparedGeneration prep;
   ResponseMeta meta;
   std::shared_ptr<Wakeup> wakeup;
@@ -39,6 +42,11 @@ struct Job {
     for (auto& s : sinks) s->Cancel();
   }
 };
+
+// The token pieces the logprobs name, from the request's model.
+TokenPieceFn PiecesOf(const EngineFacade& engine) {
+  return [&engine](int32_t id) { return engine.TokenPiece(id); };
+}
 
 // Submits every choice as one group; on refusal fills the error response.
 bool SubmitAll(HttpExchange& ex, const GenerationLimits& limits, Job* job, HttpResponse* error) {
@@ -54,10 +62,9 @@ bool SubmitAll(HttpExchange& ex, const GenerationLimits& limits, Job* job, HttpR
     so.max_pending_chunks = limits.max_pending_chunks;
     so.max_pending_bytes = std::max<size_t>(1, limits.max_buffered_bytes / g.n);
     auto wakeup = job->wakeup;
-    sinks.push_back(std::make_shared<StreamingSink>(*job->served->tokenizer, so, &ctx.metrics,
-                                                    [wakeup] { wakeup->Notify(); }));
+    sinks.push_back(job->engine.MakeSink(so, &ctx.metrics, [wakeup] { wakeup->Notify(); }));
   }
-  Status s = SubmitGeneration(ctx, *job->served, g, {sinks.begin(), sinks.end()});
+  Status s = job->engine.Submit(g, sinks);
   if (!s.ok()) {
     const bool full = s.code() == StatusCode::kResourceExhausted;
     const bool draining = s.code() == StatusCode::kUnavailable;
@@ -158,7 +165,7 @@ asio::awaitable<bool> Collect(HttpStream& stream, const HttpRequest& req,
   }
   // Written as text: a document of n choices' top logprobs would be millions of small nodes.
   std::string body = FullResponseText(
-      job.meta, results, job.prep.gen.logprobs, job.prep.gen.top_logprobs, *job.served->tokenizer,
+      job.meta, results, job.prep.gen.logprobs, job.prep.gen.top_logprobs, PiecesOf(job.engine),
       log->prompt_tokens, log->completion_tokens, log->cached_tokens);
   results = {};  // what it was written from
   HttpResponse res = JsonTextResponse(req, http::status::ok, std::move(body));
@@ -210,7 +217,7 @@ asio::awaitable<bool> Stream(HttpStream& stream, const HttpRequest& req,
       for (const auto& c : chunks) {
         const json lp = job.prep.gen.logprobs
                             ? LogprobsJson(job.meta.chat, c.tokens, job.prep.gen.top_logprobs,
-                                           *job.served->tokenizer, offsets[i])
+                                           PiecesOf(job.engine), offsets[i])
                             : null_lp;
         offsets[i] += c.text.size();
         std::vector<json> events;
@@ -274,7 +281,7 @@ asio::awaitable<bool> Stream(HttpStream& stream, const HttpRequest& req,
 asio::awaitable<bool> Prepare(HttpExchange& ex, bool chat, Job& job, GenerationError* err) {
   asio::thread_pool* pool = ex.state != nullptr ? ex.state->prepare.get() : nullptr;
   if (pool == nullptr) {
-    co_return PrepareGeneration(*job.served, chat, ex.req.body(), &job.prep, err);
+    co_return PrepareGeneration(job.engine, chat, ex.req.body(), &job.prep, err);
   }
   struct Handoff {
     PreparedGeneration prep;
@@ -286,8 +293,8 @@ asio::awaitable<bool> Prepare(HttpExchange& ex, bool chat, Job& job, GenerationE
   auto wakeup = std::make_shared<Wakeup>(co_await asio::this_coro::executor);
   // The body is copied: the connection may be dropped (and the request freed) at shutdown while
   // the preparation runs.
-  asio::post(*pool, [handoff, wakeup, served = job.served, chat, body = ex.req.body()] {
-    handoff->ok = PrepareGeneration(*served, chat, body, &handoff->prep, &handoff->err);
+  asio::post(*pool, [handoff, wakeup, engine = job.engine, chat, body = ex.req.body()] {
+    handoff->ok = PrepareGeneration(engine, chat, body, &handoff->prep, &handoff->err);
     handoff->done.store(true, std::memory_order_release);
     wakeup->Notify();
   });
@@ -305,8 +312,7 @@ asio::awaitable<bool> HandleGeneration(HttpExchange& ex, bool chat,
   const HttpRequest& req = ex.req;
   ServerContext& ctx = ex.ctx;
   RequestLog* log = ex.log;
-  Job job;
-  job.served = ctx.served();
+  Job job(ctx.engine());
   GenerationError err;
   if (!co_await Prepare(ex, chat, job, &err)) {
     co_return co_await WriteResponse(stream,
@@ -315,8 +321,8 @@ asio::awaitable<bool> HandleGeneration(HttpExchange& ex, bool chat,
                                      log, limits.write_timeout);
   }
   log->stream = job.prep.stream;
-  log->model = job.served->model_id;
-  job.meta = MakeResponseMeta(chat, job.served->model_id);
+  log->model = job.engine.model_id();
+  job.meta = MakeResponseMeta(chat, job.engine.model_id());
   job.wakeup = std::make_shared<Wakeup>(co_await asio::this_coro::executor);
   HttpResponse error;
   if (!SubmitAll(ex, limits, &job, &error))

@@ -61,7 +61,7 @@ void FillChat(const openai::ChatCompletionRequest& r, GenerationSpec* spec) {
 
 }  // namespace
 
-bool PrepareGeneration(const ServedModel& model, bool chat, const std::string& body,
+bool PrepareGeneration(const EngineFacade& engine, bool chat, const std::string& body,
                        PreparedGeneration* out, GenerationError* error) {
   std::string param;
   auto parsed = openai::ParseRequestBody(body, &param);
@@ -91,12 +91,11 @@ bool PrepareGeneration(const ServedModel& model, bool chat, const std::string& b
       spec.text = r->prompt;
     }
     if (r->echo) {
-      out->echo_text = r->prompt_tokens.empty()
-                           ? r->prompt
-                           : model.tokenizer->Detokenize(r->prompt_tokens, true);
+      out->echo_text =
+          r->prompt_tokens.empty() ? r->prompt : engine.Detokenize(r->prompt_tokens, true, false);
     }
   }
-  return ResolveGeneration(model, spec, &out->gen, error);
+  return engine.Resolve(spec, &out->gen, error);
 }
 
 }  // namespace sparrow::server

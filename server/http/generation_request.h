@@ -4,8 +4,8 @@
 // model, template, tokens, context, defaults). Thread-safe.
 #include <string>
 
+#include "server/core/engine_facade.h"
 #include "server/core/generation_spec.h"
-#include "server/core/server_context.h"
 
 namespace sparrow::server {
 
@@ -19,7 +19,7 @@ struct PreparedGeneration {
 };
 
 // Either `*out` is filled (returns true) or `*error` is.
-bool PrepareGeneration(const ServedModel& model, bool chat, const std::string& body,
+bool PrepareGeneration(const EngineFacade& engine, bool chat, const std::string& body,
                        PreparedGeneration* out, GenerationError* error);
 
 }  // namespace sparrow::server

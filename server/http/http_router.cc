@@ -1,5 +1,6 @@
 #include "server/http/http_router.h"
 
+#include "server/core/engine_facade.h"
 #include "server/core/readiness.h"
 #include "server/http/admin_routes.h"
 #include "server/http/dashboard_routes.h"
@@ -22,12 +23,12 @@ asio::awaitable<bool> Reply(HttpExchange& ex, HttpResponse res) {
   co_return co_await WriteResponse(ex.stream, std::move(res), ex.log, ex.opts.write_timeout);
 }
 
-json ModelJson(const ServedModel& m) {
-  return json{{"id", m.model_id},
+json ModelJson(const EngineFacade& engine) {
+  return json{{"id", engine.model_id()},
               {"object", "model"},
               {"created", 0},
               {"owned_by", "sparrow"},
-              {"context_length", m.n_ctx}};
+              {"context_length", engine.n_ctx()}};
 }
 
 // (JSON bodies are built before co_await: GCC 12 cannot compile a braced list inside one.)
@@ -35,7 +36,7 @@ json ModelJson(const ServedModel& m) {
 asio::awaitable<bool> Health(HttpExchange& ex) {
   const bool draining = ex.ctx.draining.load();
   const json body = {{"status", draining ? "draining" : "ok"},
-                     {"model", ex.ctx.served()->model_id}};
+                     {"model", ex.ctx.engine().model_id()}};
   co_return co_await Reply(
       ex,
       JsonResponse(ex.req, draining ? http::status::service_unavailable : http::status::ok, body));
@@ -44,7 +45,7 @@ asio::awaitable<bool> Health(HttpExchange& ex) {
 // Whether a request sent now would be admitted: what a balancer's health check asks.
 asio::awaitable<bool> Ready(HttpExchange& ex) {
   const Readiness r = ReadinessOf(ex.ctx);
-  json body = {{"ready", r.ready}, {"model", ex.ctx.served()->model_id}};
+  json body = {{"ready", r.ready}, {"model", ex.ctx.engine().model_id()}};
   if (!r.ready) {
     body["reason"] = r.reason;
     body["detail"] = r.detail;
@@ -59,28 +60,26 @@ asio::awaitable<bool> MetricsPage(HttpExchange& ex) {
   HttpResponse res(http::status::ok, ex.req.version());
   res.set(http::field::content_type, "text/plain; version=0.0.4");
   res.keep_alive(ex.req.keep_alive());
-  const std::shared_ptr<ServedModel> served = ex.ctx.served();
-  std::optional<MemoryGovernorStats> memory;
-  if (served->memory) memory = served->memory->stats();
-  res.body() = ex.ctx.metrics.Render(served->scheduler->Stats(), memory ? &*memory : nullptr);
+  const EngineStats stats = ex.ctx.engine().Stats();
+  res.body() = ex.ctx.metrics.Render(stats.scheduler, stats.memory ? &*stats.memory : nullptr);
   res.prepare_payload();
   co_return co_await Reply(ex, std::move(res));
 }
 
 asio::awaitable<bool> ListModels(HttpExchange& ex) {
-  const json body = {{"object", "list"}, {"data", json::array({ModelJson(*ex.ctx.served())})}};
+  const json body = {{"object", "list"}, {"data", json::array({ModelJson(ex.ctx.engine())})}};
   co_return co_await Reply(ex, JsonResponse(ex.req, http::status::ok, body));
 }
 
 asio::awaitable<bool> GetModel(HttpExchange& ex) {
   const std::string_view id = ex.path.substr(std::string_view("/v1/models/").size());
-  const std::shared_ptr<ServedModel> served = ex.ctx.served();
-  if (id != served->model_id) {
+  const EngineFacade engine = ex.ctx.engine();
+  if (id != engine.model_id()) {
     co_return co_await Reply(ex, ErrorResponse(ex.req, http::status::not_found,
                                                "The model '" + std::string(id) + "' does not exist",
                                                "model", "model_not_found"));
   }
-  co_return co_await Reply(ex, JsonResponse(ex.req, http::status::ok, ModelJson(*served)));
+  co_return co_await Reply(ex, JsonResponse(ex.req, http::status::ok, ModelJson(engine)));
 }
 
 HttpHandler Generation(bool chat) {

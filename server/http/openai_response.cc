@@ -44,13 +44,13 @@ ResponseMeta MakeResponseMeta(bool chat, const std::string& model) {
 }
 
 json LogprobsJson(bool chat, const std::vector<TokenLogprob>& tokens, int32_t top_n,
-                  const Tokenizer& tokenizer, size_t text_offset) {
+                  const TokenPieceFn& piece_of, size_t text_offset) {
   if (chat) {
     json content = json::array();
     for (const auto& t : tokens) {
       json top = json::array();
       for (int32_t i = 0; i < top_n && i < static_cast<int32_t>(t.top.size()); ++i) {
-        const std::string piece(tokenizer.piece(t.top[i].first));
+        const std::string piece(piece_of(t.top[i].first));
         top.push_back({{"token", piece}, {"logprob", t.top[i].second}, {"bytes", Bytes(piece)}});
       }
       content.push_back({{"token", t.piece},
@@ -67,7 +67,7 @@ json LogprobsJson(bool chat, const std::vector<TokenLogprob>& tokens, int32_t to
     lps.push_back(t.logprob);
     json top = json::object();
     for (int32_t i = 0; i < top_n && i < static_cast<int32_t>(t.top.size()); ++i) {
-      top[std::string(tokenizer.piece(t.top[i].first))] = t.top[i].second;
+      top[std::string(piece_of(t.top[i].first))] = t.top[i].second;
     }
     tops.push_back(top);
     offs.push_back(offset);
@@ -85,14 +85,14 @@ json UsageJson(int64_t prompt_tokens, int64_t completion_tokens, int64_t cached_
 }
 
 json FullResponse(const ResponseMeta& meta, const std::vector<ChoiceResult>& choices, bool logprobs,
-                  int32_t top_n, const Tokenizer& tokenizer, int64_t prompt_tokens,
+                  int32_t top_n, const TokenPieceFn& piece, int64_t prompt_tokens,
                   int64_t completion_tokens, int64_t cached_tokens) {
   json cs = json::array();
   for (size_t i = 0; i < choices.size(); ++i) {
     const auto& c = choices[i];
     json choice = {{"index", i}, {"finish_reason", c.finish_reason}};
     choice["logprobs"] =
-        logprobs ? LogprobsJson(meta.chat, c.tokens, top_n, tokenizer, 0) : json(nullptr);
+        logprobs ? LogprobsJson(meta.chat, c.tokens, top_n, piece, 0) : json(nullptr);
     if (meta.chat) {
       json message = {{"role", "assistant"}};
       // OpenAI's shape: content null when the answer is only tool calls.

@@ -2,11 +2,12 @@
 // Builds the OpenAI response bodies (whole responses and stream chunks) for the chat and text
 // completion endpoints. Pure functions, thread-safe.
 #include <cstdint>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 #include <vector>
 
-#include "engine/tokenizer/tokenizer.h"
 #include "server/core/chat_output.h"
 #include "server/core/streaming_sink.h"
 
@@ -28,11 +29,14 @@ struct ChoiceResult {
   std::string finish_reason;
 };
 
+// A token's bytes by its id (EngineFacade::TokenPiece): what the top logprobs name.
+using TokenPieceFn = std::function<std::string_view(int32_t token)>;
+
 ResponseMeta MakeResponseMeta(bool chat, const std::string& model);
 
 // The "logprobs" object of a choice; `text_offset` is where these tokens start in the text.
 nlohmann::json LogprobsJson(bool chat, const std::vector<TokenLogprob>& tokens, int32_t top_n,
-                            const Tokenizer& tokenizer, size_t text_offset);
+                            const TokenPieceFn& piece, size_t text_offset);
 
 // `cached_tokens`: prompt tokens served from the prefix cache (OpenAI's
 // usage.prompt_tokens_details.cached_tokens).
@@ -40,7 +44,7 @@ nlohmann::json UsageJson(int64_t prompt_tokens, int64_t completion_tokens, int64
 
 // The whole answer of a non-streamed request (the reference FullResponseText is tested against).
 nlohmann::json FullResponse(const ResponseMeta& meta, const std::vector<ChoiceResult>& choices,
-                            bool logprobs, int32_t top_n, const Tokenizer& tokenizer,
+                            bool logprobs, int32_t top_n, const TokenPieceFn& piece,
                             int64_t prompt_tokens, int64_t completion_tokens,
                             int64_t cached_tokens);
 
@@ -48,7 +52,7 @@ nlohmann::json FullResponse(const ResponseMeta& meta, const std::vector<ChoiceRe
 // without the document in between: the answer of a non-streamed request, n choices of top
 // logprobs included, costs its text and little more.
 std::string FullResponseText(const ResponseMeta& meta, const std::vector<ChoiceResult>& choices,
-                             bool logprobs, int32_t top_n, const Tokenizer& tokenizer,
+                             bool logprobs, int32_t top_n, const TokenPieceFn& piece,
                              int64_t prompt_tokens, int64_t completion_tokens,
                              int64_t cached_tokens);
 

@@ -25,7 +25,7 @@ void ChatTokenLogprob(JsonWriter& w, std::string_view piece, float logprob) {
 }
 
 void ChatLogprobs(JsonWriter& w, const std::vector<TokenLogprob>& tokens, int32_t top_n,
-                  const Tokenizer& tokenizer) {
+                  const TokenPieceFn& piece_of) {
   w.BeginObject();
   w.Key("content");
   w.BeginArray();
@@ -36,7 +36,7 @@ void ChatLogprobs(JsonWriter& w, const std::vector<TokenLogprob>& tokens, int32_
     w.BeginArray();
     for (int32_t i = 0; i < top_n && i < static_cast<int32_t>(t.top.size()); ++i) {
       w.BeginObject();
-      ChatTokenLogprob(w, tokenizer.piece(t.top[i].first), t.top[i].second);
+      ChatTokenLogprob(w, piece_of(t.top[i].first), t.top[i].second);
       w.EndObject();
     }
     w.EndArray();
@@ -47,7 +47,7 @@ void ChatLogprobs(JsonWriter& w, const std::vector<TokenLogprob>& tokens, int32_
 }
 
 void CompletionLogprobs(JsonWriter& w, const std::vector<TokenLogprob>& tokens, int32_t top_n,
-                        const Tokenizer& tokenizer) {
+                        const TokenPieceFn& piece_of) {
   w.BeginObject();
   w.Key("text_offset");
   w.BeginArray();
@@ -72,7 +72,7 @@ void CompletionLogprobs(JsonWriter& w, const std::vector<TokenLogprob>& tokens, 
     // An object keyed by piece: sorted, and of two alternatives with the same piece the later.
     top.clear();
     for (int32_t i = 0; i < top_n && i < static_cast<int32_t>(t.top.size()); ++i) {
-      top.emplace_back(tokenizer.piece(t.top[i].first), t.top[i].second);
+      top.emplace_back(piece_of(t.top[i].first), t.top[i].second);
     }
     std::stable_sort(top.begin(), top.end(),
                      [](const auto& a, const auto& b) { return a.first < b.first; });
@@ -129,7 +129,7 @@ void Message(JsonWriter& w, const ChoiceResult& c) {
 }  // namespace
 
 std::string FullResponseText(const ResponseMeta& meta, const std::vector<ChoiceResult>& choices,
-                             bool logprobs, int32_t top_n, const Tokenizer& tokenizer,
+                             bool logprobs, int32_t top_n, const TokenPieceFn& piece_of,
                              int64_t prompt_tokens, int64_t completion_tokens,
                              int64_t cached_tokens) {
   std::string out;
@@ -148,9 +148,9 @@ std::string FullResponseText(const ResponseMeta& meta, const std::vector<ChoiceR
     if (!logprobs) {
       w.Null();
     } else if (meta.chat) {
-      ChatLogprobs(w, c.tokens, top_n, tokenizer);
+      ChatLogprobs(w, c.tokens, top_n, piece_of);
     } else {
-      CompletionLogprobs(w, c.tokens, top_n, tokenizer);
+      CompletionLogprobs(w, c.tokens, top_n, piece_of);
     }
     if (meta.chat) {
       w.Key("message");

@@ -19,36 +19,6 @@ namespace {
 
 using json = nlohmann::json;
 
-// Pieces by token id; the rest of the interface is not used by the responses.
-class PieceTokenizer final : public Tokenizer {
- public:
-  explicit PieceTokenizer(std::vector<std::string> pieces) : pieces_(std::move(pieces)) {}
-  std::string_view piece(TokenId id, bool) const override { return pieces_.at(id); }
-  std::vector<TokenId> Tokenize(std::string_view, bool, bool) const override { return {}; }
-  std::vector<TokenId> TokenizeTemplated(std::string_view, bool,
-                                         std::span<const tokenizer::TextRange>) const override {
-    return {};
-  }
-  std::string Detokenize(std::span<const TokenId>, bool, bool) const override { return ""; }
-  VocabType type() const override { return VocabType::kBpe; }
-  int32_t n_vocab() const override { return static_cast<int32_t>(pieces_.size()); }
-  TokenId special(SpecialToken) const override { return -1; }
-  bool add_bos() const override { return false; }
-  bool add_eos() const override { return false; }
-  bool add_space_prefix() const override { return false; }
-  bool IsEog(TokenId) const override { return false; }
-  const std::vector<TokenId>& eog_ids() const override { return none_; }
-  TokenType token_type(TokenId) const override { return TokenType::kNormal; }
-  std::string_view token_text(TokenId id) const override { return pieces_.at(id); }
-  TokenId FindToken(std::string_view) const override { return -1; }
-  const std::vector<std::string>& warnings() const override { return warnings_; }
-
- private:
-  std::vector<std::string> pieces_;
-  std::vector<TokenId> none_;
-  std::vector<std::string> warnings_;
-};
-
 // Pieces that need escapes, that are not valid UTF-8 (a lone continuation byte, a cut sequence,
 // a surrogate, an overlong form), and two that are the same bytes (ids 1 and 9).
 const std::vector<std::string> kPieces = {"Once",
@@ -66,6 +36,11 @@ const std::vector<std::string> kPieces = {"Once",
                                           "\xf0\x9f"
                                           "A",
                                           "\b\f/"};
+
+// The piece of a token, by id.
+std::string_view PieceOf(int32_t id) {
+  return kPieces.at(static_cast<size_t>(id));
+}
 
 TokenLogprob Token(int32_t id, float logprob, std::vector<std::pair<int32_t, float>> top) {
   return {id, kPieces[static_cast<size_t>(id)], logprob, std::move(top)};
@@ -97,7 +72,7 @@ ResponseMeta Meta(bool chat) {
 
 void ExpectSameAsReference(const ResponseMeta& meta, const std::vector<ChoiceResult>& choices,
                            bool logprobs, int32_t top_n) {
-  const PieceTokenizer tok(kPieces);
+  const TokenPieceFn tok = PieceOf;
   const std::string text = FullResponseText(meta, choices, logprobs, top_n, tok, 11, 42, 3);
   const std::string reference =
       openai::Dump(FullResponse(meta, choices, logprobs, top_n, tok, 11, 42, 3));
@@ -124,7 +99,7 @@ TEST(OpenAiResponseTextTest, ChatWithSeveralChoicesLogprobsToolCallsAndReasoning
   ExpectSameAsReference(Meta(true), choices, true, 3);
   ExpectSameAsReference(Meta(true), choices, true, 0);
   ExpectSameAsReference(Meta(true), choices, false, 0);
-  const PieceTokenizer tok(kPieces);
+  const TokenPieceFn tok = PieceOf;
   const json parsed = json::parse(FullResponseText(Meta(true), choices, true, 3, tok, 1, 2, 0));
   EXPECT_TRUE(parsed["choices"][1]["message"]["content"].is_null());
   EXPECT_EQ(parsed["choices"][1]["message"]["tool_calls"][0]["function"]["arguments"],

@@ -1,0 +1,95 @@
+#include "server/core/engine_facade.h"
+
+#include "engine/model/architecture.h"
+#include "engine/tokenizer/incremental_detokenizer.h"
+#include "server/core/served_model.h"
+#include "server/core/server_context.h"
+
+namespace sparrow::server {
+
+EngineFacade::EngineFacade(std::shared_ptr<ServedModel> model, const ServerContext* ctx)
+    : model_(std::move(model)), ctx_(ctx) {}
+
+const std::string& EngineFacade::model_id() const {
+  return model_->model_id;
+}
+
+int64_t EngineFacade::n_ctx() const {
+  return model_->n_ctx;
+}
+
+ModelInfo EngineFacade::Info() const {
+  ModelInfo info;
+  info.id = model_->model_id;
+  info.file_name = model_->path.substr(model_->path.find_last_of('/') + 1);
+  const ModelConfig& mc = model_->model->config();
+  if (mc.arch != nullptr) info.architecture = std::string(mc.arch->name);
+  info.n_ctx = model_->n_ctx;
+  info.n_vocab = model_->tokenizer->n_vocab();
+  for (const GgufTensorInfo& t : model_->model->file().tensors()) {
+    info.n_params += static_cast<int64_t>(t.n_elements);
+  }
+  return info;
+}
+
+std::vector<int32_t> EngineFacade::Tokenize(std::string_view text, bool add_special,
+                                            bool parse_special) const {
+  return model_->tokenizer->Tokenize(text, add_special, parse_special);
+}
+
+std::string EngineFacade::Detokenize(std::span<const int32_t> ids, bool remove_special,
+                                     bool render_special) const {
+  return model_->tokenizer->Detokenize(ids, remove_special, render_special);
+}
+
+std::string_view EngineFacade::TokenPiece(int32_t id, bool special) const {
+  return model_->tokenizer->piece(id, special);
+}
+
+int32_t EngineFacade::n_vocab() const {
+  return model_->tokenizer->n_vocab();
+}
+
+bool EngineFacade::Resolve(const GenerationSpec& spec, ResolvedGeneration* out,
+                           GenerationError* error) const {
+  return ResolveGeneration(*model_, spec, out, error);
+}
+
+std::shared_ptr<StreamingSink> EngineFacade::MakeSink(StreamingSinkOptions options,
+                                                      Metrics* metrics,
+                                                      std::function<void()> on_ready) const {
+  return std::make_shared<StreamingSink>(*model_->tokenizer, std::move(options), metrics,
+                                         std::move(on_ready));
+}
+
+Status EngineFacade::Submit(const ResolvedGeneration& g,
+                            const std::vector<std::shared_ptr<StreamingSink>>& sinks) const {
+  return SubmitGeneration(*ctx_, *model_, g, {sinks.begin(), sinks.end()});
+}
+
+EngineStats EngineFacade::Stats() const {
+  EngineStats s;
+  s.scheduler = model_->scheduler->Stats();
+  if (model_->memory) s.memory = model_->memory->stats();
+  return s;
+}
+
+Result<uint64_t> EngineFacade::ReportPressure(PressureLevel level,
+                                              const std::string& source) const {
+  if (!model_->memory) {
+    // The admin API's answer for the same state (AdminController::Memory).
+    return Unsupported(
+        "memory budget control is off (memory_pressure 0): start sparrowd with memory_pressure 1 "
+        "or 2");
+  }
+  model_->memory->Report(level, source);
+  return model_->memory->stats().budget_bytes;
+}
+
+std::string SanitizedUtf8(std::string_view bytes) {
+  std::string text;
+  AppendSanitizedUtf8(bytes, /*at_end=*/true, &text);
+  return text;
+}
+
+}  // namespace sparrow::server
