@@ -54,11 +54,24 @@ int64_t GrammarDfa::InternFrame(uint32_t pos, uint32_t parent) {
 bool GrammarDfa::Close(std::vector<std::pair<uint32_t, uint32_t>> work,
                        std::vector<uint32_t>* tops) {
   const Grammar& g = *grammar_;
-  std::unordered_set<uint64_t> seen;
+  // Most closures visit a handful of items: a linear scan beats a hash set until it grows.
+  std::vector<uint64_t>& seen = seen_scratch_;
+  std::unordered_set<uint64_t>& seen_many = seen_many_scratch_;
+  seen.clear();
+  seen_many.clear();
+  auto first_visit = [&](uint64_t key) {
+    if (seen.size() < 64) {
+      if (std::find(seen.begin(), seen.end(), key) != seen.end()) return false;
+      seen.push_back(key);
+      return true;
+    }
+    if (std::find(seen.begin(), seen.end(), key) != seen.end()) return false;
+    return seen_many.insert(key).second;
+  };
   while (!work.empty()) {
     const auto [pos, parent] = work.back();
     work.pop_back();
-    if (!seen.insert((uint64_t{pos} << 32) | parent).second) continue;
+    if (!first_visit((uint64_t{pos} << 32) | parent)) continue;
     const Symbol& sym = g.at(pos);
     switch (sym.kind) {
       case Symbol::Kind::kEnd:

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <memory>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "engine/grammar/grammar.h"
@@ -88,6 +89,8 @@ class GrammarDfa {
   std::unordered_map<std::vector<uint32_t>, StateId, VectorHash> state_ids_;
   StateId initial_ = kDead;
   bool overflowed_ = false;
+  std::vector<uint64_t> seen_scratch_;  // Close's visited items, reused
+  std::unordered_set<uint64_t> seen_many_scratch_;
 };
 
 }  // namespace sparrow::grammar

@@ -65,6 +65,7 @@ Result<const TokenBitmask*> TokenConstraint::AllowedTokens() {
   if (masks_.size() >= kMaxCachedMasks) masks_.clear();
   TokenBitmask bits;
   ComputeMask(&bits);
+  ++masks_computed_;
   if (dfa_.overflowed()) {
     return ResourceExhausted(
         "grammar: the matcher outgrew its limits (too ambiguous or too deeply nested)");

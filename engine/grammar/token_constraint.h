@@ -47,6 +47,8 @@ class TokenConstraint {
   bool finished() const { return finished_; }
   // The automaton's size, for tests and stats.
   const GrammarDfa& dfa() const { return dfa_; }
+  // Masks computed by walking the trie (the others came from the per-state cache).
+  size_t masks_computed() const { return masks_computed_; }
 
  private:
   TokenConstraint(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const TokenTrie> trie,
@@ -59,6 +61,7 @@ class TokenConstraint {
   GrammarDfa dfa_;
   GrammarDfa::StateId state_;
   bool finished_ = false;
+  size_t masks_computed_ = 0;
   std::unordered_map<GrammarDfa::StateId, TokenBitmask> masks_;
   std::vector<GrammarDfa::StateId> walk_states_;  // per trie depth, reused
   TokenBitmask empty_;
