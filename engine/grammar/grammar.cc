@@ -5,27 +5,36 @@
 namespace sparrow::grammar {
 namespace {
 
-// Rules that can match the empty string, by fixed point.
+// Rules that can match the empty string. A worklist, not a fixed point over all rules: a
+// hostile chain of rules each nullable through the next would make passes quadratic.
 std::vector<bool> NullableRules(const std::vector<std::vector<Sequence>>& rules) {
   std::vector<bool> nullable(rules.size(), false);
-  for (bool changed = true; changed;) {
-    changed = false;
-    for (size_t r = 0; r < rules.size(); ++r) {
-      if (nullable[r]) continue;
-      for (const Sequence& alt : rules[r]) {
-        bool all = true;
-        for (const Symbol& s : alt) {
-          if (s.kind != Symbol::Kind::kRule || !nullable[s.rule]) {
-            all = false;
-            break;
-          }
-        }
-        if (all) {
-          nullable[r] = true;
-          changed = true;
-          break;
-        }
-      }
+  // For each alternative, the references not yet known nullable; byte symbols never are.
+  struct Alt {
+    uint32_t rule;
+    size_t pending;
+  };
+  std::vector<Alt> alts;
+  std::vector<std::vector<size_t>> uses(rules.size());  // rule -> alternatives naming it
+  std::vector<uint32_t> ready;
+  for (uint32_t r = 0; r < rules.size(); ++r) {
+    for (const Sequence& seq : rules[r]) {
+      bool has_bytes = false;
+      for (const Symbol& sym : seq) has_bytes = has_bytes || sym.kind != Symbol::Kind::kRule;
+      if (has_bytes) continue;
+      const size_t id = alts.size();
+      alts.push_back({r, seq.size()});
+      for (const Symbol& sym : seq) uses[sym.rule].push_back(id);
+      if (seq.empty()) ready.push_back(r);
+    }
+  }
+  while (!ready.empty()) {
+    const uint32_t r = ready.back();
+    ready.pop_back();
+    if (nullable[r]) continue;
+    nullable[r] = true;
+    for (size_t id : uses[r]) {
+      if (--alts[id].pending == 0) ready.push_back(alts[id].rule);
     }
   }
   return nullable;

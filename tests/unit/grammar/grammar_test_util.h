@@ -1,6 +1,8 @@
 #pragma once
 // Helpers of the grammar tests: run a compiled grammar over a whole string.
 #include <memory>
+#include <random>
+#include <string>
 #include <string_view>
 
 #include "engine/grammar/gbnf_parser.h"
@@ -26,6 +28,27 @@ inline bool LivePrefix(GrammarDfa& dfa, std::string_view text) {
     s = dfa.Step(s, static_cast<uint8_t>(c));
   }
   return s != GrammarDfa::kDead;
+}
+
+// `text` after 1-4 random single-character insertions, deletions or replacements drawn from
+// `alphabet`: hostile input that stays close to a valid one.
+inline std::string Mutate(std::string text, std::string_view alphabet, std::mt19937& rng) {
+  const int edits = 1 + static_cast<int>(rng() % 4);
+  for (int e = 0; e < edits; ++e) {
+    const size_t at = rng() % (text.size() + 1);
+    const char c = alphabet[rng() % alphabet.size()];
+    const uint32_t op = rng() % 3;
+    if (op == 0) {
+      text.insert(at, 1, c);
+    } else if (at < text.size()) {
+      if (op == 1) {
+        text.erase(at, 1);
+      } else {
+        text[at] = c;
+      }
+    }
+  }
+  return text;
 }
 
 inline std::shared_ptr<const Grammar> MustParse(std::string_view gbnf) {
