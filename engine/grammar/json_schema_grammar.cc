@@ -168,8 +168,9 @@ class SchemaConverter {
         std::vector<std::string> alts;
         for (size_t i = 0; i < type.size(); ++i) {
           if (!type[i].is_string()) return Invalid(Pointer(pointer, "type"), "not a type name");
+          const std::string name = type[i].get<std::string>();
           SPARROW_ASSIGN_OR_RETURN(std::string alt,
-                                   Typed(schema, type[i].get<std::string>(), pointer, depth));
+                                   Typed(KeywordsFor(schema, name), name, pointer, depth));
           alts.push_back(std::move(alt));
         }
         return GbnfAlternatives(alts);
@@ -222,6 +223,26 @@ class SchemaConverter {
       }
     }
     return std::make_pair(node, walked);
+  }
+
+  // `schema` without the keywords that only constrain other types than `type`: with a type
+  // list, {"type": ["number", "string"], "maxLength": 3} bounds the strings alone.
+  static Json KeywordsFor(const Json& schema, const std::string& type) {
+    static const std::map<std::string, std::set<std::string>> kOwn = {
+        {"object", {"properties", "required", "additionalProperties"}},
+        {"array", {"items", "prefixItems", "minItems", "maxItems"}},
+        {"string", {"minLength", "maxLength", "pattern", "format"}},
+        {"number", {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"}},
+    };
+    const std::string family = type == "integer" ? "number" : type;
+    Json out = Json::object();
+    for (const auto& [key, value] : schema.items()) {
+      bool other = false;
+      for (const auto& [owner, keys] : kOwn) other = other || (owner != family && keys.count(key));
+      if (!other) out[key] = value;
+    }
+    out["type"] = type;
+    return out;
   }
 
   Result<std::string> Ref(const Json& ref, const std::string& pointer, int depth) {
@@ -356,6 +377,12 @@ class SchemaConverter {
       if (!parts.additional->is_boolean()) {
         SPARROW_ASSIGN_OR_RETURN(value,
                                  Visit(*parts.additional, parts.additional_pointer, depth + 1));
+      }
+      // OtherKey recurses once per character of a key.
+      for (const std::string& k : known) {
+        if (k.size() > 256) {
+          return Unsupported(pointer, "additionalProperties beside a property name over 256 bytes");
+        }
       }
       const std::string key = known.empty() ? "json-string" : OtherKey(known);
       const std::string member = NewRule(key + " ws \":\" ws " + value);

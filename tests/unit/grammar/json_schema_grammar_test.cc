@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -46,6 +47,9 @@ TEST(JsonSchemaGrammarTest, Types) {
   ExpectLanguage({R"({"type": "boolean"})", {"true", "false"}, {"True", "1"}});
   ExpectLanguage({R"({"type": "null"})", {"null"}, {"nil"}});
   ExpectLanguage({R"({"type": ["integer", "null"]})", {"3", "null"}, {"\"3\""}});
+  ExpectLanguage({R"({"type": ["integer", "string"], "maxLength": 2, "minimum": 3})",
+                  {"3", "40", R"("ab")"},
+                  {"2", R"("abc")"}});
   ExpectLanguage({"{}", {"1", "[1, {\"a\": null}]", "{\n  \"k\": \"v\"\n}"}, {"[1,]", "{a:1}"}});
   ExpectLanguage({"true", {"\"x\""}, {"x"}});
 }
@@ -229,6 +233,48 @@ TEST(JsonSchemaGrammarTest, AnyObject) {
   EXPECT_TRUE(FullMatch(dfa, R"({"a": [1, 2.5, "x", true, null, {}]})"));
   EXPECT_FALSE(FullMatch(dfa, "[1]"));
   EXPECT_FALSE(FullMatch(dfa, "1"));
+}
+
+}  // namespace
+}  // namespace sparrow::grammar
+
+namespace sparrow::grammar {
+namespace {
+
+TEST(JsonSchemaGrammarTest, LongKeysBesideAdditionalPropertiesAreRefused) {
+  const std::string key(1000, 'k');
+  EXPECT_NE(ErrorOf(R"({"properties": {")" + key + R"(": {}}, "additionalProperties": true})")
+                .find("over 256 bytes"),
+            std::string::npos);
+}
+
+TEST(JsonSchemaGrammarTest, MutatedSchemasNeverCrash) {
+  // Random edits of a schema using most keywords: each converts (and its grammar parses) or
+  // is refused with a Status; no exception, no crash.
+  const std::string base = R"({"type": "object", "properties": {
+      "a": {"type": "string", "pattern": "^[a-z]{2,4}(x|y)?$"},
+      "b": {"type": "integer", "minimum": -5, "exclusiveMaximum": 70},
+      "c": {"type": "array", "prefixItems": [{"const": 1}], "items": {"$ref": "#/$defs/d"},
+            "minItems": 1, "maxItems": 4},
+      "e": {"anyOf": [{"type": "null"}, {"enum": ["x", 2]}]},
+      "f": {"type": "string", "format": "date", "description": "when"}},
+    "required": ["a", "c"], "additionalProperties": {"type": "boolean"},
+    "$defs": {"d": {"type": ["number", "string"], "maxLength": 3}}})";
+  const std::string alphabet = "{}[]\":,0123456789-aeiouxyz\\^$()|*+?.# ";
+  std::mt19937 rng(43);
+  int converted = 0;
+  for (int i = 0; i < 3000; ++i) {
+    const std::string s = testing::Mutate(base, alphabet, rng);
+    auto gbnf = JsonSchemaToGbnf(s);
+    if (!gbnf.ok()) {
+      ASSERT_FALSE(gbnf.status().message().empty());
+      continue;
+    }
+    auto g = ParseGbnf(*gbnf);
+    ASSERT_TRUE(g.ok()) << s << "\n" << g.status().ToString() << "\n" << *gbnf;
+    ++converted;
+  }
+  EXPECT_GT(converted, 100);
 }
 
 }  // namespace
