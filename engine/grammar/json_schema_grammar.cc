@@ -265,10 +265,7 @@ class SchemaConverter {
     if (type == "array") return Array(schema, pointer, depth);
     if (type == "string") return String(schema, pointer);
     if (type == "integer") return Integer(schema, pointer);
-    if (type == "number") {
-      SPARROW_RETURN_IF_ERROR(CheckKeywords(schema, pointer, {"type"}));
-      return std::string("json-number");
-    }
+    if (type == "number") return Number(schema, pointer);
     if (type == "boolean" || type == "null") {
       SPARROW_RETURN_IF_ERROR(CheckKeywords(schema, pointer, {"type"}));
       return "json-" + type;
@@ -556,7 +553,10 @@ class SchemaConverter {
     return "\"\\\"\" json-char" + reps + " \"\\\"\"";
   }
 
-  Result<std::string> Integer(const Json& schema, const std::string& pointer) {
+  // minimum / maximum / exclusive* rounded inward to integers (for numbers that narrows: an
+  // exclusive integer bound excludes the whole unit next to it).
+  using Bounds = std::pair<std::optional<int64_t>, std::optional<int64_t>>;
+  Result<Bounds> IntegerBounds(const Json& schema, const std::string& pointer) {
     SPARROW_RETURN_IF_ERROR(CheckKeywords(
         schema, pointer, {"type", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"}));
     std::optional<int64_t> lo, hi;
@@ -581,9 +581,20 @@ class SchemaConverter {
     SPARROW_RETURN_IF_ERROR(bound("exclusiveMinimum", true, true));
     SPARROW_RETURN_IF_ERROR(bound("maximum", false, false));
     SPARROW_RETURN_IF_ERROR(bound("exclusiveMaximum", false, true));
-    if (!lo && !hi) return std::string("json-integer");
     if (lo && hi && *lo > *hi) return Invalid(pointer, "no integer lies within the bounds");
-    return NewRule(IntegerRangeGbnf(lo, hi));
+    return Bounds{lo, hi};
+  }
+
+  Result<std::string> Integer(const Json& schema, const std::string& pointer) {
+    SPARROW_ASSIGN_OR_RETURN(Bounds b, IntegerBounds(schema, pointer));
+    if (!b.first && !b.second) return std::string("json-integer");
+    return NewRule(IntegerRangeGbnf(b.first, b.second));
+  }
+
+  Result<std::string> Number(const Json& schema, const std::string& pointer) {
+    SPARROW_ASSIGN_OR_RETURN(Bounds b, IntegerBounds(schema, pointer));
+    if (!b.first && !b.second) return std::string("json-number");
+    return NewRule(NumberRangeGbnf(b.first, b.second));
   }
 
   Json root_;

@@ -7,7 +7,8 @@
 // `enum`, `const`, `properties` / `required` / `additionalProperties`, `items` / `prefixItems` /
 // `minItems` / `maxItems`, `minLength` / `maxLength`, `pattern` (ECMAScript's regex subset:
 // no look-around or back-references), `minimum` / `maximum` / `exclusiveMinimum` /
-// `exclusiveMaximum` on integers, `anyOf` / `oneOf`, `allOf` of objects, `$ref` to `#`,
+// `exclusiveMaximum` on integers and numbers (a number's bounds rounded inward to integers,
+// and no exponent), `anyOf` / `oneOf`, `allOf` of objects, `$ref` to `#`,
 // `#/$defs/...` or `#/definitions/...` (recursion included), and the formats `date`, `time`,
 // `date-time`, `uuid`, `email`. Annotations (`title`, `description`, `$schema`, `examples`,
 // ...) are ignored. Anything else is Unsupported naming the keyword and its JSON pointer

@@ -412,6 +412,30 @@ std::string IntegerRangeGbnf(std::optional<int64_t> lo, std::optional<int64_t> h
   return GbnfAlternatives(alts);
 }
 
+std::string NumberRangeGbnf(std::optional<int64_t> lo, std::optional<int64_t> hi) {
+  constexpr int64_t kMin = -INT64_MAX + 1;  // so that -lo - 1 and every magnitude fit
+  if (lo && *lo < kMin) lo = kMin;
+  const std::string fraction = " \".\" [0-9]{1,16}";
+  std::vector<std::string> alts = {IntegerRangeGbnf(lo, hi)};
+  // I.F for 0 <= I <= hi - 1 lies in [I, I + 1) within the range.
+  const int64_t from = lo ? std::max<int64_t>(*lo, 0) : 0;
+  if (!hi || *hi - 1 >= from) {
+    std::optional<int64_t> to;
+    if (hi) to = *hi - 1;
+    alts.push_back(IntegerRangeGbnf(from, to) + fraction);
+  }
+  // -M.F for M >= 1 lies in (-M - 1, -M]: within the range when M + 1 <= -lo and -M <= hi.
+  const int64_t m_from = hi ? std::max<int64_t>(1, -*hi) : 1;
+  if (!lo || -*lo - 1 >= m_from) {
+    std::optional<int64_t> m_to;
+    if (lo) m_to = -*lo - 1;
+    alts.push_back("\"-\" " + IntegerRangeGbnf(m_from, m_to) + fraction);
+  }
+  // -0.F lies in (-1, 0].
+  if ((!lo || *lo <= -1) && (!hi || *hi >= 0)) alts.push_back("\"-0\"" + fraction);
+  return GbnfAlternatives(alts);
+}
+
 Result<std::string> RegexToGbnf(std::string_view pattern, int max_depth) {
   return RegexConverter(pattern, max_depth).Run();
 }

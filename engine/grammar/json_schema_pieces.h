@@ -24,4 +24,8 @@ Result<std::string> RegexToGbnf(std::string_view pattern, int max_depth);
 // A GBNF expression for the decimal integers in [lo, hi] (either end open), no leading zeros.
 std::string IntegerRangeGbnf(std::optional<int64_t> lo, std::optional<int64_t> hi);
 
+// A GBNF expression for decimal numbers in [lo, hi] (integer ends, either open), with up to
+// 16 fraction digits and no exponent: a subset of the reals in the range, never more.
+std::string NumberRangeGbnf(std::optional<int64_t> lo, std::optional<int64_t> hi);
+
 }  // namespace sparrow::grammar
