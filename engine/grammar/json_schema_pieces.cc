@@ -395,6 +395,7 @@ std::string GbnfAlternatives(const std::vector<std::string>& alts) {
 std::string IntegerRangeGbnf(std::optional<int64_t> lo, std::optional<int64_t> hi) {
   constexpr int64_t kMin = -INT64_MAX;  // so that every magnitude fits
   if (lo && *lo < kMin) lo = kMin;
+  if (hi && *hi < kMin) hi = kMin;
   std::vector<std::string> alts;
   // Negative part: -1 down to lo, written as '-' and the magnitude.
   if (!lo || *lo < 0) {
@@ -415,6 +416,7 @@ std::string IntegerRangeGbnf(std::optional<int64_t> lo, std::optional<int64_t> h
 std::string NumberRangeGbnf(std::optional<int64_t> lo, std::optional<int64_t> hi) {
   constexpr int64_t kMin = -INT64_MAX + 1;  // so that -lo - 1 and every magnitude fit
   if (lo && *lo < kMin) lo = kMin;
+  if (hi && *hi < kMin) hi = kMin;
   const std::string fraction = " \".\" [0-9]{1,16}";
   std::vector<std::string> alts = {IntegerRangeGbnf(lo, hi)};
   // I.F for 0 <= I <= hi - 1 lies in [I, I + 1) within the range.

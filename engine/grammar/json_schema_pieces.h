@@ -21,11 +21,12 @@ std::string GbnfAlternatives(const std::vector<std::string>& alts);
 // matches `pattern`; InvalidArgument / Unsupported for what it cannot read.
 Result<std::string> RegexToGbnf(std::string_view pattern, int max_depth);
 
-// A GBNF expression for the decimal integers in [lo, hi] (either end open), no leading zeros.
+// A GBNF expression for the decimal integers in [lo, hi] (either end open; lo <= hi), no
+// leading zeros.
 std::string IntegerRangeGbnf(std::optional<int64_t> lo, std::optional<int64_t> hi);
 
-// A GBNF expression for decimal numbers in [lo, hi] (integer ends, either open), with up to
-// 16 fraction digits and no exponent: a subset of the reals in the range, never more.
+// A GBNF expression for decimal numbers in [lo, hi] (integer ends, either open; lo <= hi), with up
+// to 16 fraction digits and no exponent: a subset of the reals in the range, never more.
 std::string NumberRangeGbnf(std::optional<int64_t> lo, std::optional<int64_t> hi);
 
 }  // namespace sparrow::grammar
