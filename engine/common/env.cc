@@ -265,6 +265,34 @@ class PosixEnv : public Env {
     return std::unique_ptr<RandomAccessFile>(std::move(file));
   }
 
+  Result<std::string> ReadSmallFile(const std::string& path, size_t max_bytes) override {
+    const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+      const int err = errno;
+      if (err == ENOENT) return NotFound(path + ": no such file");
+      return IoError(path + ": cannot open: " + std::strerror(err));
+    }
+    std::string text;
+    char buf[16384];
+    for (;;) {
+      const ssize_t n = read(fd, buf, sizeof(buf));
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        const int err = errno;
+        close(fd);
+        return IoError(path + ": cannot read: " + std::strerror(err));
+      }
+      if (n == 0) break;
+      if (text.size() + static_cast<size_t>(n) > max_bytes) {
+        close(fd);
+        return InvalidArgument(path + ": longer than " + std::to_string(max_bytes) + " bytes");
+      }
+      text.append(buf, static_cast<size_t>(n));
+    }
+    close(fd);
+    return text;
+  }
+
   uint64_t NowMicros() const override {
     return SteadyMicros();
   }
@@ -288,6 +316,11 @@ Status RandomAccessFile::ReadBatch(std::span<ReadRequest> reqs, const ReadDoneFn
 Env* Env::Default() {
   static PosixEnv env;
   return &env;
+}
+
+std::string ReadSmallFileOrEmpty(const std::string& path, size_t max_bytes) {
+  Result<std::string> text = Env::Default()->ReadSmallFile(path, max_bytes);
+  return text.ok() ? std::move(text).value() : std::string();
 }
 
 }  // namespace sparrow

@@ -85,7 +85,19 @@ class Env {
   Result<std::unique_ptr<RandomAccessFile>> OpenRandomAccess(const std::string& path, bool direct) {
     return OpenRandomAccess(path, FileOptions{direct, 0});
   }
+  // The whole of a small file read at once (a /proc or cgroup file, a profile, a template): /proc
+  // files say size 0, so it reads to the end. A missing file is NotFound, one longer than
+  // `max_bytes` InvalidArgument, other failures IoError; each names the path.
+  virtual Result<std::string> ReadSmallFile(const std::string& path,
+                                            size_t max_bytes = kSmallFileMaxBytes) = 0;
   virtual uint64_t NowMicros() const = 0;
+
+  static constexpr size_t kSmallFileMaxBytes = size_t{16} << 20;
 };
+
+// What `path` holds, or "" when it cannot be read (a kernel file that this machine lacks): for
+// readers that treat a missing file as a missing figure.
+std::string ReadSmallFileOrEmpty(const std::string& path,
+                                 size_t max_bytes = Env::kSmallFileMaxBytes);
 
 }  // namespace sparrow

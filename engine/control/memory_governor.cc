@@ -80,9 +80,17 @@ uint64_t MemoryGovernor::NowMs() const {
 MemorySplit MemoryGovernor::UsersHeld() const {
   MemorySplit held;
   for (const MemoryUserStats& u : scheduler_->Stats().memory) {
-    if (u.name == kKvPoolUser) held.kv_pool += u.held_bytes;
-    if (u.name == kScratchUser) held.scratch += u.held_bytes;
-    if (u.name == kNeuronCacheUser) held.neuron_cache += u.held_bytes;
+    switch (u.kind) {
+      case MemoryUserKind::kKvPool:
+        held.kv_pool += u.held_bytes;
+        break;
+      case MemoryUserKind::kScratch:
+        held.scratch += u.held_bytes;
+        break;
+      case MemoryUserKind::kNeuronCache:
+        held.neuron_cache += u.held_bytes;
+        break;
+    }
   }
   return held;
 }
@@ -148,9 +156,7 @@ void MemoryGovernor::Plan(const BudgetChange& change, bool solve, bool urgent) {
         "with room for its solver (" +
         WholeMib(kSolverHeapBytes) + ")";
   }
-  if (budget_.consumers().cache_max_bytes > 0) plan.bytes[kNeuronCacheUser] = split.neuron_cache;
-  plan.bytes[kKvPoolUser] = split.kv_pool;
-  plan.bytes[kScratchUser] = split.scratch;
+  plan.SetSplit(split, budget_.consumers().cache_max_bytes > 0);
   plan.urgent = urgent;
   // Under the ceiling, buffers that grow on demand must not take what the budget gave back.
   plan.tight = change.bytes < policy_.options().ceiling_bytes;

@@ -2,7 +2,10 @@
 
 #include <unistd.h>
 
-#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "engine/common/env.h"
 
 namespace sparrow {
 
@@ -29,14 +32,14 @@ PressureReading HeadroomReading(const std::string& where, uint64_t limit, uint64
 }
 
 uint64_t ReadCgroupNumber(const std::string& file) {
-  std::ifstream in(file);
+  std::istringstream in(ReadSmallFileOrEmpty(file));
   uint64_t v = 0;
   in >> v;
   return v;
 }
 
 uint64_t ReadCgroupKey(const std::string& file, const std::string& key) {
-  std::ifstream in(file);
+  std::istringstream in(ReadSmallFileOrEmpty(file));
   std::string k;
   uint64_t v = 0;
   while (in >> k >> v) {
@@ -46,7 +49,7 @@ uint64_t ReadCgroupKey(const std::string& file, const std::string& key) {
 }
 
 uint64_t ReadCgroupLimit(const std::string& file) {
-  std::ifstream in(file);
+  std::istringstream in(ReadSmallFileOrEmpty(file));
   uint64_t v = 0;
   if (!(in >> v)) return 0;  // "max", or unreadable
   const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);

@@ -8,9 +8,9 @@
 #include <array>
 #include <cerrno>
 #include <cstring>
-#include <fstream>
 #include <sstream>
 
+#include "engine/common/env.h"
 #include "engine/memory/cgroup_headroom.h"
 #include "engine/memory/pressure_source.h"
 
@@ -101,7 +101,7 @@ class CgroupV1PressureSource : public PressureSource {
 }  // namespace
 
 std::string FindMemoryCgroupV1(const std::string& proc_self_cgroup, const std::string& mount) {
-  std::ifstream in(proc_self_cgroup);
+  std::istringstream in(ReadSmallFileOrEmpty(proc_self_cgroup));
   std::string line;
   while (std::getline(in, line)) {
     // "4:memory:/some/path" (controllers may be listed together: "4:cpu,memory:/p").

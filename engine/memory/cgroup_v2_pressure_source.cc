@@ -8,8 +8,10 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <fstream>
+#include <sstream>
+#include <string>
 
+#include "engine/common/env.h"
 #include "engine/memory/cgroup_headroom.h"
 #include "engine/memory/pressure_source.h"
 
@@ -82,7 +84,7 @@ class CgroupV2PressureSource : public PressureSource {
 }  // namespace
 
 std::string FindMemoryCgroupV2(const std::string& proc_self_cgroup, const std::string& mount) {
-  std::ifstream in(proc_self_cgroup);
+  std::istringstream in(ReadSmallFileOrEmpty(proc_self_cgroup));
   std::string line;
   while (std::getline(in, line)) {
     // The unified hierarchy's line: "0::/some/path".

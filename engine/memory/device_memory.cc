@@ -4,15 +4,19 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <fstream>
+#include <sstream>
 #include <string>
 
+#include "engine/common/env.h"
 #include "engine/memory/cgroup_headroom.h"
 #include "engine/memory/pressure_source.h"
 
 namespace sparrow {
 
 namespace {
+
+// A process's smaps runs to a few MiB with thousands of mappings (thread stacks, arenas).
+constexpr size_t kSmapsMaxBytes = size_t{256} << 20;
 
 // The lower of two limits where 0 means none.
 uint64_t Lower(uint64_t a, uint64_t b) {
@@ -51,14 +55,14 @@ uint64_t DeviceMemoryOffer() {
 }
 
 uint64_t ProcessResidentBytes() {
-  std::ifstream in("/proc/self/statm");
+  std::istringstream in(ReadSmallFileOrEmpty("/proc/self/statm"));
   uint64_t pages_total = 0, pages_resident = 0;
   if (!(in >> pages_total >> pages_resident)) return 0;
   return pages_resident * static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
 }
 
 uint64_t ProcessAnonBytes() {
-  std::ifstream in("/proc/self/status");
+  std::istringstream in(ReadSmallFileOrEmpty("/proc/self/status"));
   std::string line;
   while (std::getline(in, line)) {
     if (line.rfind("RssAnon:", 0) == 0) return std::stoull(line.substr(8)) << 10;
@@ -68,7 +72,7 @@ uint64_t ProcessAnonBytes() {
 
 uint64_t MappingResidentBytes(const void* address) {
   const auto at = reinterpret_cast<uintptr_t>(address);
-  std::ifstream in("/proc/self/smaps");
+  std::istringstream in(ReadSmallFileOrEmpty("/proc/self/smaps", kSmapsMaxBytes));
   std::string line;
   bool inside = false;
   while (std::getline(in, line)) {

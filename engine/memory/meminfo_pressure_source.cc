@@ -1,6 +1,7 @@
-#include <fstream>
+#include <sstream>
 #include <string>
 
+#include "engine/common/env.h"
 #include "engine/memory/pressure_source.h"
 
 namespace sparrow {
@@ -37,7 +38,7 @@ class MemInfoPressureSource : public PressureSource {
 }  // namespace
 
 bool ReadMemInfo(const std::string& path, uint64_t* total, uint64_t* available) {
-  std::ifstream in(path);
+  std::istringstream in(ReadSmallFileOrEmpty(path));
   std::string key;
   uint64_t kb = 0;
   std::string unit;

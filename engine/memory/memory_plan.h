@@ -1,28 +1,42 @@
 #pragma once
 // MemoryPlan: what each memory user may hold and how the engine runs, as the budget controller
 // decided it; the scheduler applies a plan between two steps (Scheduler::ApplyMemoryPlan), never
-// in one, to every MemoryUser it names.
+// in one, to every MemoryUser it sizes.
+#include <array>
 #include <chrono>
 #include <cstdint>
-#include <functional>
-#include <map>
 #include <optional>
 #include <string>
 
+#include "engine/memory/memory_budget.h"
+#include "engine/memory/memory_user.h"
+
 namespace sparrow {
 
-// The budget's names of the memory users (MemoryUser::name).
-inline constexpr const char* kKvPoolUser = "kv_pool";
-inline constexpr const char* kScratchUser = "scratch";
-inline constexpr const char* kNeuronCacheUser = "neuron_cache";
+// What each kind of memory user may hold; a kind left unset keeps its size.
+class MemoryUserBytes {
+ public:
+  void Set(MemoryUserKind kind, uint64_t bytes) { bytes_[Index(kind)] = bytes; }
+  std::optional<uint64_t> For(MemoryUserKind kind) const { return bytes_[Index(kind)]; }
+  bool empty() const {
+    for (const auto& b : bytes_) {
+      if (b) return false;
+    }
+    return true;
+  }
+
+ private:
+  static size_t Index(MemoryUserKind kind) { return static_cast<size_t>(kind); }
+  std::array<std::optional<uint64_t>, kMemoryUserKinds> bytes_;
+};
 
 struct MemoryPlan {
   int64_t version = 0;                            // rises with every plan
   std::string cause;                              // why, for the log
   std::chrono::steady_clock::time_point decided;  // for the re-plan latency
-  // What each user may hold, by name (MemoryUser::Resize; the KV pool in whole blocks, never
-  // under the scheduler's floor of one full context); a user not named keeps its size.
-  std::map<std::string, uint64_t, std::less<>> bytes;
+  // What each user may hold, by kind (MemoryUser::Resize; the KV pool in whole blocks, never
+  // under the scheduler's floor of one full context); a kind not set keeps its size.
+  MemoryUserBytes bytes;
   // Compute threads (ThreadPool::set_active_threads), as the planner chose; unset: unchanged.
   std::optional<int> threads;
   // The FFN's sparsity level (FeedForward::SetSparsity: the nearest level the server may run
@@ -37,11 +51,12 @@ struct MemoryPlan {
   // caller's thread, without waiting for the step in flight; the rest between two steps.
   bool urgent = false;
 
-  // The bytes for `user`, if the plan names it.
-  std::optional<uint64_t> BytesFor(const std::string& user) const {
-    const auto it = bytes.find(user);
-    if (it == bytes.end()) return std::nullopt;
-    return it->second;
+  // The users' part of `split` (the neuron cache's only `with_cache`: a model with its FFN in
+  // memory has none to size).
+  void SetSplit(const MemorySplit& split, bool with_cache) {
+    bytes.Set(MemoryUserKind::kKvPool, split.kv_pool);
+    bytes.Set(MemoryUserKind::kScratch, split.scratch);
+    if (with_cache) bytes.Set(MemoryUserKind::kNeuronCache, split.neuron_cache);
   }
 };
 

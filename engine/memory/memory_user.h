@@ -2,7 +2,7 @@
 // MemoryUser: one consumer of the memory budget that a plan resizes (DESIGN.md, "every consumer
 // of memory can be resized between two scheduler steps through one entry point"): the KV pool,
 // the step's scratch, a neuron or expert cache. The scheduler applies a MemoryPlan to each user
-// by name between two steps; the governor reads what each holds to judge the room.
+// by its kind between two steps; the governor reads what each holds to judge the room.
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -11,9 +11,17 @@
 
 namespace sparrow {
 
+// The budget's kinds of memory user: the parts of MemorySplit a plan resizes.
+enum class MemoryUserKind { kKvPool, kScratch, kNeuronCache };
+inline constexpr int kMemoryUserKinds = 3;
+
+// The kind's name in logs, stats and the admin API: "kv_pool", "scratch", "neuron_cache".
+std::string_view MemoryUserName(MemoryUserKind kind);
+
 // What a memory user holds and may hold, as Scheduler::Stats reports it.
 struct MemoryUserStats {
-  std::string name;
+  MemoryUserKind kind = MemoryUserKind::kKvPool;
+  std::string name;  // MemoryUserName(kind)
   uint64_t held_bytes = 0, capacity_bytes = 0;
 };
 
@@ -21,9 +29,9 @@ class MemoryUser {
  public:
   virtual ~MemoryUser() = default;
 
-  // The budget's name for it, the key of MemoryPlan::bytes: "kv_pool", "scratch",
-  // "neuron_cache".
-  virtual std::string_view name() const = 0;
+  // Which part of the budget it is: what MemoryPlan::bytes sizes it by.
+  virtual MemoryUserKind kind() const = 0;
+  std::string_view name() const { return MemoryUserName(kind()); }
   // What it holds now: blocks written, buffers grown, records filled; not what it may hold.
   // Any thread.
   virtual uint64_t held_bytes() const = 0;

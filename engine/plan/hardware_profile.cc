@@ -8,6 +8,7 @@
 #include <optional>
 #include <sstream>
 
+#include "engine/common/env.h"
 #include "engine/plan/yaml_fields.h"
 
 namespace sparrow::plan {
@@ -294,14 +295,13 @@ Result<HardwareProfile> ParseHardwareProfile(const std::string& text, const std:
 }
 
 Result<HardwareProfile> ReadHardwareProfile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
+  Result<std::string> text = Env::Default()->ReadSmallFile(path);
+  if (text.status().code() == StatusCode::kNotFound) {
     return NotFound(path +
                     ": cannot read the hardware profile (write it with `sparrow profile-hw`)");
   }
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ParseHardwareProfile(ss.str(), path);
+  if (!text.ok()) return text.status();
+  return ParseHardwareProfile(*text, path);
 }
 
 Status WriteHardwareProfile(const HardwareProfile& hw, const std::string& path) {

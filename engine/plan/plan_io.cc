@@ -3,10 +3,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "engine/common/env.h"
 #include "engine/plan/yaml_fields.h"
 
 namespace sparrow::plan {
@@ -163,11 +163,11 @@ Result<RunPlan> ParsePlan(const std::string& text, const std::string& where) {
 }
 
 Result<RunPlan> ReadPlan(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return NotFound(path + ": cannot read the plan");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ParsePlan(ss.str(), path);
+  Result<std::string> text = Env::Default()->ReadSmallFile(path);
+  if (text.status().code() == StatusCode::kNotFound)
+    return NotFound(path + ": cannot read the plan");
+  if (!text.ok()) return text.status();
+  return ParsePlan(*text, path);
 }
 
 }  // namespace sparrow::plan

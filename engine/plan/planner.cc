@@ -1,10 +1,10 @@
 #include "engine/plan/planner.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 
+#include "engine/common/env.h"
 #include "engine/plan/cost_model.h"
 #include "engine/plan/plan_model.h"
 
@@ -109,7 +109,7 @@ Result<size_t> MinimumBudget(const PlanInputs& inputs, const PlanRequest& reques
 }
 
 Result<RunPlan> SolvePlan(const PlanInputs& inputs, const PlanRequest& request) {
-  const auto t0 = std::chrono::steady_clock::now();
+  const uint64_t t0 = Env::Default()->NowMicros();
   SPARROW_RETURN_IF_ERROR(ValidateRequest(inputs, request));
   const PlanInputs& in = inputs;
   try {
@@ -170,8 +170,7 @@ Result<RunPlan> SolvePlan(const PlanInputs& inputs, const PlanRequest& request) 
     plan.dense_ms = cost.dense_s * 1e3;
     plan.ffn_compute_ms = cost.ffn_compute_s * 1e3;
     plan.flash_ms = cost.flash_s * 1e3;
-    plan.solve_ms =
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    plan.solve_ms = static_cast<double>(Env::Default()->NowMicros() - t0) / 1e3;
     return plan;
   } catch (const z3::exception& e) {
     return Internal(std::string("planner: Z3 failed: ") + e.msg());

@@ -201,11 +201,11 @@ SchedulerStats Scheduler::Stats() const {
     // A store's counters are read once: its held bytes are a sum of them.
     if (const auto* store = dynamic_cast<const NeuronStore*>(u.get())) {
       st.neuron_cache = store->stats();
-      st.memory.push_back(
-          {std::string(u->name()), st.neuron_cache->held_bytes(), st.neuron_cache->capacity_bytes});
+      st.memory.push_back({u->kind(), std::string(u->name()), st.neuron_cache->held_bytes(),
+                           st.neuron_cache->capacity_bytes});
       continue;
     }
-    st.memory.push_back({std::string(u->name()), u->held_bytes(), u->capacity_bytes()});
+    st.memory.push_back({u->kind(), std::string(u->name()), u->held_bytes(), u->capacity_bytes()});
   }
   return st;
 }

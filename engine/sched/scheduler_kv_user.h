@@ -1,5 +1,5 @@
 #pragma once
-// The scheduler's KV pool as a MemoryUser ("kv_pool"): it holds the blocks written, may hold the
+// The scheduler's KV pool as a MemoryUser (kKvPool): it holds the blocks written, may hold the
 // pool's blocks, and resizes in whole blocks between the floor of one full context and the pool
 // as configured, preempting the newest sequences when the blocks in use do not fit
 // (Scheduler::ResizeKv). The scheduler's own; not for other modules.
@@ -13,7 +13,7 @@ class Scheduler::KvPoolUser final : public MemoryUser {
  public:
   explicit KvPoolUser(Scheduler* scheduler) : s_(scheduler) {}
 
-  std::string_view name() const override { return kKvPoolUser; }
+  MemoryUserKind kind() const override { return MemoryUserKind::kKvPool; }
   uint64_t held_bytes() const override {
     std::lock_guard<std::mutex> lock(s_->mu_);
     return static_cast<uint64_t>(s_->stats_.kv.touched_blocks * s_->kv_block_bytes_);

@@ -16,7 +16,7 @@ void Scheduler::ApplyMemoryPlan(MemoryPlan plan) {
   if (plan.urgent) {
     // Only ever down, from this thread; the rest between two steps as usual.
     for (const auto& u : users_) {
-      const std::optional<uint64_t> bytes = plan.BytesFor(std::string(u->name()));
+      const std::optional<uint64_t> bytes = plan.bytes.For(u->kind());
       if (!bytes || *bytes >= u->capacity_bytes()) continue;
       const auto start = std::chrono::steady_clock::now();
       if (!u->ShrinkNow(*bytes)) continue;
@@ -56,7 +56,7 @@ void Scheduler::ApplyPendingPlan() {
   std::string sizes;
   for (const auto& u : users_) {
     if (plan->tight) u->ApplyLevel(*plan->tight);
-    const std::optional<uint64_t> bytes = plan->BytesFor(std::string(u->name()));
+    const std::optional<uint64_t> bytes = plan->bytes.For(u->kind());
     if (!bytes) continue;
     if (const Status st = u->Resize(*bytes); !st.ok()) {
       spdlog::warn("memory plan {}: {} resize to {} bytes failed: {}", plan->version, u->name(),

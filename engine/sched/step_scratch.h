@@ -1,5 +1,5 @@
 #pragma once
-// StepScratch: the step's buffers as a MemoryUser ("scratch"). The forward pass and its FFN grow
+// StepScratch: the step's buffers as a MemoryUser (kScratch). The forward pass and its FFN grow
 // their buffers to the largest step they computed and keep them; a budget for them caps the
 // tokens a step may take (as many as EstimateScratchBytes says fit, never under a small floor),
 // and a budget under what they hold gives them back at once (the next steps grow what the cap
@@ -26,7 +26,7 @@ class StepScratch final : public MemoryUser {
   StepScratch(ForwardPass* fp, const ModelConfig& config, int64_t max_step_tokens, int64_t n_ctx,
               int64_t max_rows);
 
-  std::string_view name() const override { return "scratch"; }
+  MemoryUserKind kind() const override { return MemoryUserKind::kScratch; }
   uint64_t held_bytes() const override { return held_.load(std::memory_order_relaxed); }
   uint64_t capacity_bytes() const override { return capacity_.load(std::memory_order_relaxed); }
   Status Resize(uint64_t bytes) override;

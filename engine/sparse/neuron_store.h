@@ -143,9 +143,9 @@ class NeuronStore final : public MemoryUser {
   // What the last Resize (or the options) asked for.
   uint64_t capacity_bytes() const override { return capacity_bytes_; }
 
-  // As a MemoryUser: "neuron_cache" (an expert file's cache of experts too), holding its
+  // As a MemoryUser: the neuron cache (an expert file's cache of experts too), holding its
   // segments' filled records; a tight level turns layer staging off; ShrinkNow is Resize down.
-  std::string_view name() const override { return "neuron_cache"; }
+  MemoryUserKind kind() const override { return MemoryUserKind::kNeuronCache; }
   uint64_t held_bytes() const override;
   void ApplyLevel(bool tight) override { set_layer_staging(!tight); }
   bool ShrinkNow(uint64_t bytes) override;

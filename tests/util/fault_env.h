@@ -127,6 +127,9 @@ class FaultyEnv : public Env {
     if (range_->refuse_maps) return IoError(path + ": cannot map: injected ENOMEM");
     return Env::Default()->MapReadOnly(path);
   }
+  Result<std::string> ReadSmallFile(const std::string& path, size_t max_bytes) override {
+    return Env::Default()->ReadSmallFile(path, max_bytes);
+  }
   uint64_t NowMicros() const override { return Env::Default()->NowMicros(); }
 
  private:

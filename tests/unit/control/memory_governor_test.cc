@@ -175,7 +175,7 @@ TEST_F(MemoryGovernorTest, ACriticalShrinkActsAtOnceAndLeavesTheStreamsAsTheyWer
       while (sinks[0]->count() < 4) std::this_thread::yield();
       MemoryPlan urgent;
       urgent.version = 1;
-      urgent.bytes[kNeuronCacheUser] = 0;
+      urgent.bytes.Set(MemoryUserKind::kNeuronCache, 0);
       urgent.urgent = true;
       scheduler_->ApplyMemoryPlan(urgent);
       const NeuronStoreStats now = *scheduler_->Stats().neuron_cache;

@@ -81,7 +81,7 @@ class CollectingSink : public RequestSink {
 MemoryPlan CachePlan(int64_t version, size_t cache_bytes, const std::string& cause) {
   MemoryPlan p;
   p.version = version;
-  p.bytes[kNeuronCacheUser] = cache_bytes;
+  p.bytes.Set(MemoryUserKind::kNeuronCache, cache_bytes);
   p.cause = cause;
   p.decided = std::chrono::steady_clock::now();
   return p;
@@ -476,7 +476,7 @@ TEST_F(SchedulerTest, MemoryPlansResizeTheKvPoolWhileStreamsRun) {
   }
   MemoryPlan squeeze;
   squeeze.version = 1;
-  squeeze.bytes[kKvPoolUser] = 0;  // clamped to the floor
+  squeeze.bytes.Set(MemoryUserKind::kKvPool, 0);  // clamped to the floor
   squeeze.cause = "test: squeeze";
   squeeze.decided = std::chrono::steady_clock::now();
   s.ApplyMemoryPlan(squeeze);
@@ -488,7 +488,7 @@ TEST_F(SchedulerTest, MemoryPlansResizeTheKvPoolWhileStreamsRun) {
   EXPECT_GT(st.preemptions, 0);
   MemoryPlan release = squeeze;
   release.version = 2;
-  release.bytes[kKvPoolUser] = SIZE_MAX / 2;  // clamped to the configured pool
+  release.bytes.Set(MemoryUserKind::kKvPool, SIZE_MAX / 2);  // clamped to the configured pool
   release.cause = "test: release";
   s.ApplyMemoryPlan(release);
   for (size_t i = 0; i < sinks.size(); ++i) {
@@ -511,7 +511,7 @@ TEST_F(SchedulerTest, AScratchBudgetCapsTheStepsAndGivesTheBuffersBack) {
   Scheduler s(*model_, nullptr, o);
   auto scratch = [&s] {
     for (const MemoryUserStats& u : s.Stats().memory) {
-      if (u.name == kScratchUser) return u;
+      if (u.kind == MemoryUserKind::kScratch) return u;
     }
     ADD_FAILURE() << "no scratch user";
     return MemoryUserStats{};
@@ -537,7 +537,7 @@ TEST_F(SchedulerTest, AScratchBudgetCapsTheStepsAndGivesTheBuffersBack) {
 
   MemoryPlan plan;
   plan.version = 1;
-  plan.bytes[kScratchUser] = EstimateScratchBytes(c, 40, o.n_ctx, o.max_running);
+  plan.bytes.Set(MemoryUserKind::kScratch, EstimateScratchBytes(c, 40, o.n_ctx, o.max_running));
   plan.decided = std::chrono::steady_clock::now();
   s.ApplyMemoryPlan(plan);
   while (s.Stats().memory_plan_version < 1) std::this_thread::yield();

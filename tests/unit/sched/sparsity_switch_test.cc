@@ -247,8 +247,8 @@ TEST_F(SparsitySwitchTest, APlanWithoutSparsityKeepsTheLevel) {
   const std::vector<int32_t> at25 = Greedy(*s, kPrompt);
   const FfnCounters before = s->Stats().ffn;
   MemoryPlan other = SparsityPlan(2, std::nullopt);
-  other.threads = 2;                        // what the pool has
-  other.bytes[kKvPoolUser] = SIZE_MAX / 2;  // clamped to the configured pool
+  other.threads = 2;                                       // what the pool has
+  other.bytes.Set(MemoryUserKind::kKvPool, SIZE_MAX / 2);  // clamped to the configured pool
   Apply(*s, other);
   EXPECT_EQ(s->Stats().sparsity, 0.25);
   EXPECT_EQ(Greedy(*s, kPrompt), at25);

@@ -196,7 +196,7 @@ class LayerRangeRunnerTest : public ::testing::TestWithParam<std::string> {
     if (shrink) {
       MemoryPlan plan;
       plan.version = 1;
-      plan.bytes[kKvPoolUser] = static_cast<uint64_t>(s.kv_block_bytes() * 24);
+      plan.bytes.Set(MemoryUserKind::kKvPool, static_cast<uint64_t>(s.kv_block_bytes() * 24));
       plan.decided = std::chrono::steady_clock::now();
       s.ApplyMemoryPlan(plan);
     }
