@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "server/core/model_dir.h"
+
 namespace sparrow::server {
 namespace {
 
@@ -58,8 +60,9 @@ void AdminController::Run() {
     while (samples_.size() > kMaxSamples) samples_.pop_front();
     if (hub_.subscribers() > 0) {
       lock.unlock();
-      hub_.Publish("status",
-                   StatusJson(Snapshot()).dump(-1, ' ', false, json::error_handler_t::replace));
+      adminpb::Event e;
+      *e.mutable_status() = Snapshot();
+      hub_.Publish(std::move(e));
       lock.lock();
     }
     next += std::chrono::seconds(1);
@@ -67,19 +70,19 @@ void AdminController::Run() {
   }
 }
 
-ModelStatus AdminController::Model() const {
+adminpb::ModelStatus AdminController::Model() const {
   std::lock_guard<std::mutex> lock(mu_);
   return model_;
 }
 
-ServerStatus AdminController::Snapshot() const {
-  ServerStatus s = CollectStatus(ctx_, Model());
-  s.event_subscribers = static_cast<int64_t>(hub_.subscribers());
+adminpb::ServerStatus AdminController::Snapshot() const {
+  adminpb::ServerStatus s = CollectStatus(ctx_, Model());
+  s.set_event_subscribers(static_cast<int64_t>(hub_.subscribers()));
   std::lock_guard<std::mutex> lock(mu_);
   if (!samples_.empty()) {
     // Against the sample closest to 10 s (60 s) ago; since start when younger than that.
     const auto now = Clock::now();
-    const int64_t current = s.generated_tokens;
+    const int64_t current = s.throughput().generated_tokens();
     auto rate = [&](std::chrono::seconds span) {
       const auto* base = &samples_.front();
       for (const auto& smp : samples_) {
@@ -89,30 +92,50 @@ ServerStatus AdminController::Snapshot() const {
       const double dt = std::chrono::duration<double>(now - base->first).count();
       return dt > 0.5 ? static_cast<double>(current - base->second) / dt : 0.0;
     };
-    s.tokens_per_s_10s = rate(std::chrono::seconds(10));
-    s.tokens_per_s_60s = rate(std::chrono::seconds(60));
+    s.mutable_throughput()->set_tokens_per_s_10s(rate(std::chrono::seconds(10)));
+    s.mutable_throughput()->set_tokens_per_s_60s(rate(std::chrono::seconds(60)));
   }
   return s;
 }
 
-std::vector<RequestSnapshot> AdminController::Requests() const {
-  return ctx_.requests.List(false);
+adminpb::DrainResponse AdminController::DrainState() const {
+  const adminpb::ServerStatus s = Snapshot();
+  adminpb::DrainResponse out;
+  out.set_draining(s.draining());
+  out.set_drained(s.drained());
+  out.set_running(s.running());
+  out.set_waiting(s.waiting());
+  return out;
 }
 
-std::vector<RequestSnapshot> AdminController::RequestsWithPrompts(const AdminCaller& who) {
-  auto list = ctx_.requests.List(true);
+adminpb::ListRequestsResponse AdminController::Requests() const {
+  adminpb::ListRequestsResponse out;
+  for (const auto& r : ctx_.requests.List(false)) *out.add_data() = DescribeRequest(r, nullptr);
+  return out;
+}
+
+adminpb::ListRequestsResponse AdminController::RequestsWithPrompts(const AdminCaller& who) {
+  const std::vector<RequestSnapshot> list = ctx_.requests.List(true);
+  const std::shared_ptr<ServedModel> served = ctx_.served();
+  adminpb::ListRequestsResponse out;
+  for (const auto& r : list) *out.add_data() = DescribeRequest(r, served->tokenizer.get());
   Done(who, "list_prompts", json{{"requests", list.size()}}, Status::Ok());
-  return list;
+  return out;
 }
 
 void AdminController::Done(const AdminCaller& who, const std::string& action, const json& args,
                            const Status& result) {
   const std::string name = ResultName(result);
   audit_->Record(who, action, args, name, result.ok() ? "" : result.message());
-  const json event = {{"action", action},     {"args", args},
-                      {"result", name},       {"detail", result.ok() ? "" : result.message()},
-                      {"remote", who.remote}, {"key_id", who.key_id}};
-  hub_.Publish("action", event.dump(-1, ' ', false, json::error_handler_t::replace));
+  adminpb::Event e;
+  adminpb::ActionEvent* a = e.mutable_action();
+  a->set_action(action);
+  a->set_args_json(args.dump(-1, ' ', false, json::error_handler_t::replace));
+  a->set_result(name);
+  a->set_detail(result.ok() ? "" : result.message());
+  a->set_remote(who.remote);
+  a->set_key_id(who.key_id);
+  hub_.Publish(std::move(e));
 }
 
 Status AdminController::Cancel(const AdminCaller& who, const std::string& id) {
@@ -138,19 +161,29 @@ Status AdminController::Resume(const AdminCaller& who) {
   return Status::Ok();
 }
 
-Result<std::vector<ModelFile>> AdminController::Models() const {
+Result<adminpb::ListModelsResponse> AdminController::Models() const {
   if (ctx_.config.model_dir.empty()) {
     return InvalidArgument(
         "no model_dir is configured: start sparrowd with --model-dir DIR to "
         "switch models");
   }
-  return ListModelDir(ctx_.config.model_dir);
+  SPARROW_ASSIGN_OR_RETURN(const std::vector<ModelFile> files, ListModelDir(ctx_.config.model_dir));
+  const std::string serving = Model().file();
+  adminpb::ListModelsResponse out;
+  for (const ModelFile& m : files) {
+    adminpb::ModelFile* f = out.add_data();
+    f->set_name(m.name);
+    f->set_bytes(m.bytes);
+    f->set_serving(m.name == serving);
+  }
+  return out;
 }
 
-Result<std::string> AdminController::Reload(const AdminCaller& who, const std::string& name,
-                                            ReloadRefusal* refusal) {
+Result<adminpb::ReloadResponse> AdminController::Reload(const AdminCaller& who,
+                                                        const std::string& name,
+                                                        ReloadRefusal* refusal) {
   const json args = {{"model", name}};
-  auto refuse = [&](Status s, std::string code) -> Result<std::string> {
+  auto refuse = [&](Status s, std::string code) -> Result<adminpb::ReloadResponse> {
     refusal->status = s;
     refusal->code = std::move(code);
     Done(who, "reload", args, s);
@@ -217,7 +250,7 @@ Result<std::string> AdminController::Reload(const AdminCaller& who, const std::s
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  const ModelStatus described = DescribeModel(**next);
+  const adminpb::ModelStatus described = DescribeModel(**next);
   // The operator's budget holds for the new model too, where it is not under its floor.
   if (old->memory && (*next)->memory) {
     if (const auto bytes = old->memory->stats().operator_budget_bytes) {
@@ -244,10 +277,13 @@ Result<std::string> AdminController::Reload(const AdminCaller& who, const std::s
   // Requests still on the old model (cancelled ones writing their last bytes) hold it; it goes
   // when they do.
   old.reset();
-  spdlog::warn("admin: reload: now serving '{}' from {} (was '{}')", described.id, file->path,
+  spdlog::warn("admin: reload: now serving '{}' from {} (was '{}')", described.id(), file->path,
                previous);
   Done(who, "reload", args, Status::Ok());
-  return previous;
+  adminpb::ReloadResponse out;
+  *out.mutable_model() = described;
+  out.set_previous(previous);
+  return out;
 }
 
 void AdminController::ReloadInBackground(std::shared_ptr<AdminController> self, AdminCaller who,
@@ -255,7 +291,7 @@ void AdminController::ReloadInBackground(std::shared_ptr<AdminController> self, 
   std::thread([self = std::move(self), who = std::move(who), name = std::move(name),
                done = std::move(done)] {
     ReloadRefusal refusal;
-    const Result<std::string> result = self->Reload(who, name, &refusal);
+    const Result<adminpb::ReloadResponse> result = self->Reload(who, name, &refusal);
     done(result, refusal);
   }).detach();
 }
@@ -273,7 +309,7 @@ Status AdminController::SetLogLevel(const AdminCaller& who, const std::string& l
   return s;
 }
 
-Result<MemoryGovernorStats> AdminController::Memory() const {
+Result<adminpb::MemoryBudget> AdminController::Memory() const {
   const std::shared_ptr<ServedModel> served = ctx_.served();
   if (!served || !served->memory) {
     // Not a failure to retry (503, gRPC UNAVAILABLE read as "cannot reach"): the server was
@@ -282,7 +318,7 @@ Result<MemoryGovernorStats> AdminController::Memory() const {
         "memory budget control is off (memory_pressure 0): start sparrowd with memory_pressure 1 "
         "or 2");
   }
-  return served->memory->stats();
+  return DescribeMemory(served->memory->stats(), served->scheduler->Stats());
 }
 
 Status AdminController::SetMemoryBudget(const AdminCaller& who, std::optional<uint64_t> bytes) {
@@ -325,8 +361,9 @@ void AdminController::RecordRefused(const AdminCaller& who, const std::string& a
 std::shared_ptr<EventSubscription> AdminController::Subscribe(std::function<void()> on_ready) {
   auto sub = hub_.Subscribe(std::move(on_ready));
   // A first snapshot at once, so a new watcher does not wait a second for anything.
-  hub_.SendTo(*sub, "status",
-              StatusJson(Snapshot()).dump(-1, ' ', false, json::error_handler_t::replace));
+  adminpb::Event e;
+  *e.mutable_status() = Snapshot();
+  hub_.SendTo(*sub, std::move(e));
   return sub;
 }
 

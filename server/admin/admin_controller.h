@@ -1,9 +1,10 @@
 #pragma once
 // AdminController: what the admin API does, for both frontends (HTTP /admin/v1/ and gRPC
 // sparrow.admin.v1.Admin): status, the request list, cancel, drain and resume, the log level,
-// and the event stream. Every action is checked, applied, written to the audit log and
-// published as an event. A status thread samples throughput once a second and, while someone
-// watches, publishes a status snapshot each time; with no subscriber it costs one Stats()
+// and the event stream. Its answers are the admin.proto messages (server_status.h), which gRPC
+// sends as they are and HTTP as JSON. Every action is checked, applied, written to the audit
+// log and published as an event. A status thread samples throughput once a second and, while
+// someone watches, publishes a status snapshot each time; with no subscriber it costs one Stats()
 // call a second. Thread-safe.
 #include <atomic>
 #include <condition_variable>
@@ -19,7 +20,6 @@
 #include "server/admin/audit_log.h"
 #include "server/admin/event_hub.h"
 #include "server/admin/server_status.h"
-#include "server/core/model_dir.h"
 #include "server/core/server_context.h"
 
 namespace sparrow::server {
@@ -31,10 +31,12 @@ class AdminController {
   static Result<std::shared_ptr<AdminController>> Start(ServerContext& ctx);
   ~AdminController();
 
-  ServerStatus Snapshot() const;
-  std::vector<RequestSnapshot> Requests() const;
+  adminpb::ServerStatus Snapshot() const;
+  // Whether it drains and what is left (the answer to drain and resume).
+  adminpb::DrainResponse DrainState() const;
+  adminpb::ListRequestsResponse Requests() const;
   // The detokenized prompt of each listed request is included: audited.
-  std::vector<RequestSnapshot> RequestsWithPrompts(const AdminCaller& who);
+  adminpb::ListRequestsResponse RequestsWithPrompts(const AdminCaller& who);
 
   // NotFound naming the id when no such request is being served.
   Status Cancel(const AdminCaller& who, const std::string& id);
@@ -52,23 +54,25 @@ class AdminController {
   // Switches the server to the model `name` in model_dir: loads it while the old one serves,
   // then drains (running requests get up to shutdown_timeout_ms, then are cancelled), swaps and
   // admits again. A model that fails to load leaves the old one serving and returns the
-  // loader's error. One reload at a time. Returns the previous model's id, or the refusal.
-  Result<std::string> Reload(const AdminCaller& who, const std::string& name,
-                             ReloadRefusal* refusal);
+  // loader's error. One reload at a time. Returns the model now serving and the previous one's
+  // id, or the refusal.
+  Result<adminpb::ReloadResponse> Reload(const AdminCaller& who, const std::string& name,
+                                         ReloadRefusal* refusal);
   // Reload on a thread of its own (loading takes seconds; a frontend's threads must keep
   // serving), then `done` with its result, on that thread. `self` keeps the controller alive.
-  using ReloadDone = std::function<void(const Result<std::string>&, const ReloadRefusal&)>;
+  using ReloadDone =
+      std::function<void(const Result<adminpb::ReloadResponse>&, const ReloadRefusal&)>;
   static void ReloadInBackground(std::shared_ptr<AdminController> self, AdminCaller who,
                                  std::string name, ReloadDone done);
-  // The models reload can switch to (the .gguf files of model_dir).
-  Result<std::vector<ModelFile>> Models() const;
-  ModelStatus Model() const;
+  // The models reload can switch to (the .gguf files of model_dir), the one serving marked.
+  Result<adminpb::ListModelsResponse> Models() const;
+  adminpb::ModelStatus Model() const;
 
   // trace, debug, info, warn, error, off. InvalidArgument naming the value otherwise.
   Status SetLogLevel(const AdminCaller& who, const std::string& level);
   // The memory budget of the served model (its MemoryGovernor): Unavailable, saying how to get
   // one, with memory_pressure off.
-  Result<MemoryGovernorStats> Memory() const;
+  Result<adminpb::MemoryBudget> Memory() const;
   // The operator's budget for the whole process in bytes (nullopt clears it). Audited.
   Status SetMemoryBudget(const AdminCaller& who, std::optional<uint64_t> bytes);
   // A new plan of the current budget, applied between two steps. Audited.
@@ -94,8 +98,8 @@ class AdminController {
 
   ServerContext& ctx_;
   std::unique_ptr<AuditLog> audit_;
-  ModelStatus model_;     // described at start and at each reload; guarded by mu_
-  std::mutex reload_mu_;  // held by the one reload in progress
+  adminpb::ModelStatus model_;  // described at start and at each reload; guarded by mu_
+  std::mutex reload_mu_;        // held by the one reload in progress
   EventHub hub_;
 
   // Generated-token counts once a second, newest last, for tokens/s over 10 s and 60 s.

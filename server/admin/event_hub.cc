@@ -36,12 +36,13 @@ std::shared_ptr<EventSubscription> EventHub::Subscribe(std::function<void()> on_
   return sub;
 }
 
-void EventHub::Publish(const std::string& type, const std::string& json) {
+void EventHub::Publish(::sparrow::admin::v1::Event e) {
   std::vector<std::shared_ptr<EventSubscription>> live;
-  AdminEvent e;
+  AdminEvent shared;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    e = AdminEvent{++seq_, type, json};
+    e.set_seq(++seq_);
+    shared = std::make_shared<const ::sparrow::admin::v1::Event>(std::move(e));
     subs_.erase(std::remove_if(subs_.begin(), subs_.end(),
                                [&](const std::weak_ptr<EventSubscription>& w) {
                                  auto s = w.lock();
@@ -52,16 +53,17 @@ void EventHub::Publish(const std::string& type, const std::string& json) {
                 subs_.end());
   }
   // Outside the hub's lock: a subscriber's callback may take its own locks.
-  for (auto& s : live) s->Push(e);
+  for (auto& s : live) s->Push(shared);
 }
 
-void EventHub::SendTo(EventSubscription& sub, const std::string& type, const std::string& json) {
-  AdminEvent e;
+void EventHub::SendTo(EventSubscription& sub, ::sparrow::admin::v1::Event e) {
+  AdminEvent shared;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    e = AdminEvent{++seq_, type, json};
+    e.set_seq(++seq_);
+    shared = std::make_shared<const ::sparrow::admin::v1::Event>(std::move(e));
   }
-  sub.Push(e);
+  sub.Push(shared);
 }
 
 void EventHub::CloseAll() {

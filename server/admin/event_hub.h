@@ -1,24 +1,23 @@
 #pragma once
-// EventHub: fans admin events out to subscribers (the SSE route, the gRPC Events call): a
-// status snapshot every second and one event per admin action. Each subscriber has a bounded
-// queue; one that does not read loses its oldest events, never blocks the publisher.
-// Thread-safe.
+// EventHub: fans admin events out to subscribers (the SSE route, the gRPC WatchEvents call): a
+// status snapshot every second and one event per admin action, as admin.proto's Event. Each
+// subscriber has a bounded queue; one that does not read loses its oldest events, never blocks
+// the publisher. Thread-safe.
 #include <atomic>
 #include <cstdint>
 #include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
-#include <string>
 #include <vector>
+
+#include "sparrow/admin/v1/admin.pb.h"
 
 namespace sparrow::server {
 
-struct AdminEvent {
-  int64_t seq = 0;
-  std::string type;  // "status" or "action"
-  std::string json;  // the event's data, one JSON object
-};
+// One event as every subscriber gets it: built once, shared, never changed (its seq set; its
+// dropped count is each subscriber's own, from Drain).
+using AdminEvent = std::shared_ptr<const ::sparrow::admin::v1::Event>;
 
 class EventSubscription {
  public:
@@ -44,9 +43,10 @@ class EventHub {
   // The subscription lasts until the returned pointer is dropped. `on_ready` is called (on the
   // publisher's thread; it must not block) after events are queued.
   std::shared_ptr<EventSubscription> Subscribe(std::function<void()> on_ready);
-  void Publish(const std::string& type, const std::string& json);
+  // Numbers `e` (its seq) and queues it for every subscriber.
+  void Publish(::sparrow::admin::v1::Event e);
   // To one subscriber only (its first snapshot).
-  void SendTo(EventSubscription& sub, const std::string& type, const std::string& json);
+  void SendTo(EventSubscription& sub, ::sparrow::admin::v1::Event e);
   size_t subscribers() const;
   // Marks every subscription closed and wakes it, so watchers end before a shutdown.
   void CloseAll();

@@ -1,7 +1,5 @@
 #include "server/grpc/admin_service.h"
 
-#include <google/protobuf/util/json_util.h>
-
 #include <mutex>
 
 #include "server/admin/admin_controller.h"
@@ -10,33 +8,6 @@
 
 namespace sparrow::server {
 namespace {
-
-using json = nlohmann::json;
-
-void FillRequest(const RequestSnapshot& r, const Tokenizer* tok, adminpb::RequestInfo* out) {
-  out->set_id(r.id);
-  out->set_frontend(r.frontend);
-  out->set_route(r.route);
-  out->set_remote(r.remote);
-  out->set_key_id(r.key_id);
-  out->set_state(r.state);
-  out->set_age_ms(r.age_ms);
-  out->set_stream(r.stream);
-  out->set_n(r.n);
-  out->set_prompt_tokens(r.prompt_tokens);
-  out->set_generated_tokens(r.generated_tokens);
-  out->set_max_tokens(r.max_tokens);
-  out->set_cancelling(r.cancelling);
-  if (tok) out->set_prompt(tok->Detokenize(r.prompt, false, true));
-}
-
-void FillDrain(const AdminController& admin, adminpb::DrainResponse* out) {
-  const ServerStatus s = admin.Snapshot();
-  out->set_draining(s.draining);
-  out->set_drained(s.drained);
-  out->set_running(s.running);
-  out->set_waiting(s.waiting);
-}
 
 // Streams the controller's events to one watcher. Writes one event at a time; events that
 // arrive meanwhile wait in the subscription's bounded queue.
@@ -96,30 +67,10 @@ class WatchReactor final : public grpc::ServerWriteReactor<adminpb::Event> {
     for (auto& e : events) pending_.push_back(std::move(e));
     dropped_ += dropped;
     if (pending_.empty()) return;
-    AdminEvent e = std::move(pending_.front());
+    message_ = *pending_.front();
     pending_.erase(pending_.begin());
-    message_.Clear();
-    message_.set_seq(e.seq);
     message_.set_dropped(dropped_);
     dropped_ = 0;
-    if (e.type == "status") {
-      std::string error;
-      if (!StatusFromJson(e.json, message_.mutable_status(), &error)) {
-        finished_ = true;
-        lock.unlock();
-        Finish(grpc::Status(grpc::StatusCode::INTERNAL, "status: " + error));
-        return;
-      }
-    } else {
-      const json j = json::parse(e.json, nullptr, false);
-      adminpb::ActionEvent* a = message_.mutable_action();
-      a->set_action(j.value("action", ""));
-      a->set_args_json(j.contains("args") ? j["args"].dump() : "{}");
-      a->set_result(j.value("result", ""));
-      a->set_detail(j.value("detail", ""));
-      a->set_remote(j.value("remote", ""));
-      a->set_key_id(j.value("key_id", ""));
-    }
     writing_ = true;
     lock.unlock();
     StartWrite(&message_);
@@ -145,21 +96,6 @@ class FailedWatch final : public grpc::ServerWriteReactor<adminpb::Event> {
 };
 
 }  // namespace
-
-bool StatusFromJson(const std::string& text, adminpb::ServerStatus* out, std::string* error) {
-  return ProtoFromJson(text, out, error);
-}
-
-bool ProtoFromJson(const std::string& text, google::protobuf::Message* out, std::string* error) {
-  google::protobuf::util::JsonParseOptions opts;
-  opts.ignore_unknown_fields = false;
-  const auto st = google::protobuf::util::JsonStringToMessage(text, out, opts);
-  if (!st.ok()) {
-    *error = std::string(st.message());
-    return false;
-  }
-  return true;
-}
 
 grpc::ServerUnaryReactor* AdminService::Done(grpc::CallbackServerContext* context,
                                              const grpc::Status& status) {
@@ -188,12 +124,7 @@ grpc::ServerUnaryReactor* AdminService::GetStatus(grpc::CallbackServerContext* c
                                                   adminpb::ServerStatus* response) {
   AdminCaller who;
   if (auto* r = Check(context, "GetStatus", &who)) return r;
-  std::string error;
-  const std::string text =
-      StatusJson(ctx_.admin->Snapshot()).dump(-1, ' ', false, json::error_handler_t::replace);
-  if (!StatusFromJson(text, response, &error)) {
-    return Done(context, grpc::Status(grpc::StatusCode::INTERNAL, "status: " + error));
-  }
+  *response = ctx_.admin->Snapshot();
   return Done(context, grpc::Status::OK);
 }
 
@@ -202,12 +133,8 @@ grpc::ServerUnaryReactor* AdminService::ListRequests(grpc::CallbackServerContext
                                                      adminpb::ListRequestsResponse* response) {
   AdminCaller who;
   if (auto* r = Check(context, "ListRequests", &who)) return r;
-  const bool with_prompt = request->include_prompt();
-  const std::shared_ptr<ServedModel> served = ctx_.served();
-  const auto list = with_prompt ? ctx_.admin->RequestsWithPrompts(who) : ctx_.admin->Requests();
-  for (const auto& req : list) {
-    FillRequest(req, with_prompt ? served->tokenizer.get() : nullptr, response->add_data());
-  }
+  *response =
+      request->include_prompt() ? ctx_.admin->RequestsWithPrompts(who) : ctx_.admin->Requests();
   return Done(context, grpc::Status::OK);
 }
 
@@ -229,7 +156,7 @@ grpc::ServerUnaryReactor* AdminService::Drain(grpc::CallbackServerContext* conte
   AdminCaller who;
   if (auto* r = Check(context, "Drain", &who)) return r;
   (void)ctx_.admin->Drain(who);
-  FillDrain(*ctx_.admin, response);
+  *response = ctx_.admin->DrainState();
   return Done(context, grpc::Status::OK);
 }
 
@@ -239,7 +166,7 @@ grpc::ServerUnaryReactor* AdminService::Resume(grpc::CallbackServerContext* cont
   AdminCaller who;
   if (auto* r = Check(context, "Resume", &who)) return r;
   (void)ctx_.admin->Resume(who);
-  FillDrain(*ctx_.admin, response);
+  *response = ctx_.admin->DrainState();
   return Done(context, grpc::Status::OK);
 }
 
@@ -263,10 +190,9 @@ grpc::ServerUnaryReactor* AdminService::Reload(grpc::CallbackServerContext* cont
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   AdminController::ReloadInBackground(
       ctx_.admin, who, request->model(),
-      [this, reactor, response](const Result<std::string>& result,
+      [this, reactor, response](const Result<adminpb::ReloadResponse>& result,
                                 const AdminController::ReloadRefusal& refusal) {
         grpc::Status status = grpc::Status::OK;
-        std::string error;
         if (!result.ok()) {
           status = ToGrpcStatus(refusal.status);
           if (refusal.code == "reload_disabled" || refusal.code == "model_load_failed") {
@@ -274,11 +200,8 @@ grpc::ServerUnaryReactor* AdminService::Reload(grpc::CallbackServerContext* cont
           } else if (refusal.code == "reload_in_progress") {
             status = grpc::Status(grpc::StatusCode::ABORTED, refusal.status.message());
           }
-        } else if (!ProtoFromJson(ModelStatusJson(ctx_.admin->Model()).dump(),
-                                  response->mutable_model(), &error)) {
-          status = grpc::Status(grpc::StatusCode::INTERNAL, "model status: " + error);
         } else {
-          response->set_previous(*result);
+          *response = *result;
         }
         ctx_.metrics.RecordResponse("grpc", GrpcCodeName(status.error_code()));
         reactor->Finish(status);
@@ -296,13 +219,7 @@ grpc::ServerUnaryReactor* AdminService::ListModels(grpc::CallbackServerContext* 
     return Done(context,
                 grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, models.status().message()));
   }
-  const std::string serving = ctx_.admin->Model().file;
-  for (const auto& m : *models) {
-    adminpb::ModelFile* f = response->add_data();
-    f->set_name(m.name);
-    f->set_bytes(m.bytes);
-    f->set_serving(m.name == serving);
-  }
+  *response = std::move(models).value();
   return Done(context, grpc::Status::OK);
 }
 
@@ -311,10 +228,7 @@ grpc::ServerUnaryReactor* AdminService::GetShards(grpc::CallbackServerContext* c
                                                   adminpb::Shards* response) {
   AdminCaller who;
   if (auto* r = Check(context, "GetShards", &who)) return r;
-  std::string error;
-  if (!ProtoFromJson(ShardsJson(*ctx_.served()).dump(), response, &error)) {
-    return Done(context, grpc::Status(grpc::StatusCode::INTERNAL, "shards: " + error));
-  }
+  *response = DescribeShards(*ctx_.served());
   return Done(context, grpc::Status::OK);
 }
 
@@ -322,13 +236,9 @@ grpc::ServerUnaryReactor* AdminService::MemoryReply(grpc::CallbackServerContext*
                                                     const Status& action,
                                                     adminpb::MemoryBudget* response) {
   if (!action.ok()) return Done(context, ToGrpcStatus(action));
-  const Result<MemoryGovernorStats> m = ctx_.admin->Memory();
+  Result<adminpb::MemoryBudget> m = ctx_.admin->Memory();
   if (!m.ok()) return Done(context, ToGrpcStatus(m.status()));
-  const std::shared_ptr<ServedModel> served = ctx_.served();
-  std::string error;
-  if (!ProtoFromJson(MemoryJson(*m, served->scheduler->Stats()).dump(), response, &error)) {
-    return Done(context, grpc::Status(grpc::StatusCode::INTERNAL, "memory: " + error));
-  }
+  *response = std::move(m).value();
   return Done(context, grpc::Status::OK);
 }
 

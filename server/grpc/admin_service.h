@@ -1,8 +1,8 @@
 #pragma once
 // AdminService: sparrow.admin.v1.Admin on gRPC's callback API, the twin of the HTTP routes
 // under /admin/v1/. Every call needs the admin key; the work is the AdminController's
-// (ctx.admin). Status messages are the controller's JSON parsed into the proto, so the two
-// frontends cannot drift apart. Thread-safe: gRPC calls it from many threads.
+// (ctx.admin), whose answers are these messages already: the HTTP routes send the same ones as
+// JSON, so the two frontends cannot drift apart. Thread-safe: gRPC calls it from many threads.
 #include <grpcpp/grpcpp.h>
 
 #include "server/core/server_context.h"
@@ -70,10 +70,5 @@ class AdminService final : public adminpb::Admin::CallbackService {
 
   ServerContext& ctx_;
 };
-
-// The status JSON (server_status.h) as the proto; false if a field does not fit (a bug).
-bool StatusFromJson(const std::string& json, adminpb::ServerStatus* out, std::string* error);
-// Any message from JSON with the same field names, strictly (unknown fields fail).
-bool ProtoFromJson(const std::string& json, google::protobuf::Message* out, std::string* error);
 
 }  // namespace sparrow::server

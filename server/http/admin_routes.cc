@@ -6,6 +6,7 @@
 
 #include "api/openai/json_limits.h"
 #include "server/admin/admin_controller.h"
+#include "server/http/admin_json.h"
 #include "server/http/http_status.h"
 #include "server/http/wakeup.h"
 
@@ -68,7 +69,7 @@ json BodyJson(const HttpRequest& req) {
 asio::awaitable<bool> GetStatus(HttpExchange& ex) {
   AdminController* admin = Controller(ex);
   if (!admin) co_return co_await Reply(ex, NotServing(ex));
-  const json body = StatusJson(admin->Snapshot());
+  const json body = AdminJson(admin->Snapshot());
   co_return co_await Reply(ex, JsonResponse(ex.req, http::status::ok, body));
 }
 
@@ -77,13 +78,8 @@ asio::awaitable<bool> ListRequests(HttpExchange& ex) {
   if (!admin) co_return co_await Reply(ex, NotServing(ex));
   const std::string p = QueryParam(ex.req, "prompt");
   const bool with_prompt = p == "1" || p == "true";
-  const auto list = with_prompt ? admin->RequestsWithPrompts(Caller(ex)) : admin->Requests();
-  json data = json::array();
-  const std::shared_ptr<ServedModel> served = ex.ctx.served();
-  for (const auto& r : list) {
-    data.push_back(RequestJson(r, with_prompt ? served->tokenizer.get() : nullptr));
-  }
-  const json body = {{"object", "list"}, {"data", data}};
+  json body = AdminJson(with_prompt ? admin->RequestsWithPrompts(Caller(ex)) : admin->Requests());
+  body["object"] = "list";
   co_return co_await Reply(ex, JsonResponse(ex.req, http::status::ok, body));
 }
 
@@ -97,19 +93,11 @@ asio::awaitable<bool> CancelRequest(HttpExchange& ex) {
   co_return co_await Reply(ex, JsonResponse(ex.req, http::status::ok, body));
 }
 
-json DrainJson(const AdminController& admin) {
-  const ServerStatus s = admin.Snapshot();
-  return {{"draining", s.draining},
-          {"drained", s.drained},
-          {"running", s.running},
-          {"waiting", s.waiting}};
-}
-
 asio::awaitable<bool> Drain(HttpExchange& ex) {
   AdminController* admin = Controller(ex);
   if (!admin) co_return co_await Reply(ex, NotServing(ex));
   (void)admin->Drain(Caller(ex));
-  const json body = DrainJson(*admin);
+  const json body = AdminJson(admin->DrainState());
   co_return co_await Reply(ex, JsonResponse(ex.req, http::status::ok, body));
 }
 
@@ -117,7 +105,7 @@ asio::awaitable<bool> Resume(HttpExchange& ex) {
   AdminController* admin = Controller(ex);
   if (!admin) co_return co_await Reply(ex, NotServing(ex));
   (void)admin->Resume(Caller(ex));
-  const json body = DrainJson(*admin);
+  const json body = AdminJson(admin->DrainState());
   co_return co_await Reply(ex, JsonResponse(ex.req, http::status::ok, body));
 }
 
@@ -140,16 +128,15 @@ asio::awaitable<bool> SetLogLevel(HttpExchange& ex) {
 
 // The memory answer after an action: the budget as it stands now.
 asio::awaitable<bool> ReplyMemory(HttpExchange& ex, AdminController& admin) {
-  const Result<MemoryGovernorStats> m = admin.Memory();
+  const Result<adminpb::MemoryBudget> m = admin.Memory();
   if (!m.ok()) co_return co_await Reply(ex, StatusError(ex, m.status()));
-  const std::shared_ptr<ServedModel> served = ex.ctx.served();
-  const json body = MemoryJson(*m, served->scheduler->Stats());
+  const json body = AdminJson(*m);
   co_return co_await Reply(ex, JsonResponse(ex.req, http::status::ok, body));
 }
 
 // GET /admin/v1/shards: which device computes which layers, and each worker link's counters.
 asio::awaitable<bool> GetShards(HttpExchange& ex) {
-  const json body = ShardsJson(*ex.ctx.served());
+  const json body = AdminJson(DescribeShards(*ex.ctx.served()));
   co_return co_await Reply(ex, JsonResponse(ex.req, http::status::ok, body));
 }
 
@@ -206,7 +193,7 @@ asio::awaitable<bool> Reload(HttpExchange& ex) {
         ex, ErrorResponse(ex.req, http::status::bad_request, why, "model", "invalid_body"));
   }
   struct Outcome {
-    std::optional<Result<std::string>> result;
+    std::optional<Result<adminpb::ReloadResponse>> result;
     AdminController::ReloadRefusal refusal;
     std::atomic<bool> done{false};
   };
@@ -214,7 +201,7 @@ asio::awaitable<bool> Reload(HttpExchange& ex) {
   auto wakeup = std::make_shared<Wakeup>(co_await asio::this_coro::executor);
   AdminController::ReloadInBackground(
       ex.ctx.admin, Caller(ex), in["model"].get<std::string>(),
-      [outcome, wakeup](const Result<std::string>& result,
+      [outcome, wakeup](const Result<adminpb::ReloadResponse>& result,
                         const AdminController::ReloadRefusal& refusal) {
         outcome->result = result;
         outcome->refusal = refusal;
@@ -222,7 +209,7 @@ asio::awaitable<bool> Reload(HttpExchange& ex) {
         wakeup->Notify();
       });
   while (!outcome->done.load()) co_await wakeup->Wait(std::chrono::milliseconds(250));
-  const Result<std::string>& result = *outcome->result;
+  const Result<adminpb::ReloadResponse>& result = *outcome->result;
   const AdminController::ReloadRefusal& refusal = outcome->refusal;
   if (!result.ok()) {
     http::status status = HttpStatusFor(refusal.status.code());
@@ -232,7 +219,7 @@ asio::awaitable<bool> Reload(HttpExchange& ex) {
     co_return co_await Reply(
         ex, ErrorResponse(ex.req, status, refusal.status.message(), "model", refusal.code));
   }
-  const json body = {{"model", ModelStatusJson(admin->Model())}, {"previous", *result}};
+  const json body = AdminJson(*result);
   co_return co_await Reply(ex, JsonResponse(ex.req, http::status::ok, body));
 }
 
@@ -245,13 +232,17 @@ asio::awaitable<bool> Models(HttpExchange& ex) {
     co_return co_await Reply(ex, ErrorResponse(ex.req, http::status::forbidden,
                                                models.status().message(), "", "reload_disabled"));
   }
-  const std::string serving = admin->Model().file;
-  json data = json::array();
-  for (const auto& m : *models) {
-    data.push_back({{"name", m.name}, {"bytes", m.bytes}, {"serving", m.name == serving}});
-  }
-  const json body = {{"object", "list"}, {"data", data}};
+  json body = AdminJson(*models);
+  body["object"] = "list";
   co_return co_await Reply(ex, JsonResponse(ex.req, http::status::ok, body));
+}
+
+// One event as SSE: its seq as the id, "status" or "action" as the type, the message as JSON.
+std::string EventText(const adminpb::Event& e) {
+  const bool status = e.has_status();
+  const json data = status ? AdminJson(e.status()) : ActionEventJson(e.action());
+  return "id: " + std::to_string(e.seq()) + "\nevent: " + (status ? "status" : "action") +
+         "\ndata: " + data.dump(-1, ' ', false, json::error_handler_t::replace) + "\n\n";
 }
 
 // SSE: "event: status" every second and "event: action" per admin action, until the client
@@ -273,9 +264,7 @@ asio::awaitable<bool> Events(HttpExchange& ex) {
     if (dropped > 0) {
       bytes += "event: dropped\ndata: {\"events\":" + std::to_string(dropped) + "}\n\n";
     }
-    for (const auto& e : events) {
-      bytes += "id: " + std::to_string(e.seq) + "\nevent: " + e.type + "\ndata: " + e.json + "\n\n";
-    }
+    for (const AdminEvent& e : events) bytes += EventText(*e);
     const auto now = std::chrono::steady_clock::now();
     if (bytes.empty() && now - last_write >= kKeepAlive) bytes = ": keep-alive\n\n";
     if (!bytes.empty()) {
