@@ -192,6 +192,10 @@ adminpb::MemoryBudget DescribeMemory(const MemoryGovernorStats& m, const Schedul
   return out;
 }
 
+adminpb::Shards DescribeShards(const ServerContext& ctx) {
+  return DescribeShards(*ctx.served());
+}
+
 adminpb::Shards DescribeShards(const ServedModel& served) {
   adminpb::Shards out;
   if (!served.workers) {

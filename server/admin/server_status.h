@@ -22,6 +22,8 @@ adminpb::MemoryBudget DescribeMemory(const MemoryGovernorStats& m, const Schedul
 // Where each layer is computed and how each worker's link has gone; a model on this device
 // alone is one placement and no links.
 adminpb::Shards DescribeShards(const ServedModel& served);
+// The same for the model new requests go to: what both frontends answer.
+adminpb::Shards DescribeShards(const ServerContext& ctx);
 
 // The served model; fixed until a reload, so callers describe it once per model.
 adminpb::ModelStatus DescribeModel(const ServedModel& served);

@@ -228,7 +228,7 @@ grpc::ServerUnaryReactor* AdminService::GetShards(grpc::CallbackServerContext* c
                                                   adminpb::Shards* response) {
   AdminCaller who;
   if (auto* r = Check(context, "GetShards", &who)) return r;
-  *response = DescribeShards(*ctx_.served());
+  *response = DescribeShards(ctx_);
   return Done(context, grpc::Status::OK);
 }
 

@@ -136,7 +136,7 @@ asio::awaitable<bool> ReplyMemory(HttpExchange& ex, AdminController& admin) {
 
 // GET /admin/v1/shards: which device computes which layers, and each worker link's counters.
 asio::awaitable<bool> GetShards(HttpExchange& ex) {
-  const json body = AdminJson(DescribeShards(*ex.ctx.served()));
+  const json body = AdminJson(DescribeShards(ex.ctx));
   co_return co_await Reply(ex, JsonResponse(ex.req, http::status::ok, body));
 }
 
