@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "config/version.h"
+#include "engine/common/tensor_type.h"
 
 namespace sparrow {
 namespace {
@@ -129,6 +130,12 @@ const std::vector<KeySpec>& Keys() {
        1, 4096},
       {"kv_blocks", "KV cache blocks in the pool (0: enough for max_running full contexts)",
        nullptr, &ServerConfig::kv_blocks, 0, int64_t{1} << 24},
+      {"cache_type_k",
+       "Element type of the KV cache's keys, as llama.cpp's --cache-type-k: f32, f16, bf16, q8_0, "
+       "q4_0, q4_1, q5_0 or q5_1 (the quantized ones need a head size that is a multiple of 32)",
+       &ServerConfig::cache_type_k},
+      {"cache_type_v", "Element type of the KV cache's values, as llama.cpp's --cache-type-v",
+       &ServerConfig::cache_type_v},
       {"max_running", "Requests generating at once", nullptr, &ServerConfig::max_running, 1, 4096},
       {"max_queue", "Waiting requests before new ones get HTTP 429", nullptr,
        &ServerConfig::max_queue, 0, 1 << 20},
@@ -334,6 +341,13 @@ Status ValidateServerConfig(const ServerConfig& c) {
   if (c.shard_objective != "latency" && c.shard_objective != "throughput") {
     return InvalidArgument("config: 'shard_objective' must be latency or throughput, got '" +
                            c.shard_objective + "'");
+  }
+  for (const auto& [key, value] :
+       {std::pair{"cache_type_k", &c.cache_type_k}, std::pair{"cache_type_v", &c.cache_type_v}}) {
+    if (!KvCacheTypeFromName(*value)) {
+      return InvalidArgument(std::string("config: '") + key + "' must be one of " +
+                             std::string(KvCacheTypeNames()) + ", got '" + *value + "'");
+    }
   }
   if (c.shard_split != "layers" && c.shard_split != "tensor" && c.shard_split != "auto") {
     return InvalidArgument("config: 'shard_split' must be layers, tensor or auto, got '" +

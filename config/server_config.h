@@ -53,6 +53,9 @@ struct ServerConfig {
   int64_t n_ctx = 0;    // 0 -> the model's training context
   int64_t kv_block_size = 16;
   int64_t kv_blocks = 0;  // 0 -> enough for max_running full contexts
+  // The KV cache's element types, by llama.cpp's --cache-type-k/-v names (its default f16).
+  std::string cache_type_k = "f16";
+  std::string cache_type_v = "f16";
   int64_t max_running = 16;
   int64_t max_queue = 64;
   int64_t step_token_budget = 128;

@@ -47,6 +47,26 @@ std::optional<TensorTypeTraits> GetTensorTypeTraits(uint32_t type_id) {
   return t;
 }
 
+namespace {
+
+// Those Sparrow writes as llama.cpp's CPU backend does (kernels/kv_quantize.h).
+constexpr TensorType kKvCacheTypes[] = {TensorType::kF32,  TensorType::kF16,  TensorType::kBF16,
+                                        TensorType::kQ8_0, TensorType::kQ4_0, TensorType::kQ4_1,
+                                        TensorType::kQ5_0, TensorType::kQ5_1};
+
+}  // namespace
+
+std::optional<TensorType> KvCacheTypeFromName(std::string_view name) {
+  for (TensorType t : kKvCacheTypes) {
+    if (TensorTypeName(t) == name) return t;
+  }
+  return std::nullopt;
+}
+
+std::string_view KvCacheTypeNames() {
+  return "f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1";
+}
+
 std::string_view TensorTypeName(TensorType t) {
   auto traits = GetTensorTypeTraits(t);
   return traits ? traits->name : std::string_view("unknown");

@@ -53,4 +53,10 @@ inline std::optional<TensorTypeTraits> GetTensorTypeTraits(TensorType t) {
 }
 std::string_view TensorTypeName(TensorType t);
 
+// The element types a KV cache can store, by the names of llama.cpp's --cache-type-k and
+// --cache-type-v ("f16", "q8_0"); nullopt for any other name.
+std::optional<TensorType> KvCacheTypeFromName(std::string_view name);
+// Those names, comma separated, for error messages.
+std::string_view KvCacheTypeNames();
+
 }  // namespace sparrow

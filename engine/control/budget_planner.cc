@@ -18,6 +18,7 @@ PlanFn MakeBudgetPlanner(BudgetPlannerOptions options, const Model& model,
       plan::PlanInputsOptions io;
       io.prompt_chunk = o->step_tokens;
       io.io_queue_depth = o->io_depth;
+      io.kv_types = scheduler.options().kv_types;
       const FfnCounters f = scheduler.Stats().ffn;
       if (o->active_share) {
         io.active_share = *o->active_share;

@@ -32,17 +32,23 @@ uint64_t ChainBlockHash(uint64_t parent, const int32_t* tokens, int64_t n) {
 // back in steps, large enough to keep the mappings few (a 7B model's block is 16 MiB anyway).
 constexpr size_t kChunkBytes = size_t{1} << 20;
 
-int64_t KvBlockPool::BlockBytes(int64_t n_layer, int64_t kv_dim, int64_t block_size) {
-  return 2 * n_layer * kv_dim * block_size * static_cast<int64_t>(sizeof(float));
+int64_t KvBlockPool::BlockBytes(int64_t n_layer, int64_t kv_dim, int64_t block_size,
+                                const KvTypes& types) {
+  return n_layer * block_size * KvBytesPerLayerPosition(types, kv_dim);
 }
 
-KvBlockPool::KvBlockPool(int64_t n_layer, int64_t kv_dim, int64_t block_size, int64_t n_blocks)
+KvBlockPool::KvBlockPool(int64_t n_layer, int64_t kv_dim, int64_t block_size, int64_t n_blocks,
+                         KvTypes types)
     : n_layer_(n_layer),
-      kv_dim_(kv_dim),
       block_size_(block_size),
       n_blocks_(0),
-      arena_(static_cast<size_t>(BlockBytes(n_layer, kv_dim, block_size)), kChunkBytes) {
+      types_(types),
+      k_row_(KvRowBytes(types.k, kv_dim)),
+      v_row_(KvRowBytes(types.v, kv_dim)),
+      arena_(static_cast<size_t>(BlockBytes(n_layer, kv_dim, block_size, types)), kChunkBytes) {
   SPARROW_CHECK(n_layer > 0 && kv_dim > 0 && block_size > 0 && n_blocks > 0);
+  SPARROW_CHECK(KvCacheTypeFromName(TensorTypeName(types.k)) &&
+                KvCacheTypeFromName(TensorTypeName(types.v)));
   std::unordered_map<BlockId, BlockId> none;
   const Status st = Resize(n_blocks, &none);
   SPARROW_CHECK(st.ok());
@@ -226,14 +232,15 @@ void KvBlockPool::CopyContents(BlockId src, BlockId dst) {
   if (observer_) observer_->OnCopy(src, dst);
 }
 
-float* KvBlockPool::Key(BlockId b, int64_t layer, int64_t offset) {
-  auto* base = reinterpret_cast<float*>(arena_.slot(b));
-  return base + (layer * block_size_ + offset) * kv_dim_;
+uint8_t* KvBlockPool::KeyRow(BlockId b, int64_t layer, int64_t offset) {
+  auto* base = static_cast<uint8_t*>(arena_.slot(b));
+  return base + static_cast<size_t>(layer * block_size_ + offset) * k_row_;
 }
 
-float* KvBlockPool::Value(BlockId b, int64_t layer, int64_t offset) {
-  auto* base = reinterpret_cast<float*>(arena_.slot(b));
-  return base + ((n_layer_ + layer) * block_size_ + offset) * kv_dim_;
+uint8_t* KvBlockPool::ValueRow(BlockId b, int64_t layer, int64_t offset) {
+  auto* base =
+      static_cast<uint8_t*>(arena_.slot(b)) + static_cast<size_t>(n_layer_ * block_size_) * k_row_;
+  return base + static_cast<size_t>(layer * block_size_ + offset) * v_row_;
 }
 
 KvPoolStats KvBlockPool::Stats() const {

@@ -5,7 +5,8 @@
 // evictable in LRU order, after their last user releases them. The number of blocks changes at
 // run time (Resize, under the memory budget): blocks live in a SlotArena, so a shrink unmaps
 // whole chunks and RSS falls; the lowest free id is handed out first, so that the blocks in use
-// cluster at the bottom and a shrink moves few of them.
+// cluster at the bottom and a shrink moves few of them. Keys and values are stored in the pool's
+// KvTypes (f16, q8_0, ...): a block's bytes, every copy and the budget follow them.
 // Not thread-safe: owned and used by the scheduler thread.
 #include <cstdint>
 #include <list>
@@ -15,6 +16,7 @@
 
 #include "engine/common/status.h"
 #include "engine/memory/slot_arena.h"
+#include "engine/runtime/kv_cache.h"
 
 namespace sparrow {
 
@@ -44,12 +46,16 @@ class KvBlockObserver {
 
 class KvBlockPool {
  public:
-  KvBlockPool(int64_t n_layer, int64_t kv_dim, int64_t block_size, int64_t n_blocks);
+  // SPARROW_CHECKs that `types` can hold rows of kv_dim elements.
+  KvBlockPool(int64_t n_layer, int64_t kv_dim, int64_t block_size, int64_t n_blocks,
+              KvTypes types = {});
 
-  // Bytes one block takes (keys and values, all layers).
-  static int64_t BlockBytes(int64_t n_layer, int64_t kv_dim, int64_t block_size);
+  // Bytes one block takes (keys and values of `types`, all layers).
+  static int64_t BlockBytes(int64_t n_layer, int64_t kv_dim, int64_t block_size,
+                            const KvTypes& types);
 
   int64_t block_size() const { return block_size_; }
+  const KvTypes& types() const { return types_; }
   int64_t n_blocks() const { return n_blocks_; }
   int64_t available() const;              // free plus evictable cached blocks
   int64_t used() const { return used_; }  // referenced by at least one sequence
@@ -79,8 +85,9 @@ class KvBlockPool {
   // holding some of their layers lost them).
   void DropCached();
 
-  float* Key(BlockId b, int64_t layer, int64_t offset);
-  float* Value(BlockId b, int64_t layer, int64_t offset);
+  // The stored rows of position `offset` of block b (KvRowBytes of kv_dim elements).
+  uint8_t* KeyRow(BlockId b, int64_t layer, int64_t offset);
+  uint8_t* ValueRow(BlockId b, int64_t layer, int64_t offset);
 
   KvPoolStats Stats() const;
   // Null: nobody is told. The observer must outlive the pool or be unset first.
@@ -102,8 +109,10 @@ class KvBlockPool {
   void MoveBlock(BlockId from, BlockId to);
   void Shrink(int64_t n_blocks, std::unordered_map<BlockId, BlockId>* moved);
 
-  int64_t n_layer_, kv_dim_, block_size_, n_blocks_;
-  SlotArena arena_;  // one slot per block: keys of every layer, then values
+  int64_t n_layer_, block_size_, n_blocks_;
+  KvTypes types_;
+  size_t k_row_, v_row_;  // bytes of one position's key row and value row
+  SlotArena arena_;       // one slot per block: keys of every layer, then values
   std::vector<Block> blocks_;
   std::vector<BlockId> free_;  // a min-heap: the lowest id goes first
   std::list<BlockId> lru_;     // unreferenced registered blocks, least recently used first

@@ -6,14 +6,14 @@
 
 namespace sparrow {
 
-float* SequenceKv::Key(int64_t layer, int64_t pos) {
+uint8_t* SequenceKv::KeyRow(int64_t layer, int64_t pos) {
   const int64_t bs = pool_->block_size();
-  return pool_->Key(blocks_[pos / bs], layer, pos % bs);
+  return pool_->KeyRow(blocks_[pos / bs], layer, pos % bs);
 }
 
-float* SequenceKv::Value(int64_t layer, int64_t pos) {
+uint8_t* SequenceKv::ValueRow(int64_t layer, int64_t pos) {
   const int64_t bs = pool_->block_size();
-  return pool_->Value(blocks_[pos / bs], layer, pos % bs);
+  return pool_->ValueRow(blocks_[pos / bs], layer, pos % bs);
 }
 
 int64_t SequenceKv::AttachPrefix(const std::vector<int32_t>& tokens, int64_t max_tokens) {

@@ -22,8 +22,9 @@ class SequenceKv final : public KvCache {
   int64_t capacity() const override {
     return static_cast<int64_t>(blocks_.size()) * pool_->block_size();
   }
-  float* Key(int64_t layer, int64_t pos) override;
-  float* Value(int64_t layer, int64_t pos) override;
+  KvTypes types() const override { return pool_->types(); }
+  uint8_t* KeyRow(int64_t layer, int64_t pos) override;
+  uint8_t* ValueRow(int64_t layer, int64_t pos) override;
   std::span<const int32_t> block_table() const override { return blocks_; }
   int64_t block_size() const override { return pool_->block_size(); }
 

@@ -74,7 +74,8 @@ Result<PlanInputs> MakePlanInputs(const Model& model, const ActivationProfile* p
   in.n_embd = c.n_embd;
   in.n_ctx = c.n_ctx_train;
   in.io_queue_depth = std::max(1, options.io_queue_depth);
-  in.kv_bytes_per_token = static_cast<uint64_t>(c.n_layer * 2 * c.kv_dim()) * sizeof(float);
+  in.kv_bytes_per_token =
+      static_cast<uint64_t>(c.n_layer * KvBytesPerLayerPosition(options.kv_types, c.kv_dim()));
   in.hw = hw;
   // The overhead belongs to the file it was measured on (a path as given to profile-hw).
   namespace fs = std::filesystem;

@@ -12,6 +12,7 @@
 #include "engine/common/result.h"
 #include "engine/common/tensor_type.h"
 #include "engine/plan/hardware_profile.h"
+#include "engine/runtime/kv_cache.h"
 
 namespace sparrow {
 class Model;
@@ -77,6 +78,7 @@ struct PlanInputsOptions {
   double active_share = 0;
   int io_queue_depth = 128;    // NeuronStoreOptions::queue_depth
   int64_t prompt_chunk = 512;  // tokens of a prompt computed at once (scratch estimate)
+  KvTypes kv_types = kF16Kv;   // the KV pool's (sparrowd's default)
 };
 
 // Fails when the profile does not fit the model, a PowerInfer file has no active share, or the

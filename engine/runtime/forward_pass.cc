@@ -93,6 +93,7 @@ Status ForwardPass::Prepare(std::span<const Segment> segments, Flight& f) {
                         std::to_string(sg.start_pos + len - 1) + " exceed the context of " +
                         std::to_string(sg.cache->capacity()) + " tokens");
     }
+    SPARROW_RETURN_IF_ERROR(CheckKvTypes(sg.cache->types(), c_.head_dim));
     for (int32_t id : sg.tokens) {
       if (id < 0 || id >= c_.n_vocab) {
         return OutOfRange("token id " + std::to_string(id) + " is outside the vocabulary of " +
@@ -459,9 +460,10 @@ void ForwardPass::Attention(int64_t il, const Heads& h, Flight& f, int64_t t_fir
   int64_t t0 = 0;
   for (const Segment& sg : segments) {
     const int64_t len = static_cast<int64_t>(sg.tokens.size());
+    const KvTypes kv_types = sg.cache->types();
     for (int64_t t = 0; t < len; ++t) {
-      std::copy_n(&k_[(t0 + t) * kvd], kvd, sg.cache->Key(il, sg.start_pos + t));
-      std::copy_n(&v_[(t0 + t) * kvd], kvd, sg.cache->Value(il, sg.start_pos + t));
+      StoreKvRow(kv_types.k, &k_[(t0 + t) * kvd], sg.cache->KeyRow(il, sg.start_pos + t), kvd);
+      StoreKvRow(kv_types.v, &v_[(t0 + t) * kvd], sg.cache->ValueRow(il, sg.start_pos + t), kvd);
     }
     CausalAttention(shape, &q_[t0 * qd], *sg.cache, il, sg.start_pos, len, &att_[t0 * qd], pool_,
                     attn_scratch_);

@@ -20,8 +20,8 @@ constexpr int64_t kDefaultMaxKvBytes = int64_t{1} << 30;
 int64_t DefaultKvBlocks(const ModelConfig& c, const SchedulerOptions& o) {
   const int64_t per_ctx = (o.n_ctx + o.kv_block_size - 1) / o.kv_block_size;
   const int64_t want = per_ctx * std::max<int64_t>(1, o.max_running);
-  const int64_t cap =
-      kDefaultMaxKvBytes / KvBlockPool::BlockBytes(c.n_layer, c.kv_dim(), o.kv_block_size);
+  const int64_t cap = kDefaultMaxKvBytes /
+                      KvBlockPool::BlockBytes(c.n_layer, c.kv_dim(), o.kv_block_size, o.kv_types);
   return std::max<int64_t>(per_ctx, std::min(want, cap));
 }
 
@@ -50,7 +50,8 @@ Scheduler::Scheduler(const Model& model, kernels::ThreadPool* pool, SchedulerOpt
       fp_(model, pool,
           opts_.make_ffn ? opts_.make_ffn(model, pool) : MakeDefaultFeedForward(model, pool)),
       kv_(model.config().n_layer, model.config().kv_dim(), opts_.kv_block_size,
-          opts_.kv_blocks > 0 ? opts_.kv_blocks : DefaultKvBlocks(model.config(), opts_)) {
+          opts_.kv_blocks > 0 ? opts_.kv_blocks : DefaultKvBlocks(model.config(), opts_),
+          opts_.kv_types) {
   SPARROW_CHECK(opts_.is_eog != nullptr);
   SPARROW_CHECK(opts_.n_ctx > 1 && opts_.max_running > 0 && opts_.step_token_budget > 0);
   opts_.kv_blocks = kv_.n_blocks();
@@ -62,8 +63,8 @@ Scheduler::Scheduler(const Model& model, kernels::ThreadPool* pool, SchedulerOpt
     SPARROW_CHECK(st.ok());
     remote_kv_observer_.OnResize(kv_.n_blocks());
   }
-  kv_block_bytes_ =
-      KvBlockPool::BlockBytes(model.config().n_layer, model.config().kv_dim(), opts_.kv_block_size);
+  kv_block_bytes_ = KvBlockPool::BlockBytes(model.config().n_layer, model.config().kv_dim(),
+                                            opts_.kv_block_size, opts_.kv_types);
   min_kv_blocks_ =
       std::min(opts_.kv_blocks, (opts_.n_ctx + opts_.kv_block_size - 1) / opts_.kv_block_size);
   stats_.ffn_mode = fp_.ffn().mode();

@@ -41,6 +41,7 @@ struct SchedulerOptions {
   int64_t n_ctx = 2048;        // positions one sequence may use (prompt + output)
   int64_t kv_block_size = 16;  // positions per KV block
   int64_t kv_blocks = 0;       // 0: enough for max_running full contexts
+  KvTypes kv_types;            // the pool's key and value types (CheckKvTypes first)
   int64_t max_running = 16;    // sequences decoding at once
   int64_t max_queue = 64;      // waiting requests beyond which Submit refuses
   // Tokens (decode + prefill chunk) per forward pass. Small enough that a step carrying a prefill

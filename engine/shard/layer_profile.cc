@@ -41,7 +41,8 @@ double TimeLayer(const Model& model, kernels::ThreadPool* pool, int64_t layer, i
   using Clock = std::chrono::steady_clock;
   constexpr int kReps = 4;
   const int64_t blocks = (kReps * n + 15) / 16;
-  auto runner = LayerRangeRunner::Create(model, pool, {layer, layer + 1, 16, blocks, std::nullopt});
+  auto runner =
+      LayerRangeRunner::Create(model, pool, {layer, layer + 1, 16, blocks, std::nullopt, kF16Kv});
   if (!runner.ok()) return 0;
   const std::vector<int32_t> tokens(static_cast<size_t>(n), 1);
   std::vector<int32_t> table(static_cast<size_t>(blocks));
@@ -85,10 +86,12 @@ std::vector<double> ProfileLayerPrefillMs(const Model& model, kernels::ThreadPoo
   return ProfileLayerMs(model, pool, kPrefillProfileTokens);
 }
 
-ShardModelCost ModelShardCost(const Model& model, int64_t n_ctx, double value_bytes) {
+ShardModelCost ModelShardCost(const Model& model, int64_t n_ctx, double value_bytes,
+                              const KvTypes& kv_types) {
   const ModelConfig& c = model.config();
   ShardModelCost cost;
-  cost.layer_bytes.assign(static_cast<size_t>(c.n_layer), 2 * n_ctx * c.kv_dim() * 4);
+  cost.layer_bytes.assign(static_cast<size_t>(c.n_layer),
+                          n_ctx * KvBytesPerLayerPosition(kv_types, c.kv_dim()));
   for (const auto& t : model.file().tensors()) {
     const int64_t layer = LayerOfTensor(t.name);
     if (layer >= 0 && layer < c.n_layer) {

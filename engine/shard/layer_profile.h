@@ -7,6 +7,7 @@
 
 #include "engine/model/model.h"
 #include "engine/plan/shard_planner.h"
+#include "engine/runtime/kv_cache.h"
 
 namespace sparrow {
 namespace kernels {
@@ -20,8 +21,9 @@ inline constexpr int64_t kPrefillProfileTokens = 32;
 std::vector<double> ProfileLayerPrefillMs(const Model& model, kernels::ThreadPool* pool);
 
 // What the planner weighs a layer by: its weights (tensors blk.N.*) plus the keys and values of
-// one full context of `n_ctx` positions (f32, the KV pool's floor); the rest of the file
-// (embedding, output) is the coordinator's; `value_bytes` per hidden value on the wire.
-ShardModelCost ModelShardCost(const Model& model, int64_t n_ctx, double value_bytes);
+// one full context of `n_ctx` positions in `kv_types` (the KV pool's floor); the rest of the
+// file (embedding, output) is the coordinator's; `value_bytes` per hidden value on the wire.
+ShardModelCost ModelShardCost(const Model& model, int64_t n_ctx, double value_bytes,
+                              const KvTypes& kv_types = kF16Kv);
 
 }  // namespace sparrow

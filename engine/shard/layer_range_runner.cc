@@ -9,7 +9,7 @@ namespace sparrow {
 Result<std::unique_ptr<LayerRangeRunner>> LayerRangeRunner::Create(const Model& model,
                                                                    kernels::ThreadPool* pool,
                                                                    const ShardAssignment& a) {
-  SPARROW_RETURN_IF_ERROR(CheckAssignment(a, model.config().n_layer));
+  SPARROW_RETURN_IF_ERROR(CheckAssignment(a, model.config().n_layer, model.config().head_dim));
   std::vector<SlicedLayer> sliced;
   if (a.slice) {
     SPARROW_ASSIGN_OR_RETURN(sliced, SliceLayers(model, a.first_layer, a.end_layer, *a.slice));
@@ -24,7 +24,7 @@ LayerRangeRunner::LayerRangeRunner(const Model& model, kernels::ThreadPool* pool
       // A slice keeps the keys and values of its heads only.
       kv_(a.first_layer, a.end_layer,
           a.slice ? a.slice->kv_heads() * model.config().head_dim : model.config().kv_dim(),
-          a.kv_block_size, a.kv_blocks),
+          a.kv_block_size, a.kv_blocks, a.kv_types),
       fp_(model, pool, MakeDefaultFeedForward(model, pool)),
       sliced_(std::move(sliced)) {}
 

@@ -8,30 +8,34 @@
 namespace sparrow {
 
 MirroredKvBlocks::MirroredKvBlocks(int64_t first_layer, int64_t end_layer, int64_t kv_dim,
-                                   int64_t block_size, int64_t n_blocks)
+                                   int64_t block_size, int64_t n_blocks, KvTypes types)
     : first_(first_layer),
       end_(end_layer),
-      kv_dim_(kv_dim),
       block_size_(block_size),
-      block_floats_(2 * (end_layer - first_layer) * block_size * kv_dim),
+      types_(types),
+      k_row_(KvRowBytes(types.k, kv_dim)),
+      v_row_(KvRowBytes(types.v, kv_dim)),
+      block_bytes_(static_cast<size_t>((end_layer - first_layer) * block_size) * (k_row_ + v_row_)),
       blocks_(static_cast<size_t>(n_blocks)) {}
 
-float* MirroredKvBlocks::Slot(int32_t block) {
+uint8_t* MirroredKvBlocks::Slot(int32_t block) {
   auto& b = blocks_[static_cast<size_t>(block)];
   if (!b) {
     // Zeroed: a block read before any write (it never is when the mirror is kept) reads zeros.
-    b = std::make_unique<float[]>(static_cast<size_t>(block_floats_));
+    b = std::make_unique<uint8_t[]>(block_bytes_);
     ++allocated_;
   }
   return b.get();
 }
 
-float* MirroredKvBlocks::Key(int32_t block, int64_t layer, int64_t offset) {
-  return Slot(block) + ((layer - first_) * block_size_ + offset) * kv_dim_;
+uint8_t* MirroredKvBlocks::KeyRow(int32_t block, int64_t layer, int64_t offset) {
+  return Slot(block) + static_cast<size_t>((layer - first_) * block_size_ + offset) * k_row_;
 }
 
-float* MirroredKvBlocks::Value(int32_t block, int64_t layer, int64_t offset) {
-  return Slot(block) + (((end_ - first_) + (layer - first_)) * block_size_ + offset) * kv_dim_;
+uint8_t* MirroredKvBlocks::ValueRow(int32_t block, int64_t layer, int64_t offset) {
+  const size_t values = static_cast<size_t>((end_ - first_) * block_size_) * k_row_;
+  return Slot(block) + values +
+         static_cast<size_t>((layer - first_) * block_size_ + offset) * v_row_;
 }
 
 Status MirroredKvBlocks::Apply(const KvBlockOp& op) {
@@ -50,8 +54,8 @@ Status MirroredKvBlocks::Apply(const KvBlockOp& op) {
                            " blocks");
   }
   if (op.src == op.dst) return Status::Ok();
-  const float* src = Slot(op.src);
-  std::copy_n(src, block_floats_, Slot(op.dst));
+  const uint8_t* src = Slot(op.src);
+  std::copy_n(src, block_bytes_, Slot(op.dst));
   return Status::Ok();
 }
 

@@ -2,9 +2,9 @@
 // MirroredKvBlocks: a shard worker's keys and values for its layer range, in blocks with the
 // coordinator's ids (the coordinator's pool decides which block a position lives in; this only
 // stores). A block takes memory from its first write on, so a worker holding few layers of a big
-// pool pays only for the blocks in use. MirroredSequenceKv is one sequence's view through its
-// block table, the KvCache the forward pass writes into.
-// Not thread-safe.
+// pool pays only for the blocks in use. Rows are in the coordinator's KvTypes, so a block here
+// has the bytes of the coordinator's block for these layers. MirroredSequenceKv is one sequence's
+// view through its block table, the KvCache the forward pass writes into. Not thread-safe.
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -19,28 +19,31 @@ namespace sparrow {
 class MirroredKvBlocks {
  public:
   // Layers [first_layer, end_layer) of blocks of `block_size` positions, `n_blocks` ids (the
-  // caller checks them: CheckAssignment).
+  // caller checks them: CheckAssignment), rows of `types`.
   MirroredKvBlocks(int64_t first_layer, int64_t end_layer, int64_t kv_dim, int64_t block_size,
-                   int64_t n_blocks);
+                   int64_t n_blocks, KvTypes types = {});
 
   int64_t first_layer() const { return first_; }
   int64_t end_layer() const { return end_; }
   int64_t block_size() const { return block_size_; }
+  const KvTypes& types() const { return types_; }
   int64_t n_blocks() const { return static_cast<int64_t>(blocks_.size()); }
   // Memory the blocks written so far take.
-  int64_t bytes() const { return allocated_ * block_floats_ * static_cast<int64_t>(sizeof(float)); }
+  int64_t bytes() const { return allocated_ * static_cast<int64_t>(block_bytes_); }
 
   // Repeats the coordinator's copy or resize; an id out of range is InvalidArgument.
   Status Apply(const KvBlockOp& op);
 
-  float* Key(int32_t block, int64_t layer, int64_t offset);
-  float* Value(int32_t block, int64_t layer, int64_t offset);
+  uint8_t* KeyRow(int32_t block, int64_t layer, int64_t offset);
+  uint8_t* ValueRow(int32_t block, int64_t layer, int64_t offset);
 
  private:
-  float* Slot(int32_t block);
+  uint8_t* Slot(int32_t block);
 
-  int64_t first_, end_, kv_dim_, block_size_, block_floats_;
-  std::vector<std::unique_ptr<float[]>> blocks_;
+  int64_t first_, end_, block_size_;
+  KvTypes types_;
+  size_t k_row_, v_row_, block_bytes_;
+  std::vector<std::unique_ptr<uint8_t[]>> blocks_;
   int64_t allocated_ = 0;
 };
 
@@ -53,11 +56,13 @@ class MirroredSequenceKv final : public KvCache {
   int64_t capacity() const override {
     return static_cast<int64_t>(table_.size()) * blocks_->block_size();
   }
-  float* Key(int64_t layer, int64_t pos) override {
-    return blocks_->Key(table_[pos / blocks_->block_size()], layer, pos % blocks_->block_size());
+  KvTypes types() const override { return blocks_->types(); }
+  uint8_t* KeyRow(int64_t layer, int64_t pos) override {
+    return blocks_->KeyRow(table_[pos / blocks_->block_size()], layer, pos % blocks_->block_size());
   }
-  float* Value(int64_t layer, int64_t pos) override {
-    return blocks_->Value(table_[pos / blocks_->block_size()], layer, pos % blocks_->block_size());
+  uint8_t* ValueRow(int64_t layer, int64_t pos) override {
+    return blocks_->ValueRow(table_[pos / blocks_->block_size()], layer,
+                             pos % blocks_->block_size());
   }
   std::span<const int32_t> block_table() const override { return table_; }
   int64_t block_size() const override { return blocks_->block_size(); }

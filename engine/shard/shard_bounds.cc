@@ -12,7 +12,7 @@ Status CheckPoolSize(int64_t n_blocks, const char* what) {
   return Status::Ok();
 }
 
-Status CheckAssignment(const ShardAssignment& a, int64_t n_layer) {
+Status CheckAssignment(const ShardAssignment& a, int64_t n_layer, int64_t head_dim) {
   if (a.first_layer < 0 || a.first_layer >= a.end_layer || a.end_layer > n_layer) {
     return InvalidArgument("layers [" + std::to_string(a.first_layer) + ", " +
                            std::to_string(a.end_layer) + ") fall outside the model's " +
@@ -22,6 +22,7 @@ Status CheckAssignment(const ShardAssignment& a, int64_t n_layer) {
     return InvalidArgument("kv_block_size " + std::to_string(a.kv_block_size) + " is outside 1.." +
                            std::to_string(kMaxShardBlockSize));
   }
+  SPARROW_RETURN_IF_ERROR(CheckKvTypes(a.kv_types, head_dim));
   return CheckPoolSize(a.kv_blocks, "kv_blocks");
 }
 

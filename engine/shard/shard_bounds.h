@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "engine/common/status.h"
+#include "engine/runtime/kv_cache.h"
 #include "engine/runtime/remote_layers.h"
 #include "engine/runtime/tensor_slice.h"
 
@@ -29,10 +30,12 @@ struct ShardAssignment {
   int64_t kv_block_size = 16;
   int64_t kv_blocks = 1;
   std::optional<TensorSlice> slice;  // Galaxy's tensor split: this device's slice of each layer
+  KvTypes kv_types;                  // the coordinator's pool's: the blocks mirror its bytes
 };
 
-// The range within the model's n_layer layers, the block size and the pool within the limits.
-Status CheckAssignment(const ShardAssignment& a, int64_t n_layer);
+// The range within the model's n_layer layers, the block size and the pool within the limits,
+// KV types the model's heads of head_dim elements can be stored in.
+Status CheckAssignment(const ShardAssignment& a, int64_t n_layer, int64_t head_dim);
 // A pool of n_blocks ids: 1..kMaxShardBlocks (`what` names the field: "kv_blocks", ...).
 Status CheckPoolSize(int64_t n_blocks, const char* what);
 // Segment `index` of a step: tokens within the vocabulary, positions [start_pos, start_pos +

@@ -43,6 +43,7 @@ void RegisterBenchCommand(CLI::App& app, BenchOptions& o, bool& json, int& exit_
                   "Also decode this many sequences in lockstep (test tg<n>x<B>)")
       ->check(CLI::Range(int64_t{1}, int64_t{256}));
   AddSparsityFlags(cmd, o.sparse);
+  AddKvTypeFlags(cmd, o.kv);
   cmd->add_flag("!--no-bandwidth", o.bandwidth, "Skip the memory bandwidth probe");
   cmd->add_option("--bandwidth-mib", o.bandwidth_mib, "Size of the bandwidth probe's buffer, MiB")
       ->capture_default_str()

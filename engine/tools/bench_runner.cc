@@ -216,11 +216,12 @@ std::optional<NeuronStoreStats> StoreStats(const SparsePlan* plan) {
 // B sequences decoding in lockstep: each step is one RunBatch of B one-token segments.
 Result<BenchResult> BenchDecodeBatch(const BenchOptions& o, const Model& model, ForwardPass& fp,
                                      const SparsePlan* plan,
-                                     const std::vector<std::vector<int32_t>>& gens, int threads) {
+                                     const std::vector<std::vector<int32_t>>& gens, int threads,
+                                     const KvTypes& kv_types) {
   const ModelConfig& c = model.config();
   const int64_t b = o.decode_batch;
   std::vector<ContiguousKvCache> caches;
-  for (int64_t i = 0; i < b; ++i) caches.emplace_back(c.n_layer, o.n_gen, c.kv_dim());
+  for (int64_t i = 0; i < b; ++i) caches.emplace_back(c.n_layer, o.n_gen, c.kv_dim(), kv_types);
   std::vector<float> logits;
   std::vector<double> seconds;
   const FfnCounters before = fp.ffn().counters();
@@ -292,6 +293,7 @@ Result<BenchReport> RunBench(const BenchOptions& o) {
   report.model = DescribeModel(*model, o.model);
   report.cpu = CpuModelName();
   const ModelConfig& c = model->config();
+  SPARROW_ASSIGN_OR_RETURN(const KvTypes kv_types, ParseKvTypeFlags(o.kv, c.head_dim));
   const int64_t n_ctx = std::max(o.n_prompt, o.n_gen);
   if (n_ctx > c.n_ctx_train) {
     return InvalidArgument(o.model + ": -p/-n of " + std::to_string(n_ctx) +
@@ -351,7 +353,7 @@ Result<BenchReport> RunBench(const BenchOptions& o) {
     kernels::ThreadPool pool(threads);
     SPARROW_ASSIGN_OR_RETURN(auto plan, MakePlanFromFlags(*model, o.sparse, &pool));
     ForwardPass fp(*model, &pool, MakeFeedForward(*model, plan, &pool));
-    ContiguousKvCache cache(c.n_layer, n_ctx, c.kv_dim());
+    ContiguousKvCache cache(c.n_layer, n_ctx, c.kv_dim(), kv_types);
     if (o.n_prompt > 0) {
       const std::string test = "pp" + std::to_string(o.n_prompt);
       const std::string name = starting(test, threads);
@@ -387,8 +389,8 @@ Result<BenchReport> RunBench(const BenchOptions& o) {
     if (o.n_gen > 0 && o.decode_batch > 1) {
       const std::string name =
           starting("tg" + std::to_string(o.n_gen) + "x" + std::to_string(o.decode_batch), threads);
-      SPARROW_ASSIGN_OR_RETURN(BenchResult r,
-                               BenchDecodeBatch(o, *model, fp, plan.get(), gens, threads));
+      SPARROW_ASSIGN_OR_RETURN(
+          BenchResult r, BenchDecodeBatch(o, *model, fp, plan.get(), gens, threads, kv_types));
       report.results.push_back(std::move(r));
       finished(name, report.results.back());
     }

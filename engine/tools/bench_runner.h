@@ -13,6 +13,7 @@
 #include "engine/common/result.h"
 #include "engine/tools/bench_bandwidth.h"
 #include "engine/tools/bench_stats.h"
+#include "engine/tools/kv_type_flags.h"
 #include "engine/tools/sparsity_flags.h"
 
 namespace sparrow::tools {
@@ -34,6 +35,7 @@ struct BenchOptions {
   // miss curve of `sparrow convert --calibrate` or a profile does.
   std::string text_file;
   SparsityFlags sparse;
+  KvTypeFlags kv;  // the KV cache's types
   // > 1: also a "tg<n>x<B>" test, B sequences decoding n tokens each in lockstep (one forward
   // pass per step for all of them, as the scheduler batches them); tokens/s counts all B.
   int64_t decode_batch = 1;

@@ -71,6 +71,7 @@ void RegisterGenerateCommand(CLI::App& app, GenerateCommandOptions& o, int& exit
                 "Let special tokens written in the prompt (e.g. <s>) be parsed as such");
   cmd->add_flag("--no-echo", o.no_echo, "Do not print the prompt before the continuation");
   AddSparsityFlags(cmd, o.sparse);
+  AddKvTypeFlags(cmd, o.kv);
   cmd->callback([&o, &exit_code] { exit_code = RunGenerate(o); });
 }
 
@@ -96,6 +97,8 @@ int RunGenerate(const GenerateCommandOptions& o) {
                 " tokens but the model " + std::to_string(cfg.n_vocab));
   }
 
+  auto kv_types = ParseKvTypeFlags(o.kv, cfg.head_dim);
+  if (!kv_types.ok()) return Fail(kv_types.status().ToString());
   const std::vector<int32_t> prompt_ids =
       tok.Tokenize(prompt, /*add_special=*/true, o.parse_special);
   const int64_t n_ctx = o.n_ctx > 0 ? o.n_ctx : std::min<int64_t>(cfg.n_ctx_train, 4096);
@@ -109,7 +112,7 @@ int RunGenerate(const GenerateCommandOptions& o) {
   auto plan = MakePlanFromFlags(**model, o.sparse, &pool);
   if (!plan.ok()) return Fail(plan.status().ToString());
   ForwardPass fp(**model, &pool, MakeFeedForward(**model, *plan, &pool));
-  ContiguousKvCache cache(cfg.n_layer, n_ctx, cfg.kv_dim());
+  ContiguousKvCache cache(cfg.n_layer, n_ctx, cfg.kv_dim(), *kv_types);
 
   GenerateOptions gopts;
   gopts.max_tokens = o.n_predict;

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "engine/runtime/sampler.h"
+#include "engine/tools/kv_type_flags.h"
 #include "engine/tools/sparsity_flags.h"
 
 namespace CLI {
@@ -25,6 +26,7 @@ struct GenerateCommandOptions {
   bool no_echo = false;
   SamplingParams sampling;
   SparsityFlags sparse;
+  KvTypeFlags kv;
 };
 
 void RegisterGenerateCommand(CLI::App& app, GenerateCommandOptions& opts, int& exit_code);

@@ -15,7 +15,8 @@ double NegativeLogLikelihood(const float* logits, int64_t n_vocab, int32_t targe
 
 Result<PerplexityResult> Perplexity(ForwardPass& fp, const ModelConfig& c,
                                     const std::vector<int32_t>& tokens, int64_t n_ctx, int32_t bos,
-                                    const std::function<void(int64_t, int64_t, double)>& on_chunk) {
+                                    const std::function<void(int64_t, int64_t, double)>& on_chunk,
+                                    KvTypes kv_types) {
   const auto n_tokens = static_cast<int64_t>(tokens.size());
   if (n_ctx < 8) return InvalidArgument("-c " + std::to_string(n_ctx) + " is too small (>= 8)");
   if (n_tokens < 2 * n_ctx) {
@@ -24,7 +25,7 @@ Result<PerplexityResult> Perplexity(ForwardPass& fp, const ModelConfig& c,
                            std::to_string(2 * n_ctx) + " (use a longer text or a smaller -c)");
   }
   const int64_t n_chunks = n_tokens / n_ctx, first = n_ctx / 2;
-  ContiguousKvCache cache(c.n_layer, n_ctx, c.kv_dim());
+  ContiguousKvCache cache(c.n_layer, n_ctx, c.kv_dim(), kv_types);
   std::vector<float> logits;
   std::vector<int32_t> chunk(n_ctx);
   PerplexityResult r;

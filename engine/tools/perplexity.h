@@ -26,9 +26,11 @@ struct PerplexityResult {
 
 // Scores `tokens` (the whole text, BOS first if the model adds one) with `fp` in chunks of
 // n_ctx. Needs at least 2 * n_ctx tokens (as llama-perplexity). `bos` replaces each chunk's
-// first token when >= 0. `on_chunk(i, n, estimate)` is called after every chunk.
+// first token when >= 0. `on_chunk(i, n, estimate)` is called after every chunk. The KV cache
+// stores `kv_types`.
 Result<PerplexityResult> Perplexity(ForwardPass& fp, const ModelConfig& config,
                                     const std::vector<int32_t>& tokens, int64_t n_ctx, int32_t bos,
-                                    const std::function<void(int64_t, int64_t, double)>& on_chunk);
+                                    const std::function<void(int64_t, int64_t, double)>& on_chunk,
+                                    KvTypes kv_types = {});
 
 }  // namespace sparrow::tools

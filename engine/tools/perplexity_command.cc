@@ -38,6 +38,7 @@ void RegisterPerplexityCommand(CLI::App& app, PerplexityOptions& o, int& exit_co
   cmd->add_flag("--json", o.json,
                 "Print {\"perplexity\", \"tokens_scored\", \"chunks\", \"sparse\"} on stdout");
   AddSparsityFlags(cmd, o.sparse);
+  AddKvTypeFlags(cmd, o.kv);
   cmd->callback([&o, &exit_code] { exit_code = RunPerplexity(o); });
 }
 
@@ -53,6 +54,8 @@ int RunPerplexity(const PerplexityOptions& o) {
     return Fail("-c " + std::to_string(o.n_ctx) + " exceeds the model's context of " +
                 std::to_string(c.n_ctx_train));
   }
+  auto kv_types = ParseKvTypeFlags(o.kv, c.head_dim);
+  if (!kv_types.ok()) return Fail(kv_types.status().ToString());
   auto tokenizer = LoadTokenizer((*model)->file());
   if (!tokenizer.ok()) return Fail(tokenizer.status().WithContext(o.model).ToString());
   const Tokenizer& tok = **tokenizer;
@@ -68,20 +71,28 @@ int RunPerplexity(const PerplexityOptions& o) {
   if (!plan.ok()) return Fail(plan.status().ToString());
   ForwardPass fp(**model, &pool, MakeFeedForward(**model, *plan, &pool));
   const bool progress = isatty(STDERR_FILENO) != 0;
-  auto r = Perplexity(fp, c, tokens, o.n_ctx, bos, [&](int64_t i, int64_t n, double estimate) {
-    if (progress)
-      std::fprintf(stderr, "\r[%lld/%lld] %.4f", static_cast<long long>(i + 1),
-                   static_cast<long long>(n), estimate);
-  });
+  auto r = Perplexity(
+      fp, c, tokens, o.n_ctx, bos,
+      [&](int64_t i, int64_t n, double estimate) {
+        if (progress)
+          std::fprintf(stderr, "\r[%lld/%lld] %.4f", static_cast<long long>(i + 1),
+                       static_cast<long long>(n), estimate);
+      },
+      *kv_types);
   if (progress) std::fprintf(stderr, "\n");
   if (!r.ok()) return Fail(r.status().ToString());
   const nlohmann::json sparse = SparseReport(fp.ffn(), plan->get());
   if (o.json) {
-    nlohmann::json j = {{"perplexity", r->perplexity},
-                        {"tokens_scored", r->tokens_scored},
-                        {"chunks", r->chunks},
-                        {"uncertainty", r->uncertainty},
-                        {"sparse", sparse}};
+    nlohmann::json j = {
+        {"perplexity", r->perplexity},
+        {"tokens_scored", r->tokens_scored},
+        {"chunks", r->chunks},
+        {"uncertainty", r->uncertainty},
+        {"sparse", sparse},
+        {"kv_cache",
+         {{"k", o.kv.k},
+          {"v", o.kv.v},
+          {"bytes_per_position", c.n_layer * KvBytesPerLayerPosition(*kv_types, c.kv_dim())}}}};
     std::printf("%s\n", j.dump().c_str());
   } else {
     std::printf("Final estimate: PPL = %.4f +/- %.5f (%lld tokens scored in %lld chunks of %lld)\n",

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <string>
 
+#include "engine/tools/kv_type_flags.h"
 #include "engine/tools/sparsity_flags.h"
 
 namespace CLI {
@@ -19,6 +20,7 @@ struct PerplexityOptions {
   int threads = 0;
   bool json = false;
   SparsityFlags sparse;
+  KvTypeFlags kv;
 };
 
 void RegisterPerplexityCommand(CLI::App& app, PerplexityOptions& opts, int& exit_code);

@@ -71,6 +71,7 @@ void RegisterShardPlanCommand(CLI::App& app, ShardPlanOptions& opts, int& exit_c
                   "slice of every layer (as sparrowd --shard-split)")
       ->check(CLI::IsMember({"layers", "tensor"}));
   cmd->add_flag("--json", opts.json, "Print the plan as JSON");
+  AddKvTypeFlags(cmd, opts.kv);
   cmd->callback([&opts, &exit_code] { exit_code = RunShardPlan(opts); });
 }
 
@@ -79,6 +80,11 @@ int RunShardPlan(const ShardPlanOptions& opts) {
   if (!model.ok()) {
     std::fprintf(stderr, "sparrow shard-plan: %s\n", model.status().ToString().c_str());
     return 1;
+  }
+  auto kv_types = ParseKvTypeFlags(opts.kv, (*model)->config().head_dim);
+  if (!kv_types.ok()) {
+    std::fprintf(stderr, "sparrow shard-plan: %s\n", kv_types.status().message().c_str());
+    return 2;
   }
   const int threads = opts.threads > 0
                           ? opts.threads
@@ -101,7 +107,8 @@ int RunShardPlan(const ShardPlanOptions& opts) {
   const ShardModelCost cost = ModelShardCost(**model, opts.n_ctx,
                                              opts.encoding == "f16"    ? 2
                                              : opts.encoding == "q8_0" ? 34.0 / 32
-                                                                       : 4);
+                                                                       : 4,
+                                             *kv_types);
   const auto objective =
       opts.objective == "throughput" ? ShardObjective::kThroughput : ShardObjective::kLatency;
   const bool tensor = opts.split == "tensor";

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "engine/tools/kv_type_flags.h"
+
 namespace CLI {
 class App;
 }
@@ -24,6 +26,7 @@ struct ShardPlanOptions {
   std::string encoding = "f32";
   std::string split = "layers";  // layers (EdgeShard's ranges) | tensor (Galaxy's slices)
   bool json = false;
+  KvTypeFlags kv;  // the KV pool's types, which size each layer's KV
 };
 
 void RegisterShardPlanCommand(CLI::App& app, ShardPlanOptions& opts, int& exit_code);

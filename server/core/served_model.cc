@@ -157,6 +157,11 @@ Result<std::shared_ptr<ServedModel>> LoadServedModel(const ServerConfig& config,
   SchedulerOptions opts;
   opts.kv_block_size = config.kv_block_size;
   opts.kv_blocks = config.kv_blocks;
+  opts.kv_types = {KvCacheTypeFromName(config.cache_type_k).value_or(TensorType::kF16),
+                   KvCacheTypeFromName(config.cache_type_v).value_or(TensorType::kF16)};
+  if (Status st = CheckKvTypes(opts.kv_types, m->model->config().head_dim); !st.ok()) {
+    return InvalidArgument("config: 'cache_type_k'/'cache_type_v': " + st.message());
+  }
   opts.max_running = config.max_running;
   opts.max_queue = config.max_queue;
   opts.step_token_budget = config.step_token_budget;
@@ -189,7 +194,7 @@ Result<std::shared_ptr<ServedModel>> LoadServedModel(const ServerConfig& config,
                       EstimateScratchBytes(model.config(), config.step_token_budget, fit.granule,
                                            config.max_running);
     fit.kv_bytes_per_token = static_cast<uint64_t>(
-        KvBlockPool::BlockBytes(model.config().n_layer, model.config().kv_dim(), 1));
+        KvBlockPool::BlockBytes(model.config().n_layer, model.config().kv_dim(), 1, opts.kv_types));
     const ContextFit fitted = FitContext(fit);
     m->n_ctx = fitted.n_ctx;
     if (!fitted.why.empty()) {

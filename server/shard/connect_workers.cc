@@ -195,7 +195,9 @@ Result<ConnectedWorkers> ConnectWorkers(const ServerConfig& config, const Model&
   const double value_bytes = encoding == shardpb::ENCODING_F16    ? 2
                              : encoding == shardpb::ENCODING_Q8_0 ? 34.0 / 32
                                                                   : 4;
-  so.cost = ModelShardCost(model, n_ctx, value_bytes);
+  const KvTypes kv_types{KvCacheTypeFromName(config.cache_type_k).value_or(TensorType::kF16),
+                         KvCacheTypeFromName(config.cache_type_v).value_or(TensorType::kF16)};
+  so.cost = ModelShardCost(model, n_ctx, value_bytes, kv_types);
   for (auto& d : devices) {
     // A device that cannot tell its memory is taken to hold the whole model.
     if (d.memory_bytes <= 0) d.memory_bytes = std::numeric_limits<int64_t>::max() / 4;
@@ -219,6 +221,7 @@ Result<ConnectedWorkers> ConnectWorkers(const ServerConfig& config, const Model&
   so.link.key = key;
   so.link.credentials = creds;
   so.link.kv_block_size = config.kv_block_size;
+  so.link.kv_types = kv_types;
   so.link.n_embd = model.config().n_embd;
   so.link.model_digest = digest;
   so.link.encoding = encoding;

@@ -186,6 +186,8 @@ Status GrpcRemoteLayers::Open() {
   a->set_end_layer(o_.end_layer);
   a->set_kv_block_size(o_.kv_block_size);
   a->set_kv_blocks(n_blocks_);
+  a->set_kv_type_k(static_cast<uint32_t>(o_.kv_types.k));
+  a->set_kv_type_v(static_cast<uint32_t>(o_.kv_types.v));
   a->set_model_digest(o_.model_digest);
   if (o_.slice) {
     auto* sl = a->mutable_slice();

@@ -23,6 +23,7 @@
 #include <thread>
 #include <vector>
 
+#include "engine/runtime/kv_cache.h"
 #include "engine/runtime/remote_layers.h"
 #include "engine/shard/kv_block_op.h"
 #include "server/core/worker_ranges.h"
@@ -36,6 +37,7 @@ struct RemoteLayersOptions {
   std::shared_ptr<grpc::ChannelCredentials> credentials;
   int64_t first_layer = 0, end_layer = 0;
   int64_t kv_block_size = 16;
+  KvTypes kv_types;    // the coordinator's pool's
   int64_t n_embd = 0;  // sizes the largest answer taken (ShardMaxMessageBytes)
   std::string model_digest;
   ::sparrow::shard::v1::Encoding encoding = ::sparrow::shard::v1::ENCODING_F32;

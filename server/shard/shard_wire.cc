@@ -127,8 +127,13 @@ int ShardMaxMessageBytes(int64_t n_embd) {
 }
 
 ShardAssignment AssignmentFromProto(const shardpb::Assign& as) {
-  ShardAssignment a{as.first_layer(), as.end_layer(), as.kv_block_size(), as.kv_blocks(),
-                    std::nullopt};
+  ShardAssignment a{
+      as.first_layer(),
+      as.end_layer(),
+      as.kv_block_size(),
+      as.kv_blocks(),
+      std::nullopt,
+      {static_cast<TensorType>(as.kv_type_k()), static_cast<TensorType>(as.kv_type_v())}};
   if (as.has_slice()) {
     const shardpb::TensorSlice& s = as.slice();
     a.slice = TensorSlice{s.kv_head_begin(), s.kv_head_end(), s.ff_begin(), s.ff_end()};

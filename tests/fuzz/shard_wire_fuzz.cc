@@ -116,9 +116,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (!kv) {
       if (!req.has_assign()) return 0;
       const sparrow::ShardAssignment a = sparrow::server::AssignmentFromProto(req.assign());
-      if (!Accepted(sparrow::CheckAssignment(a, kLayers), "assignment")) return 0;
+      if (!Accepted(sparrow::CheckAssignment(a, kLayers, kKvDim), "assignment")) return 0;
       kv = std::make_unique<sparrow::MirroredKvBlocks>(a.first_layer, a.end_layer, kKvDim,
-                                                       a.kv_block_size, a.kv_blocks);
+                                                       a.kv_block_size, a.kv_blocks, a.kv_types);
       continue;
     }
     if (!req.has_step()) return 0;
@@ -135,10 +135,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       }
       // What the forward pass does with an accepted segment: every position through the table.
       sparrow::MirroredSequenceKv view(kv.get(), s.blocks);
+      const sparrow::KvTypes a_types = kv->types();
       for (size_t t = 0; t < s.tokens.size(); ++t) {
         const int64_t pos = s.start_pos + static_cast<int64_t>(t);
-        view.Key(kv->first_layer(), pos)[kKvDim - 1] = 1.0f;
-        view.Value(kv->end_layer() - 1, pos)[0] = 1.0f;
+        const float row[kKvDim] = {1.0f, 1.0f};
+        sparrow::StoreKvRow(a_types.k, row, view.KeyRow(kv->first_layer(), pos), kKvDim);
+        sparrow::StoreKvRow(a_types.v, row, view.ValueRow(kv->end_layer() - 1, pos), kKvDim);
       }
     }
     hidden.resize(decoded.tokens * kEmbd);

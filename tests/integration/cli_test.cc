@@ -326,8 +326,15 @@ TEST(CliTest, ShardPlanPlacesLayersOnTheDevicesDescribed) {
       << r.out;
   EXPECT_NE(r.out.find("whole layers per device (--split layers) would take"), std::string::npos)
       << r.out;
-  // Little memory here: this device takes what it holds, the board the rest.
+  // Little memory here: this device takes what it holds, the board the rest; more of it with
+  // the default f16 KV than with f32 rows.
   r = Sparrow("shard-plan -m " + model + " --memory-mb 0.9 --device board:64 --split tensor");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("this device: a slice (kv heads 0..0, neurons 0..50)"), std::string::npos)
+      << r.out;
+  r = Sparrow(
+      "shard-plan -m " + model +
+      " --memory-mb 0.9 --device board:64 --split tensor --cache-type-k f32 --cache-type-v f32");
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("this device: a slice (kv heads 0..0, neurons 0..30)"), std::string::npos)
       << r.out;

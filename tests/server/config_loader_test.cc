@@ -170,6 +170,24 @@ TEST(ConfigLoaderTest, AWorkerNeedsAWorkerKeyAndTlsOffLoopbackAndNoApiKey) {
   EXPECT_EQ(pipeline->config.shard_micro_batches, 3);
 }
 
+TEST(ConfigLoaderTest, KvCacheTypesAsLlamaCppNamesThem) {
+  FakeEnv env;
+  auto def = LoadServerConfig({}, env.lookup());
+  ASSERT_TRUE(def.ok()) << def.status().message();
+  EXPECT_EQ(def->config.cache_type_k, "f16");  // llama.cpp's default
+  EXPECT_EQ(def->config.cache_type_v, "f16");
+  auto q8 = LoadServerConfig({"--cache-type-k", "q8_0", "--cache-type-v", "q4_0"}, env.lookup());
+  ASSERT_TRUE(q8.ok()) << q8.status().message();
+  EXPECT_EQ(q8->config.cache_type_k, "q8_0");
+  EXPECT_EQ(q8->config.cache_type_v, "q4_0");
+  auto bad = LoadServerConfig({"--cache-type-v", "q4_K"}, env.lookup());
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("'cache_type_v' must be one of f32, f16"),
+            std::string::npos)
+      << bad.status().message();
+  EXPECT_NE(bad.status().message().find("'q4_K'"), std::string::npos);
+}
+
 TEST(ConfigLoaderTest, NonLoopbackNeedsTlsOrAllowInsecure) {
   FakeEnv env;
   auto r = LoadServerConfig({"--host", "0.0.0.0", "--api-key", "s3cret"}, env.lookup());

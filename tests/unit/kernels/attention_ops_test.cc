@@ -5,6 +5,9 @@
 #include <cmath>
 #include <vector>
 
+#include "engine/kernels/dequantize.h"
+#include "engine/kernels/kv_quantize.h"
+#include "engine/kernels/vec_dot.h"
 #include "tests/unit/kernels/kernel_test_util.h"
 
 namespace sparrow::kernels {
@@ -69,6 +72,86 @@ TEST(AttentionOpsTest, EveryIsaMatchesADoubleReference) {
           }
           ASSERT_NEAR(out[i], want, 1e-6 * mag + 1e-7)
               << KernelIsaName(isa) << " d=" << d << " n=" << n << " i=" << i;
+        }
+      }
+    }
+  }
+}
+
+// n typed rows of two heads of d elements each (a cache row), the second head the one read.
+struct TypedRows {
+  std::vector<std::vector<uint8_t>> data;
+  std::vector<const uint8_t*> ptrs;
+  std::vector<std::vector<float>> values;  // the second head as stored, dequantized
+  size_t offset;
+  TypedRows(TensorType type, int64_t n, int64_t d, uint32_t seed) : offset(RowBytes(type, d)) {
+    for (int64_t j = 0; j < n; ++j) {
+      const std::vector<float> x = RandomRow(2 * d, seed + static_cast<uint32_t>(j));
+      data.emplace_back(RowBytes(type, 2 * d));
+      QuantizeKvRow(type, x.data(), data.back().data(), 2 * d);
+      values.emplace_back(d);
+      DequantizeRow(type, data.back().data() + offset, values.back().data(), d);
+    }
+    for (const auto& r : data) ptrs.push_back(r.data());
+  }
+};
+
+// The typed loops of every variant give the scalar variant's bits, and the scalar one computes
+// what a double-precision loop over the stored values (and the rounded query) does.
+TEST(AttentionOpsTest, TypedRowsMatchScalarBitForBit) {
+  for (TensorType type : {TensorType::kF16, TensorType::kBF16, TensorType::kQ8_0, TensorType::kQ4_0,
+                          TensorType::kQ4_1, TensorType::kQ5_0, TensorType::kQ5_1}) {
+    const bool plain = type == TensorType::kF16 || type == TensorType::kBF16;
+    const bool affine = type == TensorType::kQ4_1 || type == TensorType::kQ5_1;
+    const std::vector<int64_t> dims =
+        plain ? std::vector<int64_t>{8, 13, 64} : std::vector<int64_t>{32, 64, 128};
+    for (int64_t d : dims) {
+      for (int64_t n : {1, 3, 8, 17, 37}) {
+        SCOPED_TRACE(std::string(TensorTypeName(type)) + " d=" + std::to_string(d) +
+                     " n=" + std::to_string(n));
+        const TypedRows rows(type, n, d, static_cast<uint32_t>(3 * d + n));
+        const std::vector<float> q = RandomRow(d, 5);
+        const TensorType qt = VecDotType(type);
+        std::vector<uint8_t> q_act(RowBytes(qt, d));
+        std::vector<float> q_round(d);
+        std::vector<float> w = RandomRow(n, 17, 0.3f);
+        std::vector<float> want_scores(n), want_out(d);
+        {
+          testing::ScopedKernelIsa scoped(KernelIsa::kScalar);
+          QuantizeActivationRow(qt, q.data(), q_act.data(), d);
+          DequantizeRow(qt, q_act.data(), q_round.data(), d);
+          AttentionScoresTyped(type, q_act.data(), rows.ptrs.data(), rows.offset, n, d, 0.25f,
+                               want_scores.data());
+          AttentionMixTyped(type, w.data(), rows.ptrs.data(), rows.offset, n, d, want_out.data());
+        }
+        for (int64_t j = 0; j < n; ++j) {
+          double dot = 0, mag = 0;
+          for (int64_t i = 0; i < d; ++i) {
+            dot += static_cast<double>(q_round[i]) * rows.values[j][i];
+            mag += std::fabs(static_cast<double>(q_round[i]) * rows.values[j][i]);
+          }
+          // q4_1/q5_1 against q8_1: ggml's product takes each block's sum d * sum(q) as the
+          // fp16 q8_1 stores it, off by up to 2^-11 of that term.
+          ASSERT_NEAR(want_scores[j], 0.25 * dot, (affine ? 1e-3 : 1e-6) * mag + 1e-7) << "j=" << j;
+        }
+        for (int64_t i = 0; i < d; ++i) {
+          double acc = 0, mag = 0;
+          for (int64_t j = 0; j < n; ++j) {
+            acc += static_cast<double>(w[j]) * rows.values[j][i];
+            mag += std::fabs(static_cast<double>(w[j]) * rows.values[j][i]);
+          }
+          ASSERT_NEAR(want_out[i], acc, 1e-6 * mag + 1e-7) << "i=" << i;
+        }
+        for (KernelIsa isa : testing::SimdIsas()) {
+          testing::ScopedKernelIsa scoped(isa);
+          std::vector<float> scores(n), out(d, -1.0f);
+          AttentionScoresTyped(type, q_act.data(), rows.ptrs.data(), rows.offset, n, d, 0.25f,
+                               scores.data());
+          AttentionMixTyped(type, w.data(), rows.ptrs.data(), rows.offset, n, d, out.data());
+          for (int64_t j = 0; j < n; ++j)
+            ASSERT_EQ(scores[j], want_scores[j]) << KernelIsaName(isa) << " j=" << j;
+          for (int64_t i = 0; i < d; ++i)
+            ASSERT_EQ(out[i], want_out[i]) << KernelIsaName(isa) << " i=" << i;
         }
       }
     }

@@ -6,9 +6,13 @@
 #include <vector>
 
 #include "engine/kv/sequence_kv.h"
+#include "tests/util/f32_kv_rows.h"
 
 namespace sparrow {
 namespace {
+
+using testing::Key;
+using testing::Value;
 
 TEST(KvBlockPoolTest, AllocateReleaseAndExhaust) {
   KvBlockPool pool(2, 8, 4, 3);
@@ -22,11 +26,11 @@ TEST(KvBlockPoolTest, AllocateReleaseAndExhaust) {
   ASSERT_TRUE(d);
   EXPECT_EQ(*d, *b);
   // Block storage does not overlap between blocks, layers or offsets.
-  *pool.Key(*a, 1, 3) = 1.0f;
-  *pool.Value(*a, 1, 3) = 2.0f;
-  EXPECT_NE(pool.Key(*a, 1, 3), pool.Key(*c, 1, 3));
-  EXPECT_EQ(pool.Key(*a, 0, 1) + 8, pool.Key(*a, 0, 2));
-  EXPECT_EQ(*pool.Value(*a, 1, 3), 2.0f);
+  *Key(pool, *a, 1, 3) = 1.0f;
+  *Value(pool, *a, 1, 3) = 2.0f;
+  EXPECT_NE(Key(pool, *a, 1, 3), Key(pool, *c, 1, 3));
+  EXPECT_EQ(Key(pool, *a, 0, 1) + 8, Key(pool, *a, 0, 2));
+  EXPECT_EQ(*Value(pool, *a, 1, 3), 2.0f);
 }
 
 TEST(KvBlockPoolTest, RegisteredBlocksStayCachedAndAreEvictedLru) {
@@ -64,11 +68,11 @@ TEST(SequenceKvTest, PrefixSharingBetweenSequences) {
     EXPECT_EQ(first.AttachPrefix(prompt, 9), 0);
     ASSERT_TRUE(first.Reserve(10));
     EXPECT_EQ(first.capacity(), 12);
-    first.Key(0, 5)[0] = 42.0f;
+    Key(first, 0, 5)[0] = 42.0f;
     first.PublishFullBlocks(prompt, 10);  // blocks 0 and 1 are full
     SequenceKv second(&pool);
     EXPECT_EQ(second.AttachPrefix(prompt, 9), 8);
-    EXPECT_EQ(second.Key(0, 5)[0], 42.0f);  // same physical block
+    EXPECT_EQ(Key(second, 0, 5)[0], 42.0f);  // same physical block
     EXPECT_EQ(pool.Stats().used_blocks, 3);
     // A different second block breaks the chain after the first block.
     std::vector<int32_t> other = {1, 2, 3, 4, 9, 9, 9, 9, 9};
@@ -100,33 +104,33 @@ TEST(SequenceKvTest, ForkSharesBlocksAndCopiesTheSharedOneOnWrite) {
   ASSERT_TRUE(leader.Reserve(6));  // positions 0..5: one full block and a partial one
   for (int64_t pos = 0; pos < 6; ++pos) {
     for (int64_t layer = 0; layer < 2; ++layer) {
-      leader.Key(layer, pos)[1] = static_cast<float>(10 * layer + pos);
-      leader.Value(layer, pos)[0] = static_cast<float>(-pos);
+      Key(leader, layer, pos)[1] = static_cast<float>(10 * layer + pos);
+      Value(leader, layer, pos)[0] = static_cast<float>(-pos);
     }
   }
   SequenceKv member(&pool);
   member.ForkFrom(leader, 6);
   EXPECT_EQ(member.n_blocks(), 2);
   EXPECT_EQ(pool.Stats().used_blocks, 2);  // shared, not copied
-  EXPECT_EQ(member.Key(1, 5), leader.Key(1, 5));
+  EXPECT_EQ(Key(member, 1, 5), Key(leader, 1, 5));
 
   // The member writes position 6, inside the shared partial block: it gets its own copy.
   ASSERT_TRUE(member.Reserve(7, 6));
   EXPECT_EQ(pool.Stats().used_blocks, 3);
-  EXPECT_NE(member.Key(1, 5), leader.Key(1, 5));
-  EXPECT_EQ(member.Key(0, 0), leader.Key(0, 0));  // the full block stays shared
+  EXPECT_NE(Key(member, 1, 5), Key(leader, 1, 5));
+  EXPECT_EQ(Key(member, 0, 0), Key(leader, 0, 0));  // the full block stays shared
   for (int64_t pos = 0; pos < 6; ++pos) {
     for (int64_t layer = 0; layer < 2; ++layer) {
-      EXPECT_EQ(member.Key(layer, pos)[1], static_cast<float>(10 * layer + pos));
-      EXPECT_EQ(member.Value(layer, pos)[0], static_cast<float>(-pos));
+      EXPECT_EQ(Key(member, layer, pos)[1], static_cast<float>(10 * layer + pos));
+      EXPECT_EQ(Value(member, layer, pos)[0], static_cast<float>(-pos));
     }
   }
-  member.Key(0, 6)[0] = 7.0f;
-  leader.Key(0, 6)[0] = 99.0f;  // the leader's block is its own again: no copy needed
+  Key(member, 0, 6)[0] = 7.0f;
+  Key(leader, 0, 6)[0] = 99.0f;  // the leader's block is its own again: no copy needed
   ASSERT_TRUE(leader.Reserve(7, 6));
   EXPECT_EQ(pool.Stats().used_blocks, 3);
-  EXPECT_EQ(member.Key(0, 6)[0], 7.0f);
-  EXPECT_EQ(leader.Key(0, 6)[0], 99.0f);
+  EXPECT_EQ(Key(member, 0, 6)[0], 7.0f);
+  EXPECT_EQ(Key(leader, 0, 6)[0], 99.0f);
 
   member.ReleaseAll();
   leader.ReleaseAll();
@@ -138,8 +142,8 @@ TEST(SequenceKvTest, CopyOnWriteNeedsAFreeBlock) {
   SequenceKv leader(&pool), member(&pool);
   ASSERT_TRUE(leader.Reserve(6));
   member.ForkFrom(leader, 6);
-  EXPECT_FALSE(member.Reserve(7, 6));             // no block left to copy into
-  EXPECT_EQ(member.Key(0, 5), leader.Key(0, 5));  // unchanged, still shared
+  EXPECT_FALSE(member.Reserve(7, 6));               // no block left to copy into
+  EXPECT_EQ(Key(member, 0, 5), Key(leader, 0, 5));  // unchanged, still shared
   leader.ReleaseAll();
   EXPECT_TRUE(member.Reserve(7, 6));  // the only user now: written in place
   EXPECT_EQ(pool.Stats().used_blocks, 2);
@@ -149,8 +153,8 @@ TEST(SequenceKvTest, CopyOnWriteNeedsAFreeBlock) {
 void FillPositions(SequenceKv& kv, int64_t n_layer, int64_t from, int64_t to, float tag) {
   for (int64_t p = from; p < to; ++p) {
     for (int64_t l = 0; l < n_layer; ++l) {
-      kv.Key(l, p)[0] = tag + static_cast<float>(p);
-      kv.Value(l, p)[1] = -(tag + static_cast<float>(p));
+      Key(kv, l, p)[0] = tag + static_cast<float>(p);
+      Value(kv, l, p)[1] = -(tag + static_cast<float>(p));
     }
   }
 }
@@ -158,8 +162,8 @@ void FillPositions(SequenceKv& kv, int64_t n_layer, int64_t from, int64_t to, fl
 void ExpectPositions(SequenceKv& kv, int64_t n_layer, int64_t from, int64_t to, float tag) {
   for (int64_t p = from; p < to; ++p) {
     for (int64_t l = 0; l < n_layer; ++l) {
-      ASSERT_EQ(kv.Key(l, p)[0], tag + static_cast<float>(p)) << "layer " << l << " pos " << p;
-      ASSERT_EQ(kv.Value(l, p)[1], -(tag + static_cast<float>(p)));
+      ASSERT_EQ(Key(kv, l, p)[0], tag + static_cast<float>(p)) << "layer " << l << " pos " << p;
+      ASSERT_EQ(Value(kv, l, p)[1], -(tag + static_cast<float>(p)));
     }
   }
 }
@@ -222,7 +226,7 @@ TEST(KvBlockPoolTest, ShrinkKeepsTheMostRecentlyUsedCachedPrefixesWhileRoomRemai
   for (int i = 0; i < 6; ++i) b.push_back(*pool.Allocate());
   // Blocks 3, 4, 5 cached (5 used last); 0 referenced; 1, 2 free.
   for (int i = 3; i < 6; ++i) {
-    *pool.Key(b[i], 0, 0) = static_cast<float>(10 * i);
+    *Key(pool, b[i], 0, 0) = static_cast<float>(10 * i);
     pool.Register(b[i], 1000 + i);
     pool.Release(b[i]);
   }
@@ -237,7 +241,7 @@ TEST(KvBlockPoolTest, ShrinkKeepsTheMostRecentlyUsedCachedPrefixesWhileRoomRemai
     auto hit = pool.Lookup(1000 + i);
     ASSERT_TRUE(hit) << i;
     EXPECT_LT(*hit, 3);
-    EXPECT_EQ(*pool.Key(*hit, 0, 0), static_cast<float>(10 * i));
+    EXPECT_EQ(*Key(pool, *hit, 0, 0), static_cast<float>(10 * i));
   }
   EXPECT_EQ(pool.Stats().used_blocks, 3);
 }

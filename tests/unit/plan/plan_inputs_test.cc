@@ -55,7 +55,13 @@ TEST(PlanInputsTest, DenseLlamaFileIsOneLevelWithTheFfnMappedWhole) {
   EXPECT_EQ(in->resident_bytes + in->bundle_bytes, FileTensorBytes(*model));
   // Q4_0 up and down rows of n_embd: 2 * n_embd / 32 * 18 bytes per neuron.
   EXPECT_EQ(Sum(in->neuron_rows), static_cast<uint64_t>(2 * c.n_embd / 32 * 18));
-  EXPECT_EQ(in->kv_bytes_per_token, static_cast<uint64_t>(c.n_layer * 2 * c.kv_dim() * 4));
+  // Keys and values in the KV pool's types: f16 (sparrowd's default) unless told.
+  EXPECT_EQ(in->kv_bytes_per_token, static_cast<uint64_t>(c.n_layer * 2 * c.kv_dim() * 2));
+  PlanInputsOptions q8;
+  q8.kv_types = {TensorType::kQ8_0, TensorType::kQ8_0};
+  auto in_q8 = MakePlanInputs(*model, nullptr, testing::TwoThreadHardware(), q8);
+  ASSERT_TRUE(in_q8.ok()) << in_q8.status().ToString();
+  EXPECT_EQ(in_q8->kv_bytes_per_token, static_cast<uint64_t>(c.n_layer * 2 * c.kv_dim() / 32 * 34));
   EXPECT_GT(Sum(in->dense), 0u);
 
   PlanRequest r;

@@ -490,7 +490,8 @@ TEST(LayerRangeRunnerChecksTest, RefusesSlicesThatDoNotCutTheLayers) {
   EXPECT_EQ((*cut)[0], (TensorSlice{0, 2, 0, 576}));  // 3/4 of 24 blocks of 32 neurons
   EXPECT_EQ((*cut)[1], (TensorSlice{2, 2, 576, 768}));
   // A worker refuses a part outside its layers, and whole layers when it holds a slice.
-  auto runner = LayerRangeRunner::Create(model, nullptr, {0, 1, 4, 8, TensorSlice{1, 2, 384, 768}});
+  auto runner =
+      LayerRangeRunner::Create(model, nullptr, {0, 1, 4, 8, TensorSlice{1, 2, 384, 768}, {}});
   ASSERT_TRUE(runner.ok()) << runner.status().ToString();
   const std::vector<int32_t> tokens{1}, blocks{0};
   const std::vector<StageSegment> seg{{tokens, 0, blocks}};
@@ -499,7 +500,7 @@ TEST(LayerRangeRunnerChecksTest, RefusesSlicesThatDoNotCutTheLayers) {
   EXPECT_FALSE((*runner)->RunPart(LayerPart::kFfn, 1, seg, hidden).ok());
   EXPECT_FALSE((*runner)->RunPart(LayerPart::kLayers, 0, seg, hidden).ok());
   EXPECT_FALSE((*runner)->Run(seg, hidden).ok());
-  auto off = LayerRangeRunner::Create(model, nullptr, {0, 1, 4, 8, TensorSlice{0, 1, 10, 768}});
+  auto off = LayerRangeRunner::Create(model, nullptr, {0, 1, 4, 8, TensorSlice{0, 1, 10, 768}, {}});
   EXPECT_FALSE(off.ok());
 }
 
@@ -509,11 +510,11 @@ TEST(LayerRangeRunnerChecksTest, RefusesWhatDoesNotFit) {
   const Model& model = **m;
   const int64_t n_layer = model.config().n_layer;
   EXPECT_FALSE(
-      LayerRangeRunner::Create(model, nullptr, {0, n_layer + 1, 16, 4, std::nullopt}).ok());
-  EXPECT_FALSE(LayerRangeRunner::Create(model, nullptr, {2, 2, 16, 4, std::nullopt}).ok());
-  EXPECT_FALSE(LayerRangeRunner::Create(model, nullptr, {0, 1, 0, 4, std::nullopt}).ok());
-  EXPECT_FALSE(LayerRangeRunner::Create(model, nullptr, {0, 1, 16, 0, std::nullopt}).ok());
-  auto r = LayerRangeRunner::Create(model, nullptr, {1, n_layer, 4, 8, std::nullopt});
+      LayerRangeRunner::Create(model, nullptr, {0, n_layer + 1, 16, 4, std::nullopt, {}}).ok());
+  EXPECT_FALSE(LayerRangeRunner::Create(model, nullptr, {2, 2, 16, 4, std::nullopt, {}}).ok());
+  EXPECT_FALSE(LayerRangeRunner::Create(model, nullptr, {0, 1, 0, 4, std::nullopt, {}}).ok());
+  EXPECT_FALSE(LayerRangeRunner::Create(model, nullptr, {0, 1, 16, 0, std::nullopt, {}}).ok());
+  auto r = LayerRangeRunner::Create(model, nullptr, {1, n_layer, 4, 8, std::nullopt, {}});
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   const int64_t d = model.config().n_embd;
   std::vector<int32_t> tokens = {1, 2, 3};
@@ -552,13 +553,13 @@ TEST(LayerRangeRunnerChecksTest, WireNumbersThatUsedToOverflowAreRefused) {
   const Model& model = **m;
   const int64_t n_layer = model.config().n_layer;
   // kv_blocks: a table of 8 bytes per id was allocated for whatever was asked (2^31 - 1: 16 GiB).
-  auto big = LayerRangeRunner::Create(model, nullptr, {1, n_layer, 4, kMaxShardBlocks + 1, {}});
+  auto big = LayerRangeRunner::Create(model, nullptr, {1, n_layer, 4, kMaxShardBlocks + 1, {}, {}});
   ASSERT_FALSE(big.ok());
   EXPECT_NE(big.status().message().find("kv_blocks 4194305 is outside 1..4194304"),
             std::string::npos)
       << big.status().message();
-  EXPECT_TRUE(LayerRangeRunner::Create(model, nullptr, {1, n_layer, 4, kMaxShardBlocks, {}}).ok());
-  auto r = LayerRangeRunner::Create(model, nullptr, {1, n_layer, 4, 8, std::nullopt});
+  EXPECT_TRUE(LayerRangeRunner::Create(model, nullptr, {1, n_layer, 4, kMaxShardBlocks, {}, {}}).ok());
+  auto r = LayerRangeRunner::Create(model, nullptr, {1, n_layer, 4, 8, std::nullopt, {}});
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   // A resize as large.
   const KvBlockOp grow{KvBlockOp::Kind::kResize, 0, 0, kMaxShardBlocks + 1};
@@ -574,7 +575,7 @@ TEST(LayerRangeRunnerChecksTest, AStartPosNearInt64MaxIsRefusedNotWrapped) {
   ASSERT_TRUE(m.ok());
   const Model& model = **m;
   const int64_t n_layer = model.config().n_layer, d = model.config().n_embd;
-  auto r = LayerRangeRunner::Create(model, nullptr, {1, n_layer, 4, 8, std::nullopt});
+  auto r = LayerRangeRunner::Create(model, nullptr, {1, n_layer, 4, 8, std::nullopt, {}});
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   Status st;
   std::vector<int32_t> tokens = {1, 2, 3};

@@ -4,14 +4,19 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <unordered_map>
 #include <vector>
 
 #include "engine/kv/kv_block_pool.h"
 #include "engine/kv/sequence_kv.h"
+#include "tests/util/f32_kv_rows.h"
 
 namespace sparrow {
 namespace {
+
+using testing::Key;
+using testing::Value;
 
 class Recorder final : public KvBlockObserver {
  public:
@@ -34,10 +39,10 @@ constexpr int64_t kLayers = 3, kDim = 4, kBlock = 4;
 void Write(SequenceKv& seq, MirroredSequenceKv& mirror, int64_t pos, float value) {
   for (int64_t l = 0; l < kLayers; ++l) {
     for (int64_t i = 0; i < kDim; ++i) {
-      seq.Key(l, pos)[i] = value + l;
-      seq.Value(l, pos)[i] = -value - l;
-      mirror.Key(l, pos)[i] = value + l;
-      mirror.Value(l, pos)[i] = -value - l;
+      Key(seq, l, pos)[i] = value + l;
+      Value(seq, l, pos)[i] = -value - l;
+      Key(mirror, l, pos)[i] = value + l;
+      Value(mirror, l, pos)[i] = -value - l;
     }
   }
 }
@@ -46,8 +51,8 @@ void ExpectSame(SequenceKv& seq, MirroredKvBlocks& m, int64_t n_pos) {
   MirroredSequenceKv view(&m, seq.block_table());
   for (int64_t p = 0; p < n_pos; ++p) {
     for (int64_t l = 0; l < kLayers; ++l) {
-      ASSERT_EQ(view.Key(l, p)[0], seq.Key(l, p)[0]) << "pos " << p << " layer " << l;
-      ASSERT_EQ(view.Value(l, p)[kDim - 1], seq.Value(l, p)[kDim - 1]) << "pos " << p;
+      ASSERT_EQ(Key(view, l, p)[0], Key(seq, l, p)[0]) << "pos " << p << " layer " << l;
+      ASSERT_EQ(Value(view, l, p)[kDim - 1], Value(seq, l, p)[kDim - 1]) << "pos " << p;
     }
   }
 }
@@ -98,11 +103,51 @@ TEST(MirroredKvBlocksTest, RefusesIdsOutsideThePool) {
 TEST(MirroredKvBlocksTest, PaysOnlyForBlocksWritten) {
   MirroredKvBlocks m(1, 3, kDim, kBlock, 1000);
   EXPECT_EQ(m.bytes(), 0);
-  m.Key(7, 1, 0)[0] = 1.0f;
-  m.Value(7, 2, 3)[0] = 2.0f;
+  Key(m, 7, 1, 0)[0] = 1.0f;
+  Value(m, 7, 2, 3)[0] = 2.0f;
   EXPECT_EQ(m.bytes(), 2 * 2 * kBlock * kDim * static_cast<int64_t>(sizeof(float)));
-  EXPECT_EQ(m.Key(7, 1, 0)[0], 1.0f);
-  EXPECT_EQ(m.Value(7, 2, 3)[0], 2.0f);
+  EXPECT_EQ(Key(m, 7, 1, 0)[0], 1.0f);
+  EXPECT_EQ(Value(m, 7, 2, 3)[0], 2.0f);
+}
+
+// In the coordinator's types a mirrored block holds the pool's bytes for its layers, and the
+// copies the pool reports (copy-on-write) carry the stored rows whole.
+TEST(MirroredKvBlocksTest, TypedBlocksMirrorThePoolsBytes) {
+  constexpr int64_t kDim32 = 32;
+  const KvTypes types{TensorType::kQ8_0, TensorType::kF16};
+  KvBlockPool pool(kLayers, kDim32, kBlock, 8, types);
+  MirroredKvBlocks mirror(1, kLayers, kDim32, kBlock, 8, types);
+  EXPECT_EQ(mirror.types(), types);
+  Recorder rec(&mirror);
+  pool.SetObserver(&rec);
+  SequenceKv leader(&pool);
+  ASSERT_TRUE(leader.Reserve(6));
+  std::vector<float> row(kDim32);
+  for (int64_t p = 0; p < 6; ++p) {
+    MirroredSequenceKv view(&mirror, leader.block_table());
+    for (int64_t i = 0; i < kDim32; ++i) row[i] = 0.1f * static_cast<float>(p * kDim32 + i);
+    for (int64_t l = 0; l < kLayers; ++l) {
+      StoreKvRow(types.k, row.data(), leader.KeyRow(l, p), kDim32);
+      StoreKvRow(types.v, row.data(), leader.ValueRow(l, p), kDim32);
+      if (l >= 1) {
+        StoreKvRow(types.k, row.data(), view.KeyRow(l, p), kDim32);
+        StoreKvRow(types.v, row.data(), view.ValueRow(l, p), kDim32);
+      }
+    }
+  }
+  // Two blocks written: (layers 1..2) x 4 positions x (34 + 64 bytes).
+  EXPECT_EQ(mirror.bytes(), 2 * (kLayers - 1) * kBlock * (34 + 64));
+  SequenceKv member(&pool);
+  member.ForkFrom(leader, 6);
+  ASSERT_TRUE(member.Reserve(7, 6));  // copy-on-write of the partial block, mirrored
+  MirroredSequenceKv view(&mirror, member.block_table());
+  for (int64_t p = 0; p < 6; ++p) {
+    for (int64_t l = 1; l < kLayers; ++l) {
+      ASSERT_EQ(std::memcmp(view.KeyRow(l, p), member.KeyRow(l, p), 34), 0) << "pos " << p;
+      ASSERT_EQ(std::memcmp(view.ValueRow(l, p), member.ValueRow(l, p), 64), 0) << "pos " << p;
+    }
+  }
+  pool.SetObserver(nullptr);
 }
 
 }  // namespace
