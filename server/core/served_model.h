@@ -15,8 +15,8 @@
 #include "engine/sched/scheduler.h"
 #include "engine/sparse/sparse_plan.h"
 #include "engine/tokenizer/tokenizer.h"
-#include "server/core/chat_renderer.h"
-#include "server/core/reasoning_splitter.h"
+#include "server/chat/chat_renderer.h"
+#include "server/chat/reasoning_splitter.h"
 #include "server/core/worker_ranges.h"
 
 namespace sparrow::server {

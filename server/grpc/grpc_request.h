@@ -10,7 +10,7 @@
 #include "engine/common/result.h"
 #include "engine/runtime/sampler.h"
 #include "engine/tokenizer/tokenizer.h"
-#include "server/core/chat_template.h"
+#include "server/chat/chat_template.h"
 #include "server/core/generation_spec.h"
 #include "server/core/stop_matcher.h"
 #include "sparrow/v1/sparrow.pb.h"

@@ -5,7 +5,7 @@
 
 #include "engine/model/architecture.h"
 #include "engine/tokenizer/incremental_detokenizer.h"
-#include "server/core/chat_template.h"
+#include "server/chat/chat_template.h"
 #include "server/grpc/generate_reactor.h"
 #include "server/grpc/grpc_auth.h"
 #include "server/grpc/grpc_request.h"

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "engine/tokenizer/tokenizer.h"
-#include "server/core/chat_output.h"
+#include "server/chat/chat_output.h"
 #include "server/core/streaming_sink.h"
 
 namespace sparrow::server {
