@@ -4,19 +4,10 @@
 
 #include <gtest/gtest.h>
 
-#include <fstream>
-#include <sstream>
+#include "tests/server/chat/template_file.h"
 
 namespace sparrow::server {
 namespace {
-
-std::string Template(const std::string& name) {
-  std::ifstream in(std::string(SPARROW_SOURCE_DIR) + "/tests/data/chat_templates/" + name);
-  std::stringstream s;
-  s << in.rdbuf();
-  EXPECT_FALSE(s.str().empty()) << name;
-  return s.str();
-}
 
 ChatOptions WeatherTool() {
   ChatOptions o;
@@ -46,7 +37,7 @@ bool AllCovered(const RenderedChat& r, const std::string& needle) {
 }
 
 TEST(ChatRendererTest, QwenTemplateWritesToolsAndKeepsClientTextApart) {
-  ChatRenderer r(Template("Qwen-Qwen2.5-7B-Instruct.jinja"), "", "<|im_end|>");
+  ChatRenderer r(ReadChatTemplate("Qwen-Qwen2.5-7B-Instruct.jinja"), "", "<|im_end|>");
   ASSERT_TRUE(r.has_jinja());
   auto out = r.Render(Conversation(), WeatherTool());
   ASSERT_TRUE(out.ok()) << out.status().ToString();
@@ -64,7 +55,7 @@ TEST(ChatRendererTest, QwenTemplateWritesToolsAndKeepsClientTextApart) {
 }
 
 TEST(ChatRendererTest, Llama31TemplateDropsItsBos) {
-  ChatRenderer r(Template("meta-llama-Llama-3.1-8B-Instruct.jinja"), "<|begin_of_text|>",
+  ChatRenderer r(ReadChatTemplate("meta-llama-Llama-3.1-8B-Instruct.jinja"), "<|begin_of_text|>",
                  "<|eot_id|>");
   auto out = r.Render(Conversation(), WeatherTool());
   ASSERT_TRUE(out.ok()) << out.status().ToString();
@@ -73,15 +64,15 @@ TEST(ChatRendererTest, Llama31TemplateDropsItsBos) {
   EXPECT_NE(out->text.find("<|start_header_id|>ipython<|end_header_id|>"), std::string::npos);
   EXPECT_TRUE(AllCovered(*out, "18 C <|im_start|>"));
   // A tokenizer that adds no BOS keeps the template's.
-  ChatRenderer keeps(Template("meta-llama-Llama-3.1-8B-Instruct.jinja"), "<|begin_of_text|>",
-                     "<|eot_id|>", /*tokenizer_adds_bos=*/false);
+  ChatRenderer keeps(ReadChatTemplate("meta-llama-Llama-3.1-8B-Instruct.jinja"),
+                     "<|begin_of_text|>", "<|eot_id|>", /*tokenizer_adds_bos=*/false);
   out = keeps.Render(Conversation(), WeatherTool());
   ASSERT_TRUE(out.ok());
   EXPECT_TRUE(out->text.starts_with("<|begin_of_text|><|start_header_id|>system"));
 }
 
 TEST(ChatRendererTest, ThinkingSwitchAndOpenedThought) {
-  ChatRenderer qwen3(Template("Qwen-Qwen3-0.6B.jinja"), "", "<|im_end|>");
+  ChatRenderer qwen3(ReadChatTemplate("Qwen-Qwen3-0.6B.jinja"), "", "<|im_end|>");
   ChatOptions o;
   o.enable_thinking = false;
   auto out = qwen3.Render({{"user", "Hi"}}, o);
@@ -89,7 +80,7 @@ TEST(ChatRendererTest, ThinkingSwitchAndOpenedThought) {
   EXPECT_TRUE(out->text.ends_with("<think>\n\n</think>\n\n")) << out->text;
   EXPECT_FALSE(out->opens_thinking);
 
-  ChatRenderer r1(Template("deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja"),
+  ChatRenderer r1(ReadChatTemplate("deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja"),
                   "<｜begin▁of▁sentence｜>", "<｜end▁of▁sentence｜>");
   o.enable_thinking = true;
   out = r1.Render({{"user", "Hi"}}, o);
@@ -99,7 +90,7 @@ TEST(ChatRendererTest, ThinkingSwitchAndOpenedThought) {
 
 TEST(ChatRendererTest, TemplateRefusalsReachTheClient) {
   // Mistral's template insists that roles alternate.
-  ChatRenderer r(Template("mistralai-Mistral-Nemo-Instruct-2407.jinja"), "<s>", "</s>");
+  ChatRenderer r(ReadChatTemplate("mistralai-Mistral-Nemo-Instruct-2407.jinja"), "<s>", "</s>");
   auto out = r.Render({{"user", "a"}, {"user", "b"}}, ChatOptions{});
   ASSERT_FALSE(out.ok());
   EXPECT_NE(out.status().message().find("raise_exception"), std::string::npos);
