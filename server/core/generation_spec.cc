@@ -39,35 +39,21 @@ bool OfferedTools(const GenerationSpec& spec, std::vector<ChatTool>* out, Genera
   return true;
 }
 
-// The ids of the markers the answer parser must see; control tokens are otherwise not
-// rendered as text.
-std::vector<int32_t> VisibleMarkers(const Tokenizer& tok, ToolCallFormat format) {
-  std::vector<std::string> markers = ToolCallMarkers(format);
-  markers.push_back("<think>");
-  markers.push_back("</think>");
-  std::vector<int32_t> ids;
-  for (const std::string& m : markers) {
-    const TokenId id = tok.FindToken(m);
-    if (id != kNoToken) ids.push_back(id);
-  }
-  return ids;
-}
-
 // Renders and tokenizes a chat, and decides how its answer is read.
 bool ChatTokens(const ServedModel& m, const GenerationSpec& spec, ResolvedGeneration* out,
                 GenerationError* error) {
   ChatOptions options;
   if (!OfferedTools(spec, &options.tools, error)) return false;
   options.enable_thinking = spec.enable_thinking;
-  auto rendered = m.chat ? m.chat->Render(spec.messages, options)
-                         : RenderChatTemplate(spec.messages, m.chat_template, options);
+  const ChatFormat& format = *m.chat;
+  auto rendered = format.Render(spec.messages, options);
   if (!rendered.ok()) return Fail(error, rendered.status(), spec.fields.messages);
   ChatOutputOptions& o = out->output;
   o.split_reasoning =
       spec.reasoning_format.value_or(m.reasoning_format) == ReasoningFormat::kDeepSeek;
   o.starts_in_thinking = rendered->opens_thinking;
   if (!options.tools.empty()) {
-    o.tool_format = ToolCallFormatFor(m.chat_template);
+    o.tool_format = format.tool_format();
     for (const ChatTool& t : options.tools) o.tool_names.push_back(t.name);
   }
   // "required" or a named function: the answer is made to begin the call (the prompt ends
@@ -85,7 +71,7 @@ bool ChatTokens(const ServedModel& m, const GenerationSpec& spec, ResolvedGenera
   out->prompt = tok.TokenizeTemplated(rendered->text, /*add_special=*/true, rendered->content);
   out->chat = true;
   o.parallel_tool_calls = spec.parallel_tool_calls;
-  out->visible_special = VisibleMarkers(tok, o.tool_format);
+  out->visible_special = format.visible_markers(o.tool_format != ToolCallFormat::kNone);
   return true;
 }
 

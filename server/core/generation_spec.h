@@ -14,8 +14,8 @@
 #include "engine/common/status.h"
 #include "engine/runtime/sampler.h"
 #include "engine/sched/request.h"
-#include "server/core/chat_output.h"
-#include "server/core/chat_template.h"
+#include "server/chat/chat_output.h"
+#include "server/chat/chat_template.h"
 #include "server/core/server_context.h"
 
 namespace sparrow::server {

@@ -101,9 +101,10 @@ Result<std::shared_ptr<ServedModel>> LoadServedModel(const ServerConfig& config,
   SPARROW_ASSIGN_OR_RETURN(m->tokenizer, LoadTokenizer(m->model->file()));
   m->model_id = model_id.empty() ? ModelIdFromPath(path) : model_id;
 
+  std::string chat_template;  // a template family name or Jinja text
   std::string origin = "the config's chat_template";
   if (!config.chat_template.empty()) {
-    m->chat_template = config.chat_template;
+    chat_template = config.chat_template;
   } else if (!config.chat_template_file.empty()) {
     origin = "chat_template_file '" + config.chat_template_file + "'";
     std::ifstream in(config.chat_template_file);
@@ -113,20 +114,15 @@ Result<std::shared_ptr<ServedModel>> LoadServedModel(const ServerConfig& config,
       return InvalidArgument("config: 'chat_template_file' '" + config.chat_template_file +
                              "' cannot be read or is empty");
     }
-    m->chat_template = text.str();
+    chat_template = text.str();
   } else {
     auto jinja = m->model->file().GetString("tokenizer.chat_template");
-    if (jinja.ok()) m->chat_template = std::string(*jinja);
+    if (jinja.ok()) chat_template = std::string(*jinja);
     origin = "tokenizer.chat_template of '" + path + "'";
   }
 
-  const Tokenizer& vocab = *m->tokenizer;
-  const auto token_text = [&vocab](TokenId id) {
-    return id == kNoToken ? std::string() : std::string(vocab.token_text(id));
-  };
-  m->chat = std::make_shared<const ChatRenderer>(m->chat_template, token_text(vocab.bos()),
-                                                 token_text(vocab.special(SpecialToken::kEos)),
-                                                 vocab.add_bos(), origin);
+  m->chat = std::make_shared<const ChatFormat>(std::move(chat_template), *m->tokenizer,
+                                               std::move(origin));
   if (!ReasoningFormatFromName(config.reasoning_format, &m->reasoning_format)) {
     return InvalidArgument("config: 'reasoning_format' is '" + config.reasoning_format +
                            "'; expected deepseek, auto or none");

@@ -15,18 +15,19 @@
 #include "engine/sched/scheduler.h"
 #include "engine/sparse/sparse_plan.h"
 #include "engine/tokenizer/tokenizer.h"
-#include "server/core/chat_renderer.h"
-#include "server/core/reasoning_splitter.h"
+#include "server/chat/chat_format.h"
+#include "server/chat/reasoning_splitter.h"
 #include "server/core/worker_ranges.h"
 
 namespace sparrow::server {
 
 struct ServedModel {
-  std::string model_id;                      // what clients name in "model"
-  std::string path;                          // the GGUF file
-  std::string chat_template;                 // a template family name or the GGUF Jinja text
-  std::shared_ptr<const ChatRenderer> chat;  // renders chats with that template
-  int64_t n_ctx = 0;                         // positions one request may use (prompt + output)
+  std::string model_id;  // what clients name in "model"
+  std::string path;      // the GGUF file
+  // How chats are written and read (the template, its tool-call format, the markers' ids),
+  // resolved once from the config's chat_template, chat_template_file or the GGUF's Jinja text.
+  std::shared_ptr<const ChatFormat> chat;
+  int64_t n_ctx = 0;  // positions one request may use (prompt + output)
   ReasoningFormat reasoning_format = ReasoningFormat::kDeepSeek;  // unless a request says
   bool allow_forced_output = false;  // requests may force the answer (tests)
   // The process's own resident bytes beside the model's (runtime, libraries, vocabulary), as

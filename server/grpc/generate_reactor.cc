@@ -8,7 +8,7 @@
 #include <optional>
 #include <utility>
 
-#include "server/core/chat_output.h"
+#include "server/chat/chat_output.h"
 #include "server/core/streaming_sink.h"
 #include "server/grpc/grpc_status.h"
 

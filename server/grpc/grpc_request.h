@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "engine/common/result.h"
-#include "server/core/chat_template.h"
+#include "server/chat/chat_template.h"
 #include "server/core/generation_spec.h"
 #include "server/core/stop_matcher.h"
 #include "sparrow/v1/sparrow.pb.h"

@@ -3,7 +3,7 @@
 #include <string>
 #include <vector>
 
-#include "server/core/chat_template.h"
+#include "server/chat/chat_template.h"
 #include "server/core/engine_facade.h"
 #include "server/grpc/generate_reactor.h"
 #include "server/grpc/grpc_auth.h"

@@ -47,7 +47,7 @@ struct HttpServerState {
   std::atomic<int64_t> busy{0};       // requests read and not yet completely answered
   // Prepares generation requests (parsing, the chat template, tokenizing) off the io threads: a
   // chat template may run up to its step limit, over a second on a slow core
-  // (engine/tokenizer/jinja/README.md). As many threads as io threads. Null: on the io thread.
+  // (engine/jinja/README.md). As many threads as io threads. Null: on the io thread.
   std::unique_ptr<boost::asio::thread_pool> prepare;
 };
 

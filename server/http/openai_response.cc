@@ -2,7 +2,7 @@
 
 #include <chrono>
 
-#include "server/core/random_id.h"
+#include "server/chat/random_id.h"
 
 namespace sparrow::server {
 namespace {

@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-#include "server/core/chat_output.h"
+#include "server/chat/chat_output.h"
 #include "server/core/streaming_sink.h"
 
 namespace sparrow::server {

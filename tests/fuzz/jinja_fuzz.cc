@@ -8,7 +8,7 @@
 #include <string>
 #include <string_view>
 
-#include "engine/tokenizer/jinja/jinja_template.h"
+#include "engine/jinja/jinja_template.h"
 
 namespace {
 

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# Fuzzes the chat-template interpreter (engine/tokenizer/jinja) for <seconds> (default 60) with
+# Fuzzes the chat-template interpreter (engine/jinja) for <seconds> (default 60) with
 # jinja_fuzz (clang, libFuzzer, ASan/UBSan; built by build_fuzz_target.sh), from the real
 # templates in tests/data/chat_templates and the runaway ones in tests/fuzz/jinja_seeds. Exits
 # non-zero when the fuzzer finds a crash, a leak, a hang, memory over its limits, or an error
 # without a line (jinja_fuzz.cc); the input is left in build-fuzz/fuzz-jinja/artifacts/ and
-# belongs, once fixed, in tests/unit/tokenizer/jinja_limits_test.cc or jinja_template_test.cc.
+# belongs, once fixed, in tests/unit/jinja/jinja_limits_test.cc or jinja_template_test.cc.
 # Environment: SPARROW_FUZZ_BUILD (build folder), SPARROW_FUZZ_BUILT (set: already built).
 set -euo pipefail
 
