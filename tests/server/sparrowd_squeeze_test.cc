@@ -325,10 +325,10 @@ TEST(SparrowdSqueezeTest, TheCacheGivesWayToAHogAndComesBack) {
   p->Wait(std::chrono::seconds(5));
 }
 
-// With no --n-ctx, a model trained for 1048576 positions (512 bytes of KV each: 512 MiB for one
-// request) started in a 128 MiB cgroup serves a context whose KV fits beside the rest, and its
-// memory budget starts and stays within the limit; a request beyond that context is refused
-// naming it.
+// With no --n-ctx, a model trained for 1048576 positions (256 bytes of KV each in the default
+// f16 cache: 256 MiB for one request) started in a 128 MiB cgroup serves a context whose KV fits
+// beside the rest, and its memory budget starts and stays within the limit; a request beyond that
+// context is refused naming it.
 TEST(SparrowdSqueezeTest, WithoutNCtxTheContextAndTheBudgetFitTheCgroup) {
   TestCgroup cg;
   std::string skip;
@@ -337,7 +337,8 @@ TEST(SparrowdSqueezeTest, WithoutNCtxTheContextAndTheBudgetFitTheCgroup) {
   std::ofstream(cg.dir + "/memory.limit_in_bytes") << kLimit;
   testing::LlamaModelSpec spec;
   spec.n_ctx = 1u << 20;
-  const int64_t kv_per_token = 2 * spec.n_layer * spec.n_head_kv * (spec.n_embd / spec.n_head) * 4;
+  const int64_t kv_per_token =
+      2 * spec.n_layer * spec.n_head_kv * (spec.n_embd / spec.n_head) * 2;  // f16 keys and values
   const std::string model = testing::TempPath("fit-long-context.gguf");
   ASSERT_TRUE(testing::WriteLlamaModel(spec, model).ok());
 
@@ -355,7 +356,7 @@ TEST(SparrowdSqueezeTest, WithoutNCtxTheContextAndTheBudgetFitTheCgroup) {
   EXPECT_GE(n_ctx, 4096) << "most of the limit is left for it";
   EXPECT_EQ(n_ctx % 256, 0);
   EXPECT_LE(n_ctx * kv_per_token, kLimit / 2) << "one request's KV takes at most half";
-  EXPECT_NE(log.find("needs 512 MiB of KV; the device offers 128 MiB"), std::string::npos) << log;
+  EXPECT_NE(log.find("needs 256 MiB of KV; the device offers 128 MiB"), std::string::npos) << log;
 
   const std::string metrics = Get(p->http_port(), "/metrics");
   const double total = Gauge(metrics, "sparrow_memory_budget_bytes\\{consumer=\"total\"\\}");
