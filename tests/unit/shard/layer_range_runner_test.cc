@@ -558,7 +558,8 @@ TEST(LayerRangeRunnerChecksTest, WireNumbersThatUsedToOverflowAreRefused) {
   EXPECT_NE(big.status().message().find("kv_blocks 4194305 is outside 1..4194304"),
             std::string::npos)
       << big.status().message();
-  EXPECT_TRUE(LayerRangeRunner::Create(model, nullptr, {1, n_layer, 4, kMaxShardBlocks, {}, {}}).ok());
+  EXPECT_TRUE(
+      LayerRangeRunner::Create(model, nullptr, {1, n_layer, 4, kMaxShardBlocks, {}, {}}).ok());
   auto r = LayerRangeRunner::Create(model, nullptr, {1, n_layer, 4, 8, std::nullopt, {}});
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   // A resize as large.
