@@ -18,12 +18,6 @@ class MemoryUserBytes {
  public:
   void Set(MemoryUserKind kind, uint64_t bytes) { bytes_[Index(kind)] = bytes; }
   std::optional<uint64_t> For(MemoryUserKind kind) const { return bytes_[Index(kind)]; }
-  bool empty() const {
-    for (const auto& b : bytes_) {
-      if (b) return false;
-    }
-    return true;
-  }
 
  private:
   static size_t Index(MemoryUserKind kind) { return static_cast<size_t>(kind); }
