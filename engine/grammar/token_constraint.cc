@@ -1,5 +1,6 @@
 #include "engine/grammar/token_constraint.h"
 
+#include <algorithm>
 #include <limits>
 #include <utility>
 
@@ -75,6 +76,11 @@ Result<const TokenBitmask*> TokenConstraint::AllowedTokens() {
 
 Status TokenConstraint::Mask(std::span<float> logits) {
   SPARROW_ASSIGN_OR_RETURN(const TokenBitmask* bits, AllowedTokens());
+  if (std::all_of(bits->begin(), bits->end(), [](uint64_t w) { return w == 0; })) {
+    return InvalidArgument(
+        "grammar: no token of the vocabulary can continue the output here (the grammar asks "
+        "for bytes no token spells)");
+  }
   constexpr float kRefused = -std::numeric_limits<float>::infinity();
   const size_t n = std::min(logits.size(), static_cast<size_t>(trie_->vocab_size()));
   for (size_t w = 0; w * 64 < n; ++w) {
@@ -120,6 +126,17 @@ Status TokenConstraint::Accept(TokenId id) {
                                std::to_string(id));
     }
     return InvalidArgument("grammar: token " + std::to_string(id) + " is not allowed here");
+  }
+  state_ = next;
+  return Status::Ok();
+}
+
+Status TokenConstraint::AcceptBytes(std::string_view bytes) {
+  if (finished_) return InvalidArgument("grammar: bytes after the end of the output");
+  if (bytes.empty()) return Status::Ok();
+  const GrammarDfa::StateId next = Walk(state_, bytes);
+  if (next == GrammarDfa::kDead) {
+    return InvalidArgument("grammar: the text after the trigger is not allowed here");
   }
   state_ = next;
   return Status::Ok();

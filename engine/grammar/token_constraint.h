@@ -12,7 +12,8 @@
 // state met again (inside a long string, say) costs a copy.
 // Errors: Accept of a token the grammar refuses is InvalidArgument (the state is unchanged);
 // a grammar whose matcher outgrows MatcherLimits gives ResourceExhausted. Not thread-safe: one
-// per sequence; the Grammar and TokenTrie it holds are shared and immutable.
+// per sequence; the Grammar and TokenTrie it holds are shared and immutable. It is the engine
+// loop's OutputConstraint (engine/runtime/output_constraint.h).
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -23,13 +24,14 @@
 #include "engine/grammar/grammar.h"
 #include "engine/grammar/grammar_dfa.h"
 #include "engine/grammar/token_trie.h"
+#include "engine/runtime/output_constraint.h"
 
 namespace sparrow::grammar {
 
 // One bit per token id: bit (id % 64) of word id / 64.
 using TokenBitmask = std::vector<uint64_t>;
 
-class TokenConstraint {
+class TokenConstraint final : public OutputConstraint {
  public:
   static Result<std::unique_ptr<TokenConstraint>> Create(std::shared_ptr<const Grammar> grammar,
                                                          std::shared_ptr<const TokenTrie> trie,
@@ -38,9 +40,18 @@ class TokenConstraint {
   // The tokens allowed next, sized for the trie's vocabulary.
   Result<const TokenBitmask*> AllowedTokens();
   // Sets every refused token's logit to -inf; logits past the vocabulary are refused too.
-  Status Mask(std::span<float> logits);
+  // InvalidArgument when no token at all is allowed (the sequence cannot go on).
+  Status Mask(std::span<float> logits) override;
   // Advances by `id`'s bytes, or finishes on an end-of-generation token.
-  Status Accept(TokenId id);
+  Status Accept(TokenId id) override;
+  // Finished, or the grammar has matched and no byte can follow.
+  bool Complete() const override { return finished_ || dfa_.IsTerminal(state_); }
+  // Computes (and caches) the current state's mask.
+  void Prepare() override { (void)AllowedTokens(); }
+  // Advances by bytes that did not come as one token (what followed a lazy grammar's trigger
+  // in the token that completed it). InvalidArgument when the grammar refuses them.
+  Status AcceptBytes(std::string_view bytes);
+  const TokenTrie& trie() const { return *trie_; }
   // Whether `id` would be accepted now, without computing the whole mask.
   bool IsAllowed(TokenId id);
   bool CanEnd() const { return !finished_ && dfa_.Accepts(state_); }

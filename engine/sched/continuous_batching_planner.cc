@@ -244,8 +244,7 @@ StepUpdate ContinuousBatchingPlanner::Update(const StepPlan& plan, const StepOut
       if (choices[k].cancelled) {
         MarkFinished(*f, FinishReason::kCancelled);
       } else {
-        Append(*f, choices[k]);
-        ++up.generated;
+        if (Append(*f, choices[k])) ++up.generated;
       }
       if (f->done) {
         up.finished.push_back(std::move(f));
@@ -258,14 +257,17 @@ StepUpdate ContinuousBatchingPlanner::Update(const StepPlan& plan, const StepOut
       MarkFinished(s, FinishReason::kCancelled);
       continue;
     }
-    Append(s, choices.back());
-    ++up.generated;
+    if (Append(s, choices.back())) ++up.generated;
   }
   SweepDone(&up.finished);
   return up;
 }
 
-void ContinuousBatchingPlanner::Append(Sequence& s, const TokenChoice& choice) {
+bool ContinuousBatchingPlanner::Append(Sequence& s, const TokenChoice& choice) {
+  if (!choice.failed.ok()) {
+    MarkFinished(s, FinishReason::kError, choice.failed);
+    return false;
+  }
   s.tokens.push_back(choice.token);
   ++s.n_generated;
   if (opts_.is_eog(choice.token) || choice.stop) {
@@ -277,6 +279,7 @@ void ContinuousBatchingPlanner::Append(Sequence& s, const TokenChoice& choice) {
   } else if (s.n_generated >= s.req.max_tokens) {
     MarkFinished(s, FinishReason::kLength);
   }
+  return true;
 }
 
 Sequence* ContinuousBatchingPlanner::PreemptNewest() {

@@ -53,8 +53,8 @@ class ContinuousBatchingPlanner final : public StepPlanner {
   std::vector<Sequence*> ReserveDecodeSlots();
   void FormBatch(const StepLimits& limits, const std::vector<Sequence*>& blocked, StepPlan* plan);
   // Appends the chosen token to `s` and finishes it at an end-of-generation token, a stop, the
-  // context's end or max_tokens.
-  void Append(Sequence& s, const TokenChoice& choice);
+  // context's end or max_tokens; a failed choice fails `s` instead (false: nothing appended).
+  bool Append(Sequence& s, const TokenChoice& choice);
   // Preempts the newest running sequence not in flight and puts it back at the head of the
   // queue; returns it (for identity only: the queue owns it now), or null.
   Sequence* PreemptNewest();

@@ -7,13 +7,16 @@
 #include <vector>
 
 #include "engine/common/status.h"
+#include "engine/runtime/output_constraint.h"
 #include "engine/runtime/sampler.h"
 
 namespace sparrow {
 
 struct TokenEvent {
   int32_t token = 0;
-  float logprob = 0;  // log-softmax of the sampled token in the model's distribution
+  // log-softmax of the sampled token in the model's distribution (the constrained one when the
+  // request has a constraint)
+  float logprob = 0;
   std::vector<std::pair<int32_t, float>> top_logprobs;  // filled when requested
 };
 
@@ -64,6 +67,11 @@ struct GenerationRequest {
   // Added to the logits before sampling (OpenAI's logit_bias: -100 bans a token, +100 all but
   // forces it); logprobs still report the model's own distribution.
   std::vector<std::pair<int32_t, float>> logit_bias;
+  // Keeps the output inside a grammar or JSON schema: this sequence's own matcher (each of a
+  // group's choices has its own; what they compiled is shared). Applied before logit_bias; the
+  // logprobs are those of the constrained distribution; the sequence stops once the output is
+  // whole. Null: free.
+  std::shared_ptr<OutputConstraint> constraint;
   // The first generated tokens, taken as given instead of sampled (the model still runs on
   // them): makes a real model say a chosen text, for tests of what parses the output.
   std::vector<int32_t> forced_tokens;

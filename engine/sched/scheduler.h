@@ -26,6 +26,7 @@
 #include "engine/memory/memory_user.h"
 #include "engine/model/model.h"
 #include "engine/runtime/forward_pass.h"
+#include "engine/sched/mask_prefetch.h"
 #include "engine/sched/request.h"
 #include "engine/sched/step_plan.h"
 #include "engine/sched/step_planner.h"
@@ -233,6 +234,8 @@ class Scheduler {
   SchedulerStats stats_;                                                      // guarded by mu_
 
   std::deque<Flight> flights_;  // scheduler thread only; oldest first
+  // Constrained sequences' masks, computed while their step's forward pass runs.
+  MaskPrefetch mask_prefetch_;
   // When the loop's current iteration began (steady clock ticks); 0 while it waits for work.
   std::atomic<int64_t> iteration_start_{0};
   std::thread thread_;

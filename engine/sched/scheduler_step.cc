@@ -41,6 +41,7 @@ void Scheduler::Step() {
     }
     scratch_->Observe(plan.decoded + plan.prompt_computed);
     fl.start = Clock::now();
+    mask_prefetch_.Start(plan);
     if (Status st = fp_.Submit(fl.segs); !st.ok()) {
       spdlog::error("forward pass failed: {}", st.ToString());
       StepOutputs failed;
@@ -90,6 +91,7 @@ void Scheduler::LandAll() {
 void Scheduler::LandOldest() {
   Flight fl = std::move(flights_.front());
   flights_.pop_front();
+  mask_prefetch_.Wait();  // the constraints are the token choice's again
   std::vector<float> logits;
   std::vector<Status> failures;
   Status st = fp_.Collect(&logits, &failures);
@@ -158,13 +160,16 @@ void Scheduler::LandOldest() {
 TokenChoice Scheduler::EmitToken(Sequence& s, std::span<const float> row) {
   // A sequence cancelled while its batch was in flight ends without a token.
   if (s.req.sink->Cancelled()) return {.cancelled = true};
-  const TokenEvent ev = ChooseToken(s, row);
+  Result<TokenEvent> ev = ChooseToken(s, row);
+  if (!ev.ok()) return {.failed = ev.status()};
   if (!s.has_first_token) {
     s.has_first_token = true;
     s.first_token = Clock::now();
   }
-  const bool keep = s.req.sink->OnToken(ev);
-  return {.token = ev.token, .stop = !keep};
+  const bool keep = s.req.sink->OnToken(*ev);
+  // A constrained output that is whole ends here, without waiting for the model's end token.
+  const bool complete = s.req.constraint && s.req.constraint->Complete();
+  return {.token = ev->token, .stop = !keep || complete};
 }
 
 void Scheduler::Finish(std::vector<std::unique_ptr<Sequence>> done) {

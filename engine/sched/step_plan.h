@@ -46,7 +46,8 @@ struct StepPlan {
 struct TokenChoice {
   bool cancelled = false;
   int32_t token = 0;
-  bool stop = false;  // the sink asked to stop after this token
+  bool stop = false;  // the sink asked to stop after this token, or the output is complete
+  Status failed = Status::Ok();  // no token could be chosen (the constraint refused every one)
 };
 
 struct SegmentOutput {
