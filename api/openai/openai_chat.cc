@@ -170,6 +170,7 @@ Status Tool(const json& t, const std::string& field, ToolIn* out, std::string* p
   if (strict != nullptr && !strict->is_boolean()) {
     return Bad(param, field + ".function.strict", "must be true or false");
   }
+  out->strict = strict != nullptr && strict->get<bool>();
   return Status::Ok();
 }
 

@@ -54,6 +54,7 @@ Status ParseCommon(const json& b, GenerationFields* g, std::string* param) {
   if (v) g->n = static_cast<int32_t>(*v);
   SPARROW_RETURN_IF_ERROR(String(b, "user", &g->user, param));
   SPARROW_RETURN_IF_ERROR(ParseOutputControls(b, g, param));
+  SPARROW_RETURN_IF_ERROR(ParseOutputFormat(b, &g->format, param));
   SPARROW_RETURN_IF_ERROR(Bool(b, "stream", &g->stream, param));
   auto so = b.find("stream_options");
   if (so != b.end() && !so->is_null()) {

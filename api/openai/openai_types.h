@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "api/openai/openai_format.h"
 #include "engine/common/result.h"
 
 namespace sparrow::openai {
@@ -34,6 +35,7 @@ struct GenerationFields {
   bool include_usage = false;                         // stream_options.include_usage
   std::vector<std::pair<int32_t, float>> logit_bias;  // token id, bias (-100 .. 100)
   std::optional<std::string> forced_output;           // extension, tests only
+  OutputFormatIn format;  // response_format, or llama-server's grammar / json_schema
 };
 
 // An assistant message's call; `arguments` is checked to be a JSON object's text.
@@ -56,6 +58,7 @@ struct ToolIn {
   std::string name;  // [a-zA-Z0-9_-]{1,64}
   std::string description;
   nlohmann::json parameters = nlohmann::json::object();
+  bool strict = false;  // function.strict: the arguments must keep to the schema
 };
 
 struct ChatCompletionRequest {

@@ -44,6 +44,9 @@ struct ChatTool {
   std::string name;
   std::string description;
   nlohmann::json parameters = nlohmann::json::object();  // a JSON schema
+  // The arguments must keep to `parameters` (OpenAI's strict): a schema the grammar engine
+  // cannot follow is refused instead of loosened to any object.
+  bool strict = false;
 };
 
 struct ChatOptions {

@@ -1,6 +1,7 @@
 #include "server/core/generation_spec.h"
 
 #include "server/core/stop_matcher.h"
+#include "server/core/tool_call_grammar.h"
 
 namespace sparrow::server {
 namespace {
@@ -39,15 +40,44 @@ bool OfferedTools(const GenerationSpec& spec, std::vector<ChatTool>* out, Genera
   return true;
 }
 
-// Renders and tokenizes a chat, and decides how its answer is read.
+// The grammar of the answer's tool calls (tools offered, no response_format, no forced answer):
+// from the first token when the prompt opened the call, else from the format's trigger.
+bool ToolCallFormatOf(const GenerationSpec& spec, ToolCallFormat format, bool call_opened,
+                      OutputFormat* out, GenerationError* error) {
+  if (spec.output_format.kind != OutputKind::kText || spec.forced_output) return true;
+  ToolCallGrammarSpec ts;
+  ts.format = format;
+  ts.tools = &spec.tools;
+  if (spec.tool_choice == ToolChoice::kFunction) ts.named = spec.tool_choice_name;
+  ts.parallel = spec.parallel_tool_calls;
+  ts.lazy = !call_opened;
+  ts.max_schema_depth = kMaxSchemaDepth;
+  auto g = MakeToolCallGrammar(ts);
+  if (!g.ok()) return Fail(error, g.status(), spec.fields.tools);
+  *out = {OutputKind::kGrammar, std::move(g->gbnf), spec.fields.tools, std::move(g->trigger)};
+  return true;
+}
+
+// Renders and tokenizes a chat, and decides how its answer is read; `*tool_calls` gets the
+// grammar of the calls when tools are offered.
 bool ChatTokens(const ServedModel& m, const GenerationSpec& spec, ResolvedGeneration* out,
-                GenerationError* error) {
+                OutputFormat* tool_calls, GenerationError* error) {
   ChatOptions options;
   if (!OfferedTools(spec, &options.tools, error)) return false;
   options.enable_thinking = spec.enable_thinking;
+  const bool constrained = spec.output_format.kind != OutputKind::kText;
+  // A constrained answer is the document itself: no thought before it unless the client asks.
+  if (constrained && !options.enable_thinking) options.enable_thinking = false;
   const ChatFormat& format = *m.chat;
   auto rendered = format.Render(spec.messages, options);
   if (!rendered.ok()) return Fail(error, rendered.status(), spec.fields.messages);
+  if (constrained && rendered->opens_thinking) {
+    return Fail(error,
+                InvalidArgument("'" + spec.output_format.field +
+                                "' constrains the whole answer, and this prompt opens a thought "
+                                "first; set enable_thinking to false"),
+                spec.output_format.field);
+  }
   ChatOutputOptions& o = out->output;
   o.split_reasoning =
       spec.reasoning_format.value_or(m.reasoning_format) == ReasoningFormat::kDeepSeek;
@@ -66,6 +96,10 @@ bool ChatTokens(const ServedModel& m, const GenerationSpec& spec, ResolvedGenera
         o.tool_format, spec.tool_choice == ToolChoice::kFunction ? spec.tool_choice_name : "");
     rendered->text += o.prefix;
   }
+  if (o.tool_format != ToolCallFormat::kNone &&
+      !ToolCallFormatOf(spec, o.tool_format, !o.prefix.empty(), tool_calls, error)) {
+    return false;
+  }
   const Tokenizer& tok = *m.tokenizer;
   // The template's markers are control tokens; what clients wrote is text (no forged turns).
   out->prompt = tok.TokenizeTemplated(rendered->text, /*add_special=*/true, rendered->content);
@@ -77,12 +111,12 @@ bool ChatTokens(const ServedModel& m, const GenerationSpec& spec, ResolvedGenera
 
 // The prompt as token ids; false with `*error` filled when it cannot be made.
 bool Tokens(const ServedModel& m, const GenerationSpec& spec, ResolvedGeneration* resolved,
-            GenerationError* error) {
+            OutputFormat* tool_calls, GenerationError* error) {
   const Tokenizer& tok = *m.tokenizer;
   std::vector<int32_t>* out = &resolved->prompt;
   switch (spec.kind) {
     case PromptKind::kChat:
-      return ChatTokens(m, spec, resolved, error);
+      return ChatTokens(m, spec, resolved, tool_calls, error);
     case PromptKind::kText:
       *out = tok.Tokenize(spec.text, spec.add_special, spec.parse_special);
       return true;
@@ -103,6 +137,25 @@ bool Tokens(const ServedModel& m, const GenerationSpec& spec, ResolvedGeneration
   return false;
 }
 
+// The compiled grammar of `format` (null for free text); false with `*error` filled when it is
+// refused. One matcher is made here so that a grammar whose start overflows the matcher's
+// bounds is refused now, not after the request is queued.
+bool OutputConstraintOf(const ServedModel& m, const OutputFormat& format,
+                        std::shared_ptr<const CompiledOutput>* out, GenerationError* error) {
+  if (format.kind == OutputKind::kText) return true;
+  if (!m.grammars) {
+    return Fail(error, InvalidArgument("this server cannot constrain output"), format.field);
+  }
+  auto compiled = m.grammars->Compile(format);
+  if (!compiled.ok()) return Fail(error, compiled.status(), format.field);
+  if (auto probe = (*compiled)->NewMatcher(); !probe.ok()) {
+    return Fail(error, InvalidArgument("'" + format.field + "': " + probe.status().message()),
+                format.field);
+  }
+  *out = std::move(compiled).value();
+  return true;
+}
+
 }  // namespace
 
 bool ResolveGeneration(const ServedModel& m, const GenerationSpec& spec, ResolvedGeneration* out,
@@ -114,7 +167,8 @@ bool ResolveGeneration(const ServedModel& m, const GenerationSpec& spec, Resolve
                          m.model_id + "'"),
                 f.model, "model_not_found");
   }
-  if (!Tokens(m, spec, out, error)) return false;
+  OutputFormat tool_calls;
+  if (!Tokens(m, spec, out, &tool_calls, error)) return false;
   const std::string& prompt_field = spec.kind == PromptKind::kChat ? f.messages : f.prompt;
   if (out->prompt.empty()) {
     return Fail(error, InvalidArgument("'" + prompt_field + "' gives an empty prompt"),
@@ -189,6 +243,9 @@ bool ResolveGeneration(const ServedModel& m, const GenerationSpec& spec, Resolve
     }
   }
   out->logit_bias = spec.logit_bias;
+  const OutputFormat& format =
+      tool_calls.kind != OutputKind::kText ? tool_calls : spec.output_format;
+  if (!OutputConstraintOf(m, format, &out->constraint, error)) return false;
   if (spec.forced_output) {
     if (!m.allow_forced_output) {
       return Fail(error,
@@ -245,6 +302,12 @@ Status SubmitGeneration(const ServerContext& ctx, ServedModel& m, const Resolved
     r.top_logprobs = g.top_logprobs;
     r.logit_bias = g.logit_bias;
     r.forced_tokens = g.forced_tokens;
+    if (g.constraint) {
+      // Each choice its own matcher state; the compiled grammar is shared.
+      auto matcher = g.constraint->NewMatcher();
+      if (!matcher.ok()) return InvalidArgument(matcher.status().message());
+      r.constraint = std::move(matcher).value();
+    }
     r.sink = sinks[i];
     group.push_back(std::move(r));
   }

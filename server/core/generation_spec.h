@@ -16,6 +16,7 @@
 #include "engine/sched/request.h"
 #include "server/chat/chat_output.h"
 #include "server/chat/chat_template.h"
+#include "server/core/output_grammar.h"
 #include "server/core/server_context.h"
 
 namespace sparrow::server {
@@ -51,6 +52,8 @@ struct GenerationSpec {
   int32_t top_logprobs = 0;
   int32_t n = 1;
   std::vector<std::pair<int32_t, float>> logit_bias;  // token id, bias in [-100, 100]
+  // The answer keeps to a JSON schema, any JSON object or a GBNF grammar (kText: free).
+  OutputFormat output_format;
   // Test-only (the server's allow_forced_output): the answer is this text (control tokens
   // written in it parsed) and then the end of generation, whatever the model would say.
   std::optional<std::string> forced_output;
@@ -83,6 +86,8 @@ struct ResolvedGeneration {
   int32_t n = 1;
   std::vector<std::pair<int32_t, float>> logit_bias;
   std::vector<int32_t> forced_tokens;
+  // Null: free output; else each choice gets its own matcher of this grammar.
+  std::shared_ptr<const CompiledOutput> constraint;
   // Chat: how to read the answer (reasoning, tool calls), and the control tokens it needs to
   // see as text (the tool-call and thinking markers).
   bool chat = false;

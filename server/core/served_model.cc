@@ -99,6 +99,7 @@ Result<std::shared_ptr<ServedModel>> LoadServedModel(const ServerConfig& config,
   m->path = path;
   SPARROW_ASSIGN_OR_RETURN(m->model, Model::Load(path));
   SPARROW_ASSIGN_OR_RETURN(m->tokenizer, LoadTokenizer(m->model->file()));
+  m->grammars = std::make_unique<OutputGrammarCache>(*m->tokenizer);
   m->model_id = model_id.empty() ? ModelIdFromPath(path) : model_id;
 
   std::string chat_template;  // a template family name or Jinja text

@@ -17,6 +17,7 @@
 #include "engine/tokenizer/tokenizer.h"
 #include "server/chat/chat_format.h"
 #include "server/chat/reasoning_splitter.h"
+#include "server/core/output_grammar.h"
 #include "server/core/worker_ranges.h"
 
 namespace sparrow::server {
@@ -37,6 +38,9 @@ struct ServedModel {
   // model, tokenizer and pool its step thread and sinks use are still alive.
   std::unique_ptr<Model> model;
   std::unique_ptr<Tokenizer> tokenizer;
+  // The grammars of constrained outputs (response_format, grammar, tool calls), compiled once
+  // per distinct source; thread-safe.
+  std::unique_ptr<OutputGrammarCache> grammars;
   std::unique_ptr<kernels::ThreadPool> pool;
   std::shared_ptr<const SparsePlan> sparse_plan;  // null: dense
   std::unique_ptr<Scheduler> scheduler;

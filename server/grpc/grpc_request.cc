@@ -16,6 +16,24 @@ Status BadField(const std::string& field, const std::string& what) {
   return InvalidArgument(field + " " + what);
 }
 
+// The constrained-output fields; ResolveGeneration compiles them.
+Status OutputFormatOf(const v1::GenerateOptions& options, OutputFormat* out) {
+  const int given =
+      !options.json_schema().empty() + options.json_object() + !options.grammar().empty();
+  if (given > 1) {
+    return InvalidArgument(
+        "options.json_schema, options.json_object and options.grammar: set at most one");
+  }
+  if (!options.json_schema().empty()) {
+    *out = {OutputKind::kJsonSchema, options.json_schema(), "options.json_schema"};
+  } else if (options.json_object()) {
+    *out = {OutputKind::kJsonObject, "", "options.json_object"};
+  } else if (!options.grammar().empty()) {
+    *out = {OutputKind::kGrammar, options.grammar(), "options.grammar"};
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Result<GenerateSettings> ParseGenerateOptions(const v1::GenerateOptions& options,
@@ -56,6 +74,7 @@ Result<GenerateSettings> ParseGenerateOptions(const v1::GenerateOptions& options
   // A map's order is unspecified: sorted, the same request samples the same way.
   std::sort(out.logit_bias.begin(), out.logit_bias.end());
   if (options.has_forced_output()) out.forced_output = options.forced_output();
+  SPARROW_RETURN_IF_ERROR(OutputFormatOf(options, &out.output_format));
   return out;
 }
 
@@ -77,6 +96,7 @@ GenerationSpec SpecFromSettings(const std::string& model, const GenerateSettings
   spec.fields.forced_output = "options.forced_output";
   spec.logit_bias = settings.logit_bias;
   spec.forced_output = settings.forced_output;
+  spec.output_format = settings.output_format;
   return spec;
 }
 
@@ -166,6 +186,7 @@ Result<std::vector<ChatTool>> ChatTools(const v1::ChatRequest& request) {
       return InvalidArgument(field + ".name repeats the tool name '" + t.name() + "'");
     }
     ChatTool tool{t.name(), t.description()};
+    tool.strict = t.strict();
     if (!t.parameters_json().empty()) {
       SPARROW_ASSIGN_OR_RETURN(
           tool.parameters,

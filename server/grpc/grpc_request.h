@@ -25,6 +25,7 @@ struct GenerateSettings {
   bool logprobs = false;
   std::vector<std::pair<int32_t, float>> logit_bias;  // checked by ResolveGeneration
   std::optional<std::string> forced_output;
+  OutputFormat output_format;  // json_schema, json_object or grammar
 };
 
 // Fills unset sampling fields from `default_sampling`, then checks the values this message

@@ -12,6 +12,33 @@ bool Fail(GenerationError* e, Status status, std::string param) {
   return false;
 }
 
+// response_format / grammar / json_schema; a schema read again from the body in the client's
+// order (the parsed tree sorts keys), since a schema's properties come out in that order.
+void FillOutputFormat(const openai::OutputFormatIn& f, const std::string& body,
+                      GenerationSpec* spec) {
+  using Kind = openai::OutputFormatIn::Kind;
+  OutputFormat& o = spec->output_format;
+  o.field = f.field;
+  o.source = f.source;
+  switch (f.kind) {
+    case Kind::kText:
+      o.kind = OutputKind::kText;
+      break;
+    case Kind::kJsonObject:
+      o.kind = OutputKind::kJsonObject;
+      break;
+    case Kind::kGrammar:
+      o.kind = OutputKind::kGrammar;
+      break;
+    case Kind::kJsonSchema:
+      o.kind = OutputKind::kJsonSchema;
+      if (std::string ordered = openai::JsonTextInOrder(body, f.pointer); !ordered.empty()) {
+        o.source = std::move(ordered);
+      }
+      break;
+  }
+}
+
 void FillSampling(const openai::GenerationFields& g, GenerationSpec* spec,
                   PreparedGeneration* out) {
   SamplingParams& s = spec->sampling;
@@ -46,7 +73,10 @@ void FillChat(const openai::ChatCompletionRequest& r, GenerationSpec* spec) {
     msg.reasoning_content = m.reasoning_content;
     spec->messages.push_back(std::move(msg));
   }
-  for (const auto& t : r.tools) spec->tools.push_back({t.name, t.description, t.parameters});
+  for (const auto& t : r.tools) {
+    spec->tools.push_back({t.name, t.description, t.parameters});
+    spec->tools.back().strict = t.strict;
+  }
   if (r.tool_choice == "none") spec->tool_choice = ToolChoice::kNone;
   if (r.tool_choice == "required") spec->tool_choice = ToolChoice::kRequired;
   if (r.tool_choice == "function") {
@@ -73,6 +103,7 @@ bool PrepareGeneration(const EngineFacade& engine, bool chat, const std::string&
     auto r = openai::ParseChatCompletionRequest(j, &param);
     if (!r.ok()) return Fail(error, r.status(), param);
     FillSampling(r->gen, &spec, out);
+    FillOutputFormat(r->gen.format, body, &spec);
     spec.kind = PromptKind::kChat;
     FillChat(*r, &spec);
     // Chat output may fill the context when max_tokens is unset.
@@ -80,6 +111,7 @@ bool PrepareGeneration(const EngineFacade& engine, bool chat, const std::string&
     auto r = openai::ParseCompletionRequest(j, &param);
     if (!r.ok()) return Fail(error, r.status(), param);
     FillSampling(r->gen, &spec, out);
+    FillOutputFormat(r->gen.format, body, &spec);
     spec.default_max_tokens = 16;  // the OpenAI default for /v1/completions
     if (!r->prompt_tokens.empty()) {
       spec.kind = PromptKind::kTokens;
