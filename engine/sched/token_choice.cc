@@ -23,4 +23,8 @@ TokenEvent ChooseToken(Sequence& s, std::span<const float> row) {
   return ev;
 }
 
+bool DraftAccepted(int32_t drafted, int32_t chosen) {
+  return drafted == chosen;
+}
+
 }  // namespace sparrow
