@@ -36,6 +36,7 @@ struct ServedModel {
   // Declaration order is destruction order in reverse: the scheduler goes first, while the
   // model, tokenizer and pool its step thread and sinks use are still alive.
   std::unique_ptr<Model> model;
+  std::unique_ptr<Model> draft_model;  // model_draft: speculative decoding's drafter, or null
   std::unique_ptr<Tokenizer> tokenizer;
   std::unique_ptr<kernels::ThreadPool> pool;
   std::shared_ptr<const SparsePlan> sparse_plan;  // null: dense
