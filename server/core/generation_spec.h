@@ -54,6 +54,9 @@ struct GenerationSpec {
   // Test-only (the server's allow_forced_output): the answer is this text (control tokens
   // written in it parsed) and then the end of generation, whatever the model would say.
   std::optional<std::string> forced_output;
+  // OpenAI's Predicted Outputs: the answer expected, the draft of speculative decoding (the
+  // answer stays the model's own). Tokenized as text, at most the context's length.
+  std::optional<std::string> prediction;
   // The names this frontend's clients know the fields by, for error messages.
   struct FieldNames {
     std::string model = "model", prompt = "prompt", messages = "messages",
@@ -83,6 +86,7 @@ struct ResolvedGeneration {
   int32_t n = 1;
   std::vector<std::pair<int32_t, float>> logit_bias;
   std::vector<int32_t> forced_tokens;
+  std::vector<int32_t> prediction;  // tokens; empty: none
   // Chat: how to read the answer (reasoning, tool calls), and the control tokens it needs to
   // see as text (the tool-call and thinking markers).
   bool chat = false;
