@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 
@@ -120,6 +121,19 @@ const std::vector<KeySpec>& Keys() {
        "1: a request's forced_output makes the model answer with that text (tests of tool-call "
        "and reasoning parsing; never on a production server)",
        nullptr, &ServerConfig::allow_forced_output, 0, 1, true},
+      {"spec_type",
+       "Speculative decoding: none, draft (model_draft proposes) or ngram (prompt lookup); a "
+       "request's prediction drafts whatever it is (default: draft with model_draft, else none)",
+       &ServerConfig::spec_type},
+      {"model_draft", "A draft model of the same vocabulary for speculative decoding ('': none)",
+       &ServerConfig::model_draft},
+      {"draft_max", "Draft tokens verified per step at most", nullptr, &ServerConfig::draft_max, 1,
+       256},
+      {"draft_min", "Drafts shorter than this are not verified", nullptr, &ServerConfig::draft_min,
+       0, 256},
+      {"draft_p_min",
+       "The draft model stops drafting at a token it gives less probability than this (0 to 1)",
+       &ServerConfig::draft_p_min},
       {"threads", "Compute threads (0: all cores)", nullptr, &ServerConfig::threads, 0, 1024},
       {"n_ctx",
        "Context length per request, prompt plus output (0: the model's own when one request of it "
@@ -347,6 +361,26 @@ Status ValidateServerConfig(const ServerConfig& c) {
     if (!KvCacheTypeFromName(*value)) {
       return InvalidArgument(std::string("config: '") + key + "' must be one of " +
                              std::string(KvCacheTypeNames()) + ", got '" + *value + "'");
+    }
+  }
+  if (!c.spec_type.empty() && c.spec_type != "none" && c.spec_type != "draft" &&
+      c.spec_type != "ngram") {
+    return InvalidArgument("config: 'spec_type' must be none, draft or ngram, got '" + c.spec_type +
+                           "'");
+  }
+  if (c.spec_type == "draft" && c.model_draft.empty()) {
+    return InvalidArgument("config: 'spec_type' draft needs a draft model (model_draft)");
+  }
+  if (c.draft_min > c.draft_max) {
+    return InvalidArgument("config: 'draft_min' (" + std::to_string(c.draft_min) +
+                           ") is more than 'draft_max' (" + std::to_string(c.draft_max) + ")");
+  }
+  {
+    char* end = nullptr;
+    const double p = std::strtod(c.draft_p_min.c_str(), &end);
+    if (c.draft_p_min.empty() || *end != '\0' || !(p >= 0 && p <= 1)) {
+      return InvalidArgument("config: 'draft_p_min' must be a number from 0 to 1, got '" +
+                             c.draft_p_min + "'");
     }
   }
   if (c.shard_split != "layers" && c.shard_split != "tensor" && c.shard_split != "auto") {

@@ -48,6 +48,15 @@ struct ServerConfig {
   std::string reasoning_format = "deepseek";
   // 1: requests may set forced_output (the answer is a given text; for tests only).
   int64_t allow_forced_output = 0;
+  // Speculative decoding: none, draft (model_draft proposes), ngram (prompt lookup); a
+  // request's `prediction` drafts whatever it is. Drafts of draft_max tokens at most, dropped
+  // when shorter than draft_min; the draft model stops at a token it gives less than
+  // draft_p_min (llama.cpp's defaults: 16, 0, 0.75).
+  std::string spec_type;    // "" -> draft with model_draft, else none
+  std::string model_draft;  // "" -> none
+  int64_t draft_max = 16;
+  int64_t draft_min = 0;
+  std::string draft_p_min = "0.75";
   // Engine.
   int64_t threads = 0;  // compute threads; 0 -> all cores
   int64_t n_ctx = 0;    // 0 -> the model's training context

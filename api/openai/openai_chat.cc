@@ -260,6 +260,42 @@ Status ParseChatTools(const json& b, ChatCompletionRequest* r, std::string* para
   return Status::Ok();
 }
 
+namespace {
+
+// OpenAI's prediction object: {"type": "content", "content": a string or text parts}.
+Status ParsePrediction(const json& p, GenerationFields* g, std::string* param) {
+  if (!p.is_object()) return Bad(param, "prediction", "must be an object");
+  const json* type = Member(p, "type");
+  if (type == nullptr || !type->is_string() || type->get<std::string>() != "content") {
+    return Bad(param, "prediction.type", "must be \"content\"");
+  }
+  const json* content = Member(p, "content");
+  if (content == nullptr) return Bad(param, "prediction.content", "is required");
+  if (content->is_string()) {
+    g->prediction = content->get<std::string>();
+    return Status::Ok();
+  }
+  if (!content->is_array()) {
+    return Bad(param, "prediction.content", "must be a string or an array of text parts");
+  }
+  std::string text;
+  for (size_t i = 0; i < content->size(); ++i) {
+    const json& part = (*content)[i];
+    const std::string at = "prediction.content[" + std::to_string(i) + "]";
+    const json* ptype = part.is_object() ? Member(part, "type") : nullptr;
+    const json* ptext = part.is_object() ? Member(part, "text") : nullptr;
+    if (ptype == nullptr || !ptype->is_string() || ptype->get<std::string>() != "text" ||
+        ptext == nullptr || !ptext->is_string()) {
+      return Bad(param, at, "must be {\"type\": \"text\", \"text\": a string}");
+    }
+    text += ptext->get<std::string>();
+  }
+  g->prediction = std::move(text);
+  return Status::Ok();
+}
+
+}  // namespace
+
 Status ParseOutputControls(const json& b, GenerationFields* g, std::string* param) {
   const json* bias = Member(b, "logit_bias");
   if (bias != nullptr) {
@@ -280,6 +316,10 @@ Status ParseOutputControls(const json& b, GenerationFields* g, std::string* para
       }
       g->logit_bias.emplace_back(id, static_cast<float>(value.get<double>()));
     }
+  }
+  const json* prediction = Member(b, "prediction");
+  if (prediction != nullptr && !prediction->is_null()) {
+    SPARROW_RETURN_IF_ERROR(ParsePrediction(*prediction, g, param));
   }
   const json* forced = Member(b, "forced_output");
   if (forced != nullptr) {

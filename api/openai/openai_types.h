@@ -36,6 +36,9 @@ struct GenerationFields {
   std::vector<std::pair<int32_t, float>> logit_bias;  // token id, bias (-100 .. 100)
   std::optional<std::string> forced_output;           // extension, tests only
   OutputFormatIn format;  // response_format, or llama-server's grammar / json_schema
+  // Predicted Outputs: prediction {"type": "content", "content": text or [{"type": "text",
+  // "text": ...}]}, the answer expected (the draft of speculative decoding).
+  std::optional<std::string> prediction;
 };
 
 // An assistant message's call; `arguments` is checked to be a JSON object's text.

@@ -82,6 +82,17 @@ void SequenceKv::PublishFullBlocks(const std::vector<int32_t>& tokens, int64_t n
   }
 }
 
+void SequenceKv::Truncate(int64_t n_positions) {
+  SPARROW_CHECK(n_positions >= 0);
+  const int64_t bs = pool_->block_size();
+  const int64_t keep = (n_positions + bs - 1) / bs;
+  SPARROW_CHECK(static_cast<int64_t>(hashes_.size()) <= n_positions / bs);
+  while (n_blocks() > keep) {
+    pool_->Release(blocks_.back());
+    blocks_.pop_back();
+  }
+}
+
 void SequenceKv::Remap(const std::unordered_map<BlockId, BlockId>& moved) {
   if (moved.empty()) return;
   for (BlockId& b : blocks_) {

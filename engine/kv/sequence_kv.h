@@ -43,6 +43,12 @@ class SequenceKv final : public KvCache {
   // Registers the full blocks among the first `n_done` positions of `tokens` in the prefix
   // cache, so other sequences can reuse them.
   void PublishFullBlocks(const std::vector<int32_t>& tokens, int64_t n_done);
+  // Keeps positions [0, n_positions) and releases every block past them (speculative decoding:
+  // the keys and values of rejected draft tokens). Blocks still held keep their contents;
+  // positions at or past n_positions in the last one are garbage until written again. A block
+  // published to the prefix cache holds only accepted tokens, so it is never among those cut:
+  // that would be a broken invariant (checked).
+  void Truncate(int64_t n_positions);
   void ReleaseAll();
   // Follows the blocks the pool moved in a shrink (KvBlockPool::Resize).
   void Remap(const std::unordered_map<BlockId, BlockId>& moved);

@@ -49,6 +49,7 @@ void ContinuousBatchingPlanner::MarkFinished(Sequence& s, FinishReason reason, S
     s.kv->PublishFullBlocks(s.tokens, s.n_computed);  // later turns of a chat reuse them
     s.kv->ReleaseAll();
   }
+  s.spec.draft_kv.Reset();
 }
 
 void ContinuousBatchingPlanner::SweepDone(std::vector<std::unique_ptr<Sequence>>* out) {
@@ -180,13 +181,23 @@ void ContinuousBatchingPlanner::FormBatch(const StepLimits& limits,
   const int64_t depth = std::max<int64_t>(1, limits.pipeline_depth);
   int64_t decode_cap = (decoding + depth - 1) / depth;
   int64_t budget = limits.token_budget;
+  std::vector<Sequence*> decode;
   for (auto& s : running_) {
     const int64_t n = static_cast<int64_t>(s->tokens.size());
     if (s->n_computed == n - 1 && ready(*s) && budget > 0 && decode_cap > 0) {
-      add(*s, n - 1, 1);
+      decode.push_back(s.get());
       --budget;
       --decode_cap;
     }
+  }
+  // Speculative decoding is off in a pipeline: its batches are in flight while the next is
+  // formed, and a draft needs the last token.
+  if (opts_.propose && depth == 1) Draft(decode, &budget);
+  for (Sequence* s : decode) {
+    const auto k = static_cast<int64_t>(s->spec.draft.size());
+    add(*s, static_cast<int64_t>(s->tokens.size()) - 1, 1 + k);
+    plan->segments.back().n_draft = k;
+    plan->drafted += k;
   }
   plan->decoded = static_cast<int64_t>(plan->segments.size());
   budget = step_time_.PrefillCap(plan->decoded, budget);
@@ -202,9 +213,45 @@ void ContinuousBatchingPlanner::FormBatch(const StepLimits& limits,
   for (PlannedSegment& seg : plan->segments) seg.seq->in_flight = true;
 }
 
+void ContinuousBatchingPlanner::Draft(const std::vector<Sequence*>& decoding, int64_t* budget) {
+  std::vector<Sequence*> drafting;
+  // The step's spare tokens shared evenly, so that every sequence may draft.
+  const int64_t share = decoding.empty() ? 0 : *budget / static_cast<int64_t>(decoding.size());
+  for (Sequence* s : decoding) {
+    s->spec.draft.clear();
+    const auto n = static_cast<int64_t>(s->tokens.size());
+    // Room for the drafts and the target's token after them: never past max_tokens or the
+    // context, so that no accepted token is ever thrown away. Forced tokens are not drafted.
+    const int64_t room = std::min(
+        {opts_.draft_max, share, s->req.max_tokens - s->n_generated - 1, opts_.n_ctx - n - 1});
+    const bool forced = s->n_generated < static_cast<int64_t>(s->req.forced_tokens.size());
+    s->spec.max_draft = forced || !s->followers.empty() ? 0 : std::max<int64_t>(0, room);
+    if (s->spec.max_draft > 0 && s->spec.max_draft >= opts_.draft_min) drafting.push_back(s);
+  }
+  if (drafting.empty()) return;
+  opts_.propose(drafting);
+  for (Sequence* s : drafting) {
+    std::vector<int32_t>& d = s->spec.draft;
+    if (static_cast<int64_t>(d.size()) > s->spec.max_draft) d.resize(s->spec.max_draft);
+    const auto n = static_cast<int64_t>(s->tokens.size());
+    // The draft's positions, the block holding position n - 1 already private (decode slot).
+    if (static_cast<int64_t>(d.size()) < std::max<int64_t>(1, opts_.draft_min) ||
+        !s->kv->Reserve(n + static_cast<int64_t>(d.size()), n - 1)) {
+      d.clear();
+      continue;
+    }
+    *budget -= static_cast<int64_t>(d.size());
+    s->spec.verify.assign(1, s->tokens.back());
+    s->spec.verify.insert(s->spec.verify.end(), d.begin(), d.end());
+  }
+}
+
 StepUpdate ContinuousBatchingPlanner::Update(const StepPlan& plan, const StepOutputs& outputs) {
   for (const PlannedSegment& seg : plan.segments) seg.seq->in_flight = false;
-  if (outputs.step_ms) step_time_.Observe(plan.decoded, plan.prompt_computed, *outputs.step_ms);
+  // Draft tokens cost what prompt tokens do: more rows through the same weights.
+  if (outputs.step_ms) {
+    step_time_.Observe(plan.decoded, plan.prompt_computed + plan.drafted, *outputs.step_ms);
+  }
   StepUpdate up;
   if (outputs.abandoned) return up;
   if (!outputs.status.ok()) {
@@ -223,7 +270,12 @@ StepUpdate ContinuousBatchingPlanner::Update(const StepPlan& plan, const StepOut
   for (size_t i = 0; i < plan.segments.size(); ++i) {
     Sequence& s = *plan.segments[i].seq;
     if (s.done) continue;
+    if (plan.segments[i].n_draft > 0) {
+      LandVerified(s, plan.segments[i], outputs.segments[i].choices, &up);
+      continue;
+    }
     s.n_computed += plan.segments[i].n_tokens;
+    s.spec.draft_kv.Keep(s.n_computed);
     const int64_t n = static_cast<int64_t>(s.tokens.size());
     s.kv->PublishFullBlocks(s.tokens, s.n_computed);
     if (s.n_computed < n) continue;  // mid-prompt chunk: no token yet
@@ -263,6 +315,43 @@ StepUpdate ContinuousBatchingPlanner::Update(const StepPlan& plan, const StepOut
   return up;
 }
 
+void ContinuousBatchingPlanner::LandVerified(Sequence& s, const PlannedSegment& seg,
+                                             const std::vector<TokenChoice>& choices,
+                                             StepUpdate* up) {
+  SPARROW_CHECK(!choices.empty() && static_cast<int64_t>(choices.size()) <= seg.n_draft + 1);
+  const std::vector<int32_t>& draft = s.spec.draft;
+  SPARROW_CHECK(static_cast<int64_t>(draft.size()) == seg.n_draft);
+  // The tokens emitted: the drafts the target agreed with, then its own (cut short by a stop,
+  // an end-of-generation token or a client that left).
+  const bool cancelled = choices.back().cancelled;
+  const auto emitted = static_cast<int64_t>(choices.size()) - (cancelled ? 1 : 0);
+  int64_t accepted = 0;
+  while (accepted < emitted && accepted < seg.n_draft &&
+         choices[accepted].token == draft[accepted]) {
+    ++accepted;
+  }
+  const auto src = static_cast<size_t>(s.spec.source);
+  s.spec.drafted[src] += seg.n_draft;
+  s.spec.accepted[src] += accepted;
+  up->drafted[src] += seg.n_draft;
+  up->accepted[src] += accepted;
+  if (s.spec.source == DraftSource::kPrediction && accepted == seg.n_draft && emitted > accepted &&
+      choices[accepted].token == s.spec.prediction_next) {
+    ++s.spec.prediction_matched;
+  }
+  // Valid keys and values: the last token's and those of the drafts before the last token
+  // emitted; the rest held rejected drafts and goes back to the pool.
+  s.n_computed += emitted;
+  s.kv->Truncate(s.n_computed);
+  s.spec.draft_kv.Keep(s.n_computed);
+  for (int64_t k = 0; k < emitted && !s.done; ++k) {
+    if (Append(s, choices[k])) ++up->generated;
+  }
+  if (cancelled) MarkFinished(s, FinishReason::kCancelled);
+  if (!s.done) s.kv->PublishFullBlocks(s.tokens, s.n_computed);
+  s.spec.draft.clear();
+}
+
 bool ContinuousBatchingPlanner::Append(Sequence& s, const TokenChoice& choice) {
   if (!choice.failed.ok()) {
     MarkFinished(s, FinishReason::kError, choice.failed);
@@ -292,6 +381,7 @@ Sequence* ContinuousBatchingPlanner::PreemptNewest() {
   s->kv->PublishFullBlocks(s->tokens, s->n_computed);
   s->kv->ReleaseAll();
   s->kv.reset();
+  s->spec.draft_kv.Reset();
   s->n_computed = 0;
   ++s->preemptions;
   ++preemptions_;

@@ -9,6 +9,7 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "engine/kv/kv_block_pool.h"
@@ -22,6 +23,12 @@ struct PlannerOptions {
   int64_t max_running = 16;             // sequences decoding at once
   double step_time_target_ms = 0;       // StepTimeModel's; 0: the token budget alone decides
   std::function<bool(int32_t)> is_eog;  // end-of-generation tokens; required
+  // Speculative decoding: drafts for the decoding sequences of a step, each at most its
+  // spec.max_draft tokens, into spec.draft (speculator.h); null: no drafting. Drafts shorter
+  // than draft_min are dropped; none is longer than draft_max.
+  std::function<void(std::span<Sequence* const>)> propose;
+  int64_t draft_max = 0;
+  int64_t draft_min = 0;
 };
 
 class ContinuousBatchingPlanner final : public StepPlanner {
@@ -52,6 +59,13 @@ class ContinuousBatchingPlanner final : public StepPlanner {
   // Makes room for one more position of each decoding sequence; returns those it could not.
   std::vector<Sequence*> ReserveDecodeSlots();
   void FormBatch(const StepLimits& limits, const std::vector<Sequence*>& blocked, StepPlan* plan);
+  // Drafts for `decoding` (speculative decoding) within `*budget` tokens, each draft's KV
+  // positions reserved; a sequence whose draft does not fit decodes one token.
+  void Draft(const std::vector<Sequence*>& decoding, int64_t* budget);
+  // Lands a verify segment: its accepted drafts and the target's token are appended, the KV of
+  // the rejected ones rolled back.
+  void LandVerified(Sequence& s, const PlannedSegment& seg, const std::vector<TokenChoice>& choices,
+                    StepUpdate* up);
   // Appends the chosen token to `s` and finishes it at an end-of-generation token, a stop, the
   // context's end or max_tokens; a failed choice fails `s` instead (false: nothing appended).
   bool Append(Sequence& s, const TokenChoice& choice);

@@ -39,6 +39,12 @@ struct FinishInfo {
   double ttft_ms = 0;   // submit -> first token
   double total_ms = 0;  // submit -> finish
   int64_t preemptions = 0;
+  // Speculative decoding: tokens drafted and accepted for this request, and of its prediction
+  // (OpenAI's accepted_prediction_tokens / rejected_prediction_tokens).
+  int64_t draft_tokens = 0;
+  int64_t accepted_draft_tokens = 0;
+  int64_t accepted_prediction_tokens = 0;
+  int64_t rejected_prediction_tokens = 0;
 };
 
 // Receives one request's output. Called on the scheduler thread: must be quick and must not
@@ -75,6 +81,9 @@ struct GenerationRequest {
   // The first generated tokens, taken as given instead of sampled (the model still runs on
   // them): makes a real model say a chosen text, for tests of what parses the output.
   std::vector<int32_t> forced_tokens;
+  // OpenAI's predicted output, tokenized: the answer expected, used as the draft of
+  // speculative decoding (the answer is still the model's own).
+  std::vector<int32_t> prediction;
   std::shared_ptr<RequestSink> sink;
 };
 

@@ -77,9 +77,22 @@ Scheduler::Scheduler(const Model& model, kernels::ThreadPool* pool, SchedulerOpt
     SPARROW_CHECK(u != nullptr);
     users_.push_back(u);
   }
-  planner_ = std::make_unique<ContinuousBatchingPlanner>(
-      &kv_,
-      PlannerOptions{opts_.n_ctx, opts_.max_running, opts_.step_time_target_ms, opts_.is_eog});
+  PlannerOptions planner;
+  planner.n_ctx = opts_.n_ctx;
+  planner.max_running = opts_.max_running;
+  planner.step_time_target_ms = opts_.step_time_target_ms;
+  planner.is_eog = opts_.is_eog;
+  // Predicted outputs draft whatever the server's type, so the speculator is always there
+  // without remote layers (whose pipeline has no room for a verify step).
+  if (opts_.remote_layers.empty()) {
+    spec_ = std::make_unique<Speculator>(opts_.spec, pool_, opts_.n_ctx, opts_.max_running,
+                                         opts_.kv_block_size);
+    planner.propose = [this](std::span<Sequence* const> seqs) { spec_->Propose(seqs); };
+    planner.draft_max = opts_.spec.draft_max;
+    planner.draft_min = opts_.spec.draft_min;
+    stats_.spec_kv_bytes = spec_->kv_bytes();
+  }
+  planner_ = std::make_unique<ContinuousBatchingPlanner>(&kv_, std::move(planner));
   stats_.kv = kv_.Stats();  // an idle server reports its pool, not zeros
   thread_ = std::thread([this] { Loop(); });
 }

@@ -7,6 +7,7 @@
 // and hands the planner what ran. Between steps it applies memory plans and new placements of
 // remote layers; with remote layers it keeps one batch per device in flight.
 // Thread-safe: Submit, Stats and Shutdown may be called from any thread.
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -28,6 +29,7 @@
 #include "engine/runtime/forward_pass.h"
 #include "engine/sched/mask_prefetch.h"
 #include "engine/sched/request.h"
+#include "engine/sched/speculator.h"
 #include "engine/sched/step_plan.h"
 #include "engine/sched/step_planner.h"
 #include "engine/sched/step_scratch.h"
@@ -74,6 +76,9 @@ struct SchedulerOptions {
   // placement without it, or its return) before they fail with its error; 0: they fail at once.
   // The sequences of the failed batches resume from the start, as after a new placement.
   std::chrono::milliseconds remote_down_wait{0};
+  // Speculative decoding: the drafter and the draft's length (off without remote layers only;
+  // a request's prediction drafts whatever the type). spec_options.h.
+  SpecOptions spec;
 };
 
 struct SchedulerStats {
@@ -94,6 +99,9 @@ struct SchedulerStats {
   int64_t memory_plan_version = 0;               // the last plan applied (0: none yet)
   double memory_plan_latency_ms = 0;             // from its decision to its application
   std::optional<double> sparsity;                // the level in force (FeedForward::sparsity)
+  // Speculative decoding, by DraftSource: draft tokens verified and accepted, cumulative.
+  std::array<int64_t, kDraftSources> spec_drafted{}, spec_accepted{};
+  int64_t spec_kv_bytes = 0;  // the draft model's KV pool
 };
 
 class Scheduler {
@@ -171,6 +179,9 @@ class Scheduler {
   Status Validate(const GenerationRequest& request) const;
   // Chooses the next token of `s` from its logits row and streams it; what the planner hears.
   TokenChoice EmitToken(Sequence& s, std::span<const float> row);
+  // A verify segment's tokens (speculative decoding): one per row while the target agrees with
+  // the draft, then the target's own; cut short by a stop or an end-of-generation token.
+  std::vector<TokenChoice> EmitVerified(Sequence& s, const float* rows);
   // Moves what Submit queued to the planner (scheduler thread).
   void TakeSubmitted();
   // Publishes the planner's and the pool's gauges to stats_.
@@ -214,6 +225,8 @@ class Scheduler {
   KvBlockPool kv_;
   int64_t kv_block_bytes_ = 0;
   int64_t min_kv_blocks_ = 0;
+  // Before the planner: its sequences hold draft KV in the speculator's pool.
+  std::unique_ptr<Speculator> spec_;      // null without speculative decoding
   std::unique_ptr<StepPlanner> planner_;  // scheduler thread only (built before the thread)
   std::shared_ptr<KvPoolUser> kv_user_;
   std::shared_ptr<StepScratch> scratch_;

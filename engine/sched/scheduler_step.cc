@@ -34,12 +34,14 @@ void Scheduler::Step() {
   if (submitting) {
     Flight fl;
     for (const PlannedSegment& seg : plan.segments) {
-      fl.segs.push_back({seg.seq->kv.get(),
-                         {&seg.seq->tokens[seg.pos], static_cast<size_t>(seg.n_tokens)},
-                         seg.pos,
-                         false});
+      // A verify segment reads the last token and the draft, a row of logits for each.
+      const std::span<const int32_t> tokens =
+          seg.n_draft > 0 ? std::span<const int32_t>(seg.seq->spec.verify)
+                          : std::span<const int32_t>(&seg.seq->tokens[seg.pos],
+                                                     static_cast<size_t>(seg.n_tokens));
+      fl.segs.push_back({seg.seq->kv.get(), tokens, seg.pos, seg.n_draft > 0});
     }
-    scratch_->Observe(plan.decoded + plan.prompt_computed);
+    scratch_->Observe(plan.decoded + plan.drafted + plan.prompt_computed);
     fl.start = Clock::now();
     mask_prefetch_.Start(plan);
     if (Status st = fp_.Submit(fl.segs); !st.ok()) {
@@ -138,19 +140,31 @@ void Scheduler::LandOldest() {
   // and the others carry on.
   const int64_t n_vocab = model_.config().n_vocab;
   out.segments.resize(fl.plan.segments.size());
+  int64_t row_at = 0;  // a verify segment has a row per token, the others one
   for (size_t i = 0; i < fl.plan.segments.size(); ++i) {
+    const PlannedSegment& seg = fl.plan.segments[i];
+    const float* rows = &logits[row_at * n_vocab];
+    row_at += seg.n_draft > 0 ? seg.n_tokens : 1;
     SegmentOutput& so = out.segments[i];
     so.status = failures[i];
     if (!so.status.ok()) {
       spdlog::error("a request failed in the forward pass: {}", so.status.ToString());
       continue;
     }
-    std::span<const float> row(&logits[i * n_vocab], n_vocab);
-    for (Sequence* s : fl.plan.segments[i].samplers) so.choices.push_back(EmitToken(*s, row));
+    if (seg.n_draft > 0) {
+      so.choices = EmitVerified(*seg.seq, rows);
+      continue;
+    }
+    std::span<const float> row(rows, n_vocab);
+    for (Sequence* s : seg.samplers) so.choices.push_back(EmitToken(*s, row));
   }
   StepUpdate up = planner_->Update(fl.plan, out);
   Finish(std::move(up.finished));
   std::lock_guard<std::mutex> lock(mu_);
+  for (int k = 0; k < kDraftSources; ++k) {
+    stats_.spec_drafted[k] += up.drafted[k];
+    stats_.spec_accepted[k] += up.accepted[k];
+  }
   stats_.generated_tokens += up.generated;
   stats_.prompt_tokens += fl.plan.prompt_computed;
   ++stats_.steps;
@@ -170,6 +184,21 @@ TokenChoice Scheduler::EmitToken(Sequence& s, std::span<const float> row) {
   // A constrained output that is whole ends here, without waiting for the model's end token.
   const bool complete = s.req.constraint && s.req.constraint->Complete();
   return {.token = ev->token, .stop = !keep || complete};
+}
+
+std::vector<TokenChoice> Scheduler::EmitVerified(Sequence& s, const float* rows) {
+  const auto n_vocab = static_cast<size_t>(model_.config().n_vocab);
+  const std::vector<int32_t>& draft = s.spec.draft;
+  std::vector<TokenChoice> out;
+  for (size_t i = 0; i <= draft.size(); ++i) {
+    const TokenChoice c = EmitToken(s, {rows + i * n_vocab, n_vocab});
+    out.push_back(c);
+    if (c.cancelled || c.stop || opts_.is_eog(c.token) || i == draft.size() ||
+        !DraftAccepted(draft[i], c.token)) {
+      break;
+    }
+  }
+  return out;
 }
 
 void Scheduler::Finish(std::vector<std::unique_ptr<Sequence>> done) {
@@ -202,6 +231,22 @@ void Scheduler::Finish(std::vector<std::unique_ptr<Sequence>> done) {
     info.ttft_ms = s->has_first_token ? MsBetween(s->submitted, s->first_token) : 0;
     info.total_ms = MsBetween(s->submitted, now);
     info.preemptions = s->preemptions;
+    const SpecState& sp = s->spec;
+    for (int k = 0; k < kDraftSources; ++k) {
+      info.draft_tokens += sp.drafted[k];
+      info.accepted_draft_tokens += sp.accepted[k];
+    }
+    if (!s->req.prediction.empty()) {
+      // The prediction's tokens the answer took: its accepted drafts, the target's own tokens
+      // after wholly accepted drafts that were the prediction's next, and a first token that
+      // was its first (computed with the prompt, before any draft).
+      const bool first = s->n_generated > 0 && s->tokens[s->n_prompt] == s->req.prediction[0];
+      const int64_t hit = sp.accepted[static_cast<int>(DraftSource::kPrediction)] +
+                          sp.prediction_matched + (first ? 1 : 0);
+      info.accepted_prediction_tokens = hit;
+      info.rejected_prediction_tokens =
+          std::max<int64_t>(0, static_cast<int64_t>(s->req.prediction.size()) - hit);
+    }
     s->req.sink->OnFinish(info);
   }
 }

@@ -10,6 +10,7 @@
 #include "engine/kv/sequence_kv.h"
 #include "engine/runtime/sampler.h"
 #include "engine/sched/request.h"
+#include "engine/spec/spec_state.h"
 
 namespace sparrow {
 
@@ -31,6 +32,7 @@ struct Sequence {
   // The engine loop's token choice (token_choice.h); the planner never reads it (null in its
   // tests).
   std::unique_ptr<Sampler> sampler;
+  SpecState spec;  // speculative decoding (the planner sets the draft's room, the loop drafts)
   SchedulerClock::time_point submitted, admitted, first_token;
   bool has_first_token = false;
   bool done = false;

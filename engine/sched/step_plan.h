@@ -2,6 +2,7 @@
 // What a step planner hands the engine loop (StepPlan: what to run) and what the loop hands back
 // (StepOutputs: what ran, with the tokens chosen). Plain data: the planner never sees logits and
 // the loop never decides blocks.
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -21,6 +22,10 @@ struct PlannedSegment {
   // to each of these: the group's followers first (they fork from seq when it lands), then seq.
   // Empty for a chunk in the middle of a prompt.
   std::vector<Sequence*> samplers;
+  // Speculative decoding: a decode segment that also carries this many draft tokens
+  // (seq->spec.verify: the last token, then the draft), one logits row per token; the loop
+  // accepts a prefix of the draft and adds the target's own next token.
+  int64_t n_draft = 0;
 };
 
 // The step's limits, from the engine loop: the tokens the step's scratch allows, the batches the
@@ -36,13 +41,16 @@ struct StepPlan {
   std::vector<PlannedSegment> segments;  // decoding sequences first, then prefill chunks
   int64_t decoded = 0;                   // single-token decode segments
   int64_t prompt_computed = 0;           // prompt tokens in the prefill chunks
+  int64_t drafted = 0;                   // draft tokens the decode segments verify
   // Admitted for the first time by this plan (not after a preemption): their sinks hear of it.
   std::vector<Sequence*> admitted;
   // Ended by this plan (cancelled, or too large for the KV pool), blocks already released.
   std::vector<std::unique_ptr<Sequence>> finished;
 };
 
-// The token chosen for one sampler of a segment, or none because its client left meanwhile.
+// The token chosen for one sampler of a segment, or none because its client left meanwhile. A
+// verify segment (PlannedSegment::n_draft) has one for each token emitted: the accepted drafts,
+// then the target's own.
 struct TokenChoice {
   bool cancelled = false;
   int32_t token = 0;
@@ -65,8 +73,9 @@ struct StepOutputs {
 };
 
 struct StepUpdate {
-  std::vector<std::unique_ptr<Sequence>> finished;  // blocks already released or published
-  int64_t generated = 0;                            // tokens appended
+  std::vector<std::unique_ptr<Sequence>> finished;           // blocks already released or published
+  int64_t generated = 0;                                     // tokens appended
+  std::array<int64_t, kDraftSources> drafted{}, accepted{};  // by the verify segments
 };
 
 }  // namespace sparrow

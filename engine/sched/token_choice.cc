@@ -44,4 +44,8 @@ Result<TokenEvent> ChooseToken(Sequence& s, std::span<const float> row) {
   return ev;
 }
 
+bool DraftAccepted(int32_t drafted, int32_t chosen) {
+  return drafted == chosen;
+}
+
 }  // namespace sparrow

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -13,6 +14,7 @@
 #include "engine/tokenizer/incremental_detokenizer.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "engine/tools/cli_checks.h"
+#include "engine/tools/scheduled_generate.h"
 
 namespace sparrow::tools {
 namespace {
@@ -72,6 +74,7 @@ void RegisterGenerateCommand(CLI::App& app, GenerateCommandOptions& o, int& exit
   cmd->add_flag("--no-echo", o.no_echo, "Do not print the prompt before the continuation");
   AddSparsityFlags(cmd, o.sparse);
   AddKvTypeFlags(cmd, o.kv);
+  AddSpecFlags(cmd, o.spec);
   cmd->callback([&o, &exit_code] { exit_code = RunGenerate(o); });
 }
 
@@ -136,8 +139,29 @@ int RunGenerate(const GenerateCommandOptions& o) {
     }
     return true;
   };
-  auto stats = Generate(
-      fp, cache, prompt_ids, gopts, [&](int32_t id) { return tok.IsEog(id); }, on_token);
+  auto is_eog = [&](int32_t id) { return tok.IsEog(id); };
+  auto spec = LoadSpec(o.spec, tok, o.model);
+  if (!spec.ok()) return Fail(spec.status().ToString());
+  Result<GenerateStats> stats = GenerateStats{};
+  std::optional<ScheduledGenerateStats> scheduled;
+  if (spec->options.type == SpecType::kNone) {
+    stats = Generate(fp, cache, prompt_ids, gopts, is_eog, on_token);
+  } else {
+    // Speculative decoding is the engine loop's: the verify steps, drafts and rollback.
+    SchedulerOptions so;
+    so.n_ctx = n_ctx;
+    so.kv_types = *kv_types;
+    so.is_eog = is_eog;
+    so.spec = spec->options;
+    so.make_ffn = [p = *plan](const Model& m, kernels::ThreadPool* tp) {
+      return MakeFeedForward(m, p, tp);
+    };
+    auto run = GenerateScheduled(**model, &pool, std::move(so), prompt_ids, gopts,
+                                 [&](int32_t id) { on_token(id); });
+    if (!run.ok()) return Fail(run.status().ToString());
+    scheduled = *run;
+    stats = run->base;
+  }
   if (!stats.ok()) return Fail(stats.status().ToString());
   std::string tail = detok.Flush();
   text += tail;
@@ -158,6 +182,12 @@ int RunGenerate(const GenerateCommandOptions& o) {
                     {"predicted_per_second", tg},
                     {"threads", threads}};
     j["sparse"] = SparseReport(fp.ffn(), plan->get());
+    if (scheduled) {
+      j["speculative"] = {{"type", SpecTypeName(spec->options.type)},
+                          {"draft_tokens", scheduled->draft_tokens},
+                          {"accepted_tokens", scheduled->accepted_draft_tokens},
+                          {"steps", scheduled->steps}};
+    }
     std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   } else {
     std::fwrite(tail.data(), 1, tail.size(), stdout);
@@ -172,6 +202,16 @@ int RunGenerate(const GenerateCommandOptions& o) {
                static_cast<long long>(stats->generated_tokens), stats->generate_seconds * 1e3, tg,
                threads, stats->finish_reason.c_str(), sparse["mode"].get<std::string>().c_str(),
                100.0 * sparse["active_fraction"].get<double>());
+  if (scheduled) {
+    std::fprintf(stderr, "speculative (%s): %lld drafted, %lld accepted (%.1f%%), %lld steps\n",
+                 SpecTypeName(spec->options.type), static_cast<long long>(scheduled->draft_tokens),
+                 static_cast<long long>(scheduled->accepted_draft_tokens),
+                 scheduled->draft_tokens > 0
+                     ? 100.0 * static_cast<double>(scheduled->accepted_draft_tokens) /
+                           static_cast<double>(scheduled->draft_tokens)
+                     : 0.0,
+                 static_cast<long long>(scheduled->steps));
+  }
   return 0;
 }
 

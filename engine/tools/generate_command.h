@@ -6,6 +6,7 @@
 #include "engine/runtime/sampler.h"
 #include "engine/tools/kv_type_flags.h"
 #include "engine/tools/sparsity_flags.h"
+#include "engine/tools/spec_flags.h"
 
 namespace CLI {
 class App;
@@ -27,6 +28,7 @@ struct GenerateCommandOptions {
   SamplingParams sampling;
   SparsityFlags sparse;
   KvTypeFlags kv;
+  SpecFlags spec;  // with a drafter, generation runs through the engine loop
 };
 
 void RegisterGenerateCommand(CLI::App& app, GenerateCommandOptions& opts, int& exit_code);

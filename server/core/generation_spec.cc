@@ -258,6 +258,11 @@ bool ResolveGeneration(const ServedModel& m, const GenerationSpec& spec, Resolve
     const TokenId eos = m.tokenizer->special(SpecialToken::kEos);
     if (eos != kNoToken) out->forced_tokens.push_back(eos);
   }
+  if (spec.prediction) {
+    // Beyond the context it could never be used.
+    out->prediction = m.tokenizer->Tokenize(*spec.prediction, false, false);
+    if (static_cast<int64_t>(out->prediction.size()) > m.n_ctx) out->prediction.resize(m.n_ctx);
+  }
   out->sampling = spec.sampling;
   out->stop = spec.stop;
   out->logprobs = spec.logprobs;
@@ -308,6 +313,7 @@ Status SubmitGeneration(const ServerContext& ctx, ServedModel& m, const Resolved
       if (!matcher.ok()) return InvalidArgument(matcher.status().message());
       r.constraint = std::move(matcher).value();
     }
+    r.prediction = g.prediction;
     r.sink = sinks[i];
     group.push_back(std::move(r));
   }

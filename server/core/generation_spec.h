@@ -57,6 +57,9 @@ struct GenerationSpec {
   // Test-only (the server's allow_forced_output): the answer is this text (control tokens
   // written in it parsed) and then the end of generation, whatever the model would say.
   std::optional<std::string> forced_output;
+  // OpenAI's Predicted Outputs: the answer expected, the draft of speculative decoding (the
+  // answer stays the model's own). Tokenized as text, at most the context's length.
+  std::optional<std::string> prediction;
   // The names this frontend's clients know the fields by, for error messages.
   struct FieldNames {
     std::string model = "model", prompt = "prompt", messages = "messages",
@@ -88,6 +91,7 @@ struct ResolvedGeneration {
   std::vector<int32_t> forced_tokens;
   // Null: free output; else each choice gets its own matcher of this grammar.
   std::shared_ptr<const CompiledOutput> constraint;
+  std::vector<int32_t> prediction;  // tokens; empty: none
   // Chat: how to read the answer (reasoning, tool calls), and the control tokens it needs to
   // see as text (the tool-call and thinking markers).
   bool chat = false;

@@ -14,6 +14,7 @@
 #include "engine/memory/device_memory.h"
 #include "engine/plan/hardware_profile.h"
 #include "engine/sparse/ffn_factory.h"
+#include "engine/spec/vocab_match.h"
 
 namespace sparrow::server {
 
@@ -86,6 +87,35 @@ Result<PlanFn> PlannerFromConfig(const ServerConfig& config, const ServedModel& 
   o.max_threads = m.pool ? m.pool->size() : 1;
   spdlog::info("memory: budgets planned with the hardware profile {}", path);
   return MakeBudgetPlanner(std::move(o), *m.model, *m.scheduler, m.sparse_plan, consumers);
+}
+
+// Speculative decoding's settings; loads the draft model (into m.draft_model), whose vocabulary
+// must be the served model's.
+Result<SpecOptions> SpecFromConfig(const ServerConfig& config, ServedModel& m) {
+  SpecOptions spec;
+  const std::string type =
+      config.spec_type.empty() ? (config.model_draft.empty() ? "none" : "draft") : config.spec_type;
+  const std::optional<SpecType> t = SpecTypeFromName(type);
+  if (!t)
+    return InvalidArgument("config: 'spec_type' must be none, draft or ngram, got '" + type + "'");
+  spec.type = *t;
+  spec.draft_max = config.draft_max;
+  spec.draft_min = config.draft_min;
+  spec.draft_p_min = std::strtod(config.draft_p_min.c_str(), nullptr);
+  if (spec.type != SpecType::kDraft) return spec;
+  if (config.model_draft.empty()) {
+    return InvalidArgument("config: 'spec_type' draft needs a draft model (model_draft)");
+  }
+  auto draft = Model::Load(config.model_draft);
+  if (!draft.ok()) return draft.status().WithContext("config: 'model_draft'");
+  m.draft_model = std::move(draft).value();
+  auto draft_tok = LoadTokenizer(m.draft_model->file());
+  if (!draft_tok.ok()) return draft_tok.status().WithContext("config: 'model_draft'");
+  SPARROW_RETURN_IF_ERROR(CheckDraftVocab(*m.tokenizer, m.path, **draft_tok, config.model_draft));
+  spec.draft_model = m.draft_model.get();
+  spdlog::info("model '{}': speculative decoding with the draft model {} (up to {} tokens a step)",
+               m.model_id, config.model_draft, spec.draft_max);
+  return spec;
 }
 
 }  // namespace
@@ -200,6 +230,7 @@ Result<std::shared_ptr<ServedModel>> LoadServedModel(const ServerConfig& config,
     }
   }
   opts.n_ctx = m->n_ctx;
+  SPARROW_ASSIGN_OR_RETURN(opts.spec, SpecFromConfig(config, *m));
   if (!config.workers.empty()) {
     if (!connect) {
       return Unsupported("config: 'workers' needs gRPC, and this sparrowd was built without it");

@@ -37,6 +37,7 @@ struct ServedModel {
   // Declaration order is destruction order in reverse: the scheduler goes first, while the
   // model, tokenizer and pool its step thread and sinks use are still alive.
   std::unique_ptr<Model> model;
+  std::unique_ptr<Model> draft_model;  // model_draft: speculative decoding's drafter, or null
   std::unique_ptr<Tokenizer> tokenizer;
   // The grammars of constrained outputs (response_format, grammar, tool calls), compiled once
   // per distinct source; thread-safe.

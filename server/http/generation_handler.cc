@@ -115,6 +115,17 @@ void NoteUsage(const Job& job, RequestLog* log) {
   }
 }
 
+// Predicted Outputs' counts over the choices; nullopt when the request had no prediction.
+std::optional<PredictionUsage> PredictionUsageOf(const Job& job) {
+  if (job.prep.gen.prediction.empty()) return std::nullopt;
+  PredictionUsage u;
+  for (const auto& s : job.sinks) {
+    u.accepted += s->finish_info().accepted_prediction_tokens;
+    u.rejected += s->finish_info().rejected_prediction_tokens;
+  }
+  return u;
+}
+
 asio::awaitable<bool> Collect(HttpStream& stream, const HttpRequest& req,
                               const GenerationLimits& limits, Job& job, RequestLog* log) {
   std::vector<ChoiceResult> results(job.sinks.size());
@@ -164,9 +175,11 @@ asio::awaitable<bool> Collect(HttpStream& stream, const HttpRequest& req,
     if (!job.prep.echo_text.empty()) results[i].text = job.prep.echo_text + results[i].text;
   }
   // Written as text: a document of n choices' top logprobs would be millions of small nodes.
-  std::string body = FullResponseText(
-      job.meta, results, job.prep.gen.logprobs, job.prep.gen.top_logprobs, PiecesOf(job.engine),
-      log->prompt_tokens, log->completion_tokens, log->cached_tokens);
+  const std::optional<PredictionUsage> prediction = PredictionUsageOf(job);
+  std::string body =
+      FullResponseText(job.meta, results, job.prep.gen.logprobs, job.prep.gen.top_logprobs,
+                       PiecesOf(job.engine), log->prompt_tokens, log->completion_tokens,
+                       log->cached_tokens, prediction ? &*prediction : nullptr);
   results = {};  // what it was written from
   HttpResponse res = JsonTextResponse(req, http::status::ok, std::move(body));
   res.set("X-Request-Id", job.ticket.id());
@@ -266,7 +279,9 @@ asio::awaitable<bool> Stream(HttpStream& stream, const HttpRequest& req,
   if (job.prep.include_usage) {
     json usage = ChunkJson(job.meta, 0, "", null_lp, "");
     usage["choices"] = json::array();
-    usage["usage"] = UsageJson(log->prompt_tokens, log->completion_tokens, log->cached_tokens);
+    const std::optional<PredictionUsage> prediction = PredictionUsageOf(job);
+    usage["usage"] = UsageJson(log->prompt_tokens, log->completion_tokens, log->cached_tokens,
+                               prediction ? &*prediction : nullptr);
     if (!co_await WriteEvent(stream, openai::Dump(usage), chunked, limits.write_timeout)) {
       co_return false;
     }

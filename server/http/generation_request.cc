@@ -52,6 +52,7 @@ void FillSampling(const openai::GenerationFields& g, GenerationSpec* spec,
   s.seed = g.seed.value_or(SamplingParams::kRandomSeed);
   spec->logit_bias = g.logit_bias;
   spec->forced_output = g.forced_output;
+  spec->prediction = g.prediction;
   spec->model = g.model;
   spec->max_tokens = g.max_tokens;
   spec->n = g.n;

@@ -77,16 +77,23 @@ json LogprobsJson(bool chat, const std::vector<TokenLogprob>& tokens, int32_t to
       {"tokens", toks}, {"token_logprobs", lps}, {"top_logprobs", tops}, {"text_offset", offs}};
 }
 
-json UsageJson(int64_t prompt_tokens, int64_t completion_tokens, int64_t cached_tokens) {
-  return json{{"prompt_tokens", prompt_tokens},
-              {"completion_tokens", completion_tokens},
-              {"total_tokens", prompt_tokens + completion_tokens},
-              {"prompt_tokens_details", {{"cached_tokens", cached_tokens}}}};
+json UsageJson(int64_t prompt_tokens, int64_t completion_tokens, int64_t cached_tokens,
+               const PredictionUsage* prediction) {
+  json u{{"prompt_tokens", prompt_tokens},
+         {"completion_tokens", completion_tokens},
+         {"total_tokens", prompt_tokens + completion_tokens},
+         {"prompt_tokens_details", {{"cached_tokens", cached_tokens}}}};
+  if (prediction != nullptr) {
+    u["completion_tokens_details"] = {{"accepted_prediction_tokens", prediction->accepted},
+                                      {"rejected_prediction_tokens", prediction->rejected}};
+  }
+  return u;
 }
 
 json FullResponse(const ResponseMeta& meta, const std::vector<ChoiceResult>& choices, bool logprobs,
                   int32_t top_n, const TokenPieceFn& piece, int64_t prompt_tokens,
-                  int64_t completion_tokens, int64_t cached_tokens) {
+                  int64_t completion_tokens, int64_t cached_tokens,
+                  const PredictionUsage* prediction) {
   json cs = json::array();
   for (size_t i = 0; i < choices.size(); ++i) {
     const auto& c = choices[i];
@@ -113,7 +120,7 @@ json FullResponse(const ResponseMeta& meta, const std::vector<ChoiceResult>& cho
               {"created", meta.created},
               {"model", meta.model},
               {"choices", cs},
-              {"usage", UsageJson(prompt_tokens, completion_tokens, cached_tokens)}};
+              {"usage", UsageJson(prompt_tokens, completion_tokens, cached_tokens, prediction)}};
 }
 
 json ChunkJson(const ResponseMeta& meta, int index, const std::string& text, const json& logprobs,

@@ -38,15 +38,22 @@ ResponseMeta MakeResponseMeta(bool chat, const std::string& model);
 nlohmann::json LogprobsJson(bool chat, const std::vector<TokenLogprob>& tokens, int32_t top_n,
                             const TokenPieceFn& piece, size_t text_offset);
 
+// Predicted Outputs' counts (usage.completion_tokens_details), summed over the choices.
+struct PredictionUsage {
+  int64_t accepted = 0;
+  int64_t rejected = 0;
+};
+
 // `cached_tokens`: prompt tokens served from the prefix cache (OpenAI's
-// usage.prompt_tokens_details.cached_tokens).
-nlohmann::json UsageJson(int64_t prompt_tokens, int64_t completion_tokens, int64_t cached_tokens);
+// usage.prompt_tokens_details.cached_tokens); with `prediction`, completion_tokens_details.
+nlohmann::json UsageJson(int64_t prompt_tokens, int64_t completion_tokens, int64_t cached_tokens,
+                         const PredictionUsage* prediction = nullptr);
 
 // The whole answer of a non-streamed request (the reference FullResponseText is tested against).
 nlohmann::json FullResponse(const ResponseMeta& meta, const std::vector<ChoiceResult>& choices,
                             bool logprobs, int32_t top_n, const TokenPieceFn& piece,
-                            int64_t prompt_tokens, int64_t completion_tokens,
-                            int64_t cached_tokens);
+                            int64_t prompt_tokens, int64_t completion_tokens, int64_t cached_tokens,
+                            const PredictionUsage* prediction = nullptr);
 
 // FullResponse's text (what openai::Dump prints of it), written straight onto one string
 // without the document in between: the answer of a non-streamed request, n choices of top
@@ -54,7 +61,7 @@ nlohmann::json FullResponse(const ResponseMeta& meta, const std::vector<ChoiceRe
 std::string FullResponseText(const ResponseMeta& meta, const std::vector<ChoiceResult>& choices,
                              bool logprobs, int32_t top_n, const TokenPieceFn& piece,
                              int64_t prompt_tokens, int64_t completion_tokens,
-                             int64_t cached_tokens);
+                             int64_t cached_tokens, const PredictionUsage* prediction = nullptr);
 
 // One SSE chunk for choice `index`. `logprobs` may be null; `finish_reason` "" means not done.
 // `role_only` makes the opening chat chunk (delta {"role": "assistant", "content": ""}).

@@ -131,7 +131,7 @@ void Message(JsonWriter& w, const ChoiceResult& c) {
 std::string FullResponseText(const ResponseMeta& meta, const std::vector<ChoiceResult>& choices,
                              bool logprobs, int32_t top_n, const TokenPieceFn& piece_of,
                              int64_t prompt_tokens, int64_t completion_tokens,
-                             int64_t cached_tokens) {
+                             int64_t cached_tokens, const PredictionUsage* prediction) {
   std::string out;
   JsonWriter w(&out);
   w.BeginObject();
@@ -174,6 +174,15 @@ std::string FullResponseText(const ResponseMeta& meta, const std::vector<ChoiceR
   w.BeginObject();
   w.Key("completion_tokens");
   w.Int(completion_tokens);
+  if (prediction != nullptr) {
+    w.Key("completion_tokens_details");
+    w.BeginObject();
+    w.Key("accepted_prediction_tokens");
+    w.Int(prediction->accepted);
+    w.Key("rejected_prediction_tokens");
+    w.Int(prediction->rejected);
+    w.EndObject();
+  }
   w.Key("prompt_tokens");
   w.Int(prompt_tokens);
   w.Key("prompt_tokens_details");

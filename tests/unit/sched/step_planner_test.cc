@@ -3,7 +3,9 @@
 // would have chosen.
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "engine/sched/continuous_batching_planner.h"
@@ -53,13 +55,17 @@ StepOutputs Ran(const StepPlan& plan, int32_t token) {
 
 class StepPlannerTest : public ::testing::Test {
  protected:
-  void Make(int64_t blocks, int64_t max_running = 16, int64_t n_ctx = 256, double target_ms = 0) {
+  void Make(int64_t blocks, int64_t max_running = 16, int64_t n_ctx = 256, double target_ms = 0,
+            std::function<void(std::span<Sequence* const>)> propose = nullptr) {
     pool_ = std::make_unique<KvBlockPool>(1, 4, kBlock, blocks);
     PlannerOptions o;
     o.n_ctx = n_ctx;
     o.max_running = max_running;
     o.step_time_target_ms = target_ms;
     o.is_eog = [](int32_t id) { return id == kEog; };
+    o.propose = std::move(propose);
+    o.draft_max = 6;
+    o.draft_min = 1;
     planner_ = std::make_unique<ContinuousBatchingPlanner>(pool_.get(), std::move(o));
   }
   StepPlan Schedule(int64_t budget = 128, int64_t depth = 1) {
@@ -408,6 +414,85 @@ TEST_F(StepPlannerTest, CancelAllEndsRunningWaitingAndGroupMembers) {
   EXPECT_EQ(done.size(), 3u);
   for (const auto& s : done) EXPECT_EQ(s->finish_reason, FinishReason::kCancelled);
   EXPECT_FALSE(planner_->has_work());
+  EXPECT_EQ(pool_->used(), 0);
+}
+
+// Speculative decoding's verify step: the draft rides in the decode segment, the accepted prefix
+// and the target's token are appended, the blocks of rejected drafts go back to the pool, and
+// only accepted tokens reach the prefix cache.
+TEST_F(StepPlannerTest, AVerifySegmentKeepsTheAcceptedDraftsAndRollsBackTheRest) {
+  Make(/*blocks=*/16, 16, 256, 0, [](std::span<Sequence* const> seqs) {
+    for (Sequence* s : seqs) {
+      s->spec.draft = {60, 61, 62, 63, 64, 65, 66, 67};  // longer than allowed: cut to the room
+      s->spec.source = DraftSource::kNgram;
+    }
+  });
+  auto owned = Seq(Prompt(5, 10), 20);
+  Sequence* s = owned.get();
+  planner_->Enqueue(std::move(owned));
+  StepPlan prefill = Schedule();
+  ASSERT_EQ(prefill.segments.size(), 1u);
+  EXPECT_EQ(prefill.segments[0].n_draft, 0) << "a prompt chunk carries no draft";
+  planner_->Update(prefill, Ran(prefill, 50));
+  ASSERT_EQ(s->tokens.size(), 6u);
+
+  StepPlan verify = Schedule();
+  ASSERT_EQ(verify.segments.size(), 1u);
+  const PlannedSegment& seg = verify.segments[0];
+  EXPECT_EQ(seg.pos, 5);
+  EXPECT_EQ(seg.n_draft, 6);  // draft_max
+  EXPECT_EQ(seg.n_tokens, 7);
+  EXPECT_EQ(verify.drafted, 6);
+  EXPECT_EQ(s->spec.verify, (std::vector<int32_t>{50, 60, 61, 62, 63, 64, 65}));
+  EXPECT_EQ(pool_->used(), 3) << "positions 0..11 reserved";
+  // The target agreed with two drafts, then chose 99.
+  StepOutputs out;
+  out.segments.push_back(
+      {Status::Ok(), {{false, 60, false}, {false, 61, false}, {false, 99, false}}});
+  StepUpdate up = planner_->Update(verify, out);
+  EXPECT_EQ(up.generated, 3);
+  EXPECT_EQ(up.drafted[static_cast<int>(DraftSource::kNgram)], 6);
+  EXPECT_EQ(up.accepted[static_cast<int>(DraftSource::kNgram)], 2);
+  EXPECT_EQ(s->tokens, (std::vector<int32_t>{10, 11, 12, 13, 14, 50, 60, 61, 99}));
+  EXPECT_EQ(s->n_computed, 8);
+  EXPECT_EQ(s->kv->n_blocks(), 2);
+  EXPECT_EQ(pool_->used(), 2) << "the rejected drafts' block is free";
+  // The two full blocks hold accepted tokens only, and are in the prefix cache.
+  SequenceKv other(pool_.get());
+  EXPECT_EQ(other.AttachPrefix(s->tokens, 8), 8);
+  other.ReleaseAll();
+
+  // Everything rejected: only the target's own token is added; the room now ends at max_tokens.
+  s->req.max_tokens = 6;
+  StepPlan next = Schedule();
+  ASSERT_EQ(next.segments.size(), 1u);
+  EXPECT_EQ(next.segments[0].n_draft, 1) << "room for one draft and the target's token";
+  StepOutputs rejected;
+  rejected.segments.push_back({Status::Ok(), {{false, 77, false}}});
+  planner_->Update(next, rejected);
+  EXPECT_EQ(s->tokens.back(), 77);
+  EXPECT_EQ(s->n_computed, 9);
+  EXPECT_EQ(s->kv->n_blocks(), 3);
+}
+
+TEST_F(StepPlannerTest, AStopInsideTheAcceptedDraftsEndsTheSequenceThere) {
+  Make(/*blocks=*/16, 16, 256, 0, [](std::span<Sequence* const> seqs) {
+    for (Sequence* s : seqs) s->spec.draft = {60, kEog, 62};
+  });
+  auto owned = Seq(Prompt(3, 10), 20);
+  planner_->Enqueue(std::move(owned));
+  StepPlan prefill = Schedule();
+  planner_->Update(prefill, Ran(prefill, 50));
+  StepPlan verify = Schedule();
+  ASSERT_EQ(verify.segments.size(), 1u);
+  EXPECT_EQ(verify.segments[0].n_draft, 3);
+  // The engine loop stops emitting at the end-of-generation token.
+  StepOutputs out;
+  out.segments.push_back({Status::Ok(), {{false, 60, false}, {false, kEog, false}}});
+  StepUpdate up = planner_->Update(verify, out);
+  ASSERT_EQ(up.finished.size(), 1u);
+  EXPECT_EQ(up.finished[0]->finish_reason, FinishReason::kStop);
+  EXPECT_EQ(up.finished[0]->tokens, (std::vector<int32_t>{10, 11, 12, 50, 60, kEog}));
   EXPECT_EQ(pool_->used(), 0);
 }
 
