@@ -73,6 +73,9 @@ struct SchedulerOptions {
   // placement without it, or its return) before they fail with its error; 0: they fail at once.
   // The sequences of the failed batches resume from the start, as after a new placement.
   std::chrono::milliseconds remote_down_wait{0};
+  // The prefix cache's tier outside memory (PromptCacheStore: --prompt-cache-dir); null: none.
+  // Unused with remote layers, whose blocks hold only this device's layers.
+  std::shared_ptr<KvBlockTier> prefix_tier;
 };
 
 struct SchedulerStats {

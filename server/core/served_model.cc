@@ -10,8 +10,10 @@
 #include <thread>
 
 #include "engine/kv/kv_block_pool.h"
+#include "engine/kv/prompt_cache_store.h"
 #include "engine/memory/context_fit.h"
 #include "engine/memory/device_memory.h"
+#include "engine/model/model_digest.h"
 #include "engine/plan/hardware_profile.h"
 #include "engine/sparse/ffn_factory.h"
 
@@ -86,6 +88,35 @@ Result<PlanFn> PlannerFromConfig(const ServerConfig& config, const ServedModel& 
   o.max_threads = m.pool ? m.pool->size() : 1;
   spdlog::info("memory: budgets planned with the hardware profile {}", path);
   return MakeBudgetPlanner(std::move(o), *m.model, *m.scheduler, m.sparse_plan, consumers);
+}
+
+// The prompt cache on flash, for the pool `opts` describes (its blocks' model, types, shape).
+Result<std::shared_ptr<KvBlockTier>> OpenPromptCache(const ServerConfig& config, const Model& model,
+                                                     const SchedulerOptions& opts) {
+  if (!config.workers.empty()) {
+    spdlog::warn(
+        "prompt cache: off with workers (the KV blocks here hold only this device's "
+        "layers)");
+    return std::shared_ptr<KvBlockTier>();
+  }
+  PromptCacheOptions o;
+  o.dir = config.prompt_cache_dir;
+  o.max_bytes = config.prompt_cache_mb << 20;
+  o.io_depth = static_cast<int>(config.io_depth);
+  o.identity.model_digest = ModelDigest(model.file());
+  o.identity.types = opts.kv_types;
+  o.identity.n_layer = model.config().n_layer;
+  o.identity.kv_dim = model.config().kv_dim();
+  o.identity.block_size = opts.kv_block_size;
+  o.identity.block_bytes = KvBlockPool::BlockBytes(o.identity.n_layer, o.identity.kv_dim,
+                                                   opts.kv_block_size, opts.kv_types);
+  Result<std::unique_ptr<PromptCacheStore>> store = PromptCacheStore::Open(std::move(o));
+  if (!store.ok())
+    return InvalidArgument("config: 'prompt_cache_dir': " + store.status().message());
+  const PromptCacheStats st = (*store)->stats();
+  spdlog::info("prompt cache: {} ({} files, {} MiB under the directory; limit {} MiB)",
+               (*store)->model_dir(), st.files, st.bytes >> 20, config.prompt_cache_mb);
+  return std::shared_ptr<KvBlockTier>(std::move(*store));
 }
 
 }  // namespace
@@ -208,6 +239,9 @@ Result<std::shared_ptr<ServedModel>> LoadServedModel(const ServerConfig& config,
     opts.pipeline_micro_batches = config.shard_micro_batches;
     opts.remote_down_wait = std::chrono::milliseconds(config.worker_timeout_ms);
     m->workers = std::make_shared<const ConnectedWorkers>(std::move(w));
+  }
+  if (!config.prompt_cache_dir.empty()) {
+    SPARROW_ASSIGN_OR_RETURN(opts.prefix_tier, OpenPromptCache(config, *m->model, opts));
   }
   m->scheduler = std::make_unique<Scheduler>(*m->model, m->pool.get(), opts);
   if (m->workers) {
