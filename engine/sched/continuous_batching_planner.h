@@ -22,6 +22,10 @@ struct PlannerOptions {
   int64_t max_running = 16;             // sequences decoding at once
   double step_time_target_ms = 0;       // StepTimeModel's; 0: the token budget alone decides
   std::function<bool(int32_t)> is_eog;  // end-of-generation tokens; required
+  // A sequence reaching n_ctx before max_tokens keeps its first GenerationRequest::n_keep tokens,
+  // drops half of the rest and goes on (llama.cpp's context shift: context_shift.h); off: it
+  // finishes with kContext.
+  bool context_shift = false;
 };
 
 class ContinuousBatchingPlanner final : public StepPlanner {
@@ -55,6 +59,11 @@ class ContinuousBatchingPlanner final : public StepPlanner {
   // Appends the chosen token to `s` and finishes it at an end-of-generation token, a stop, the
   // context's end or max_tokens.
   void Append(Sequence& s, const TokenChoice& choice);
+  // Drops the tokens a context shift cuts from a sequence that filled the context and maps what
+  // is left again: the kept head's full blocks come back from the prefix cache, the rest is
+  // recomputed (a prompt chunk), its last logits giving the next token. False when the pool
+  // cannot hold what is left (the caller finishes it with kContext).
+  bool ShiftContext(Sequence& s);
   // Preempts the newest running sequence not in flight and puts it back at the head of the
   // queue; returns it (for identity only: the queue owns it now), or null.
   Sequence* PreemptNewest();

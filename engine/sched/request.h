@@ -36,6 +36,7 @@ struct FinishInfo {
   double ttft_ms = 0;   // submit -> first token
   double total_ms = 0;  // submit -> finish
   int64_t preemptions = 0;
+  int64_t context_shifts = 0;
 };
 
 // Receives one request's output. Called on the scheduler thread: must be quick and must not
@@ -67,6 +68,9 @@ struct GenerationRequest {
   // The first generated tokens, taken as given instead of sampled (the model still runs on
   // them): makes a real model say a chosen text, for tests of what parses the output.
   std::vector<int32_t> forced_tokens;
+  // With context shift on: the prompt's first tokens a shift never drops (BOS and the system
+  // prompt; llama.cpp's n_keep).
+  int64_t n_keep = 0;
   std::shared_ptr<RequestSink> sink;
 };
 

@@ -80,8 +80,8 @@ Scheduler::Scheduler(const Model& model, kernels::ThreadPool* pool, SchedulerOpt
     users_.push_back(u);
   }
   planner_ = std::make_unique<ContinuousBatchingPlanner>(
-      &kv_,
-      PlannerOptions{opts_.n_ctx, opts_.max_running, opts_.step_time_target_ms, opts_.is_eog});
+      &kv_, PlannerOptions{opts_.n_ctx, opts_.max_running, opts_.step_time_target_ms, opts_.is_eog,
+                           opts_.context_shift});
   stats_.kv = kv_.Stats();  // an idle server reports its pool, not zeros
   thread_ = std::thread([this] { Loop(); });
 }

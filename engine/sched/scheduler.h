@@ -76,6 +76,8 @@ struct SchedulerOptions {
   // The prefix cache's tier outside memory (PromptCacheStore: --prompt-cache-dir); null: none.
   // Unused with remote layers, whose blocks hold only this device's layers.
   std::shared_ptr<KvBlockTier> prefix_tier;
+  // A sequence filling n_ctx drops the middle of its context and goes on (PlannerOptions).
+  bool context_shift = false;
 };
 
 struct SchedulerStats {

@@ -197,6 +197,13 @@ void Scheduler::Finish(std::vector<std::unique_ptr<Sequence>> done) {
     info.ttft_ms = s->has_first_token ? MsBetween(s->submitted, s->first_token) : 0;
     info.total_ms = MsBetween(s->submitted, now);
     info.preemptions = s->preemptions;
+    info.context_shifts = s->context_shifts;
+    if (s->context_shifts > 0) {
+      spdlog::info(
+          "context shift: a request of {} prompt tokens (keeping {}) shifted {} times "
+          "over {} tokens",
+          s->n_prompt, s->req.n_keep, s->context_shifts, s->n_generated);
+    }
     s->req.sink->OnFinish(info);
   }
 }

@@ -83,6 +83,7 @@ struct ResolvedGeneration {
   int32_t n = 1;
   std::vector<std::pair<int32_t, float>> logit_bias;
   std::vector<int32_t> forced_tokens;
+  int64_t n_keep = 0;  // with context shift: the prompt's head it keeps (BOS, system prompt)
   // Chat: how to read the answer (reasoning, tool calls), and the control tokens it needs to
   // see as text (the tool-call and thinking markers).
   bool chat = false;

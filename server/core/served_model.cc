@@ -190,6 +190,8 @@ Result<std::shared_ptr<ServedModel>> LoadServedModel(const ServerConfig& config,
     return InvalidArgument("config: 'cache_type_k'/'cache_type_v': " + st.message());
   }
   opts.max_running = config.max_running;
+  opts.context_shift = config.context_shift != 0;
+  m->context_shift = opts.context_shift;
   opts.max_queue = config.max_queue;
   opts.step_token_budget = config.step_token_budget;
   opts.step_time_target_ms = static_cast<double>(config.step_time_target_ms);
