@@ -150,6 +150,18 @@ const std::vector<KeySpec>& Keys() {
        &ServerConfig::cache_type_k},
       {"cache_type_v", "Element type of the KV cache's values, as llama.cpp's --cache-type-v",
        &ServerConfig::cache_type_v},
+      {"prompt_cache_dir",
+       "Directory where full prefix blocks of the KV cache are kept on flash, so that a restarted "
+       "sparrowd reads a prompt it saw before instead of computing it ('': off)",
+       &ServerConfig::prompt_cache_dir},
+      {"prompt_cache_mb",
+       "MiB the prompt cache's files may take on flash, every model's together (least recently "
+       "used go first)",
+       nullptr, &ServerConfig::prompt_cache_mb, 1, int64_t{1} << 24},
+      {"context_shift",
+       "1: a chat longer than the context keeps its system prompt and drops the oldest half of "
+       "the rest, then goes on (llama.cpp's --context-shift); 0: it ends at the context",
+       nullptr, &ServerConfig::context_shift, 0, 1, true},
       {"max_running", "Requests generating at once", nullptr, &ServerConfig::max_running, 1, 4096},
       {"max_queue", "Waiting requests before new ones get HTTP 429", nullptr,
        &ServerConfig::max_queue, 0, 1 << 20},

@@ -65,6 +65,11 @@ struct ServerConfig {
   // The KV cache's element types, by llama.cpp's --cache-type-k/-v names (its default f16).
   std::string cache_type_k = "f16";
   std::string cache_type_v = "f16";
+  // The prompt cache on flash (engine/kv/prompt_cache_store.h): '' -> off.
+  std::string prompt_cache_dir;
+  int64_t prompt_cache_mb = 1024;
+  // 1: sequences outgrowing n_ctx drop the middle of their context (llama.cpp's context shift).
+  int64_t context_shift = 0;
   int64_t max_running = 16;
   int64_t max_queue = 64;
   int64_t step_token_budget = 128;

@@ -205,7 +205,7 @@ void KvBlockPool::Shrink(int64_t n_blocks, std::unordered_map<BlockId, BlockId>*
 std::optional<BlockId> KvBlockPool::Lookup(uint64_t hash) {
   ++prefix_lookups_;
   auto it = by_hash_.find(hash);
-  if (it == by_hash_.end()) return std::nullopt;
+  if (it == by_hash_.end()) return LoadFromTier(hash);
   ++prefix_hits_;
   Retain(it->second);
   return it->second;
@@ -217,6 +217,29 @@ void KvBlockPool::Register(BlockId b, uint64_t hash) {
   auto [it, inserted] = by_hash_.emplace(hash, b);
   if (!inserted) return;  // an identical block is cached already; this one stays private
   blk.hash = hash;
+  if (tier_) tier_->Save(hash, static_cast<const uint8_t*>(arena_.slot(b)));
+}
+
+void KvBlockPool::SetTier(KvBlockTier* tier) {
+  SPARROW_CHECK(tier == nullptr ||
+                tier->block_bytes() == static_cast<int64_t>(arena_.slot_bytes()));
+  tier_ = tier;
+}
+
+std::optional<BlockId> KvBlockPool::LoadFromTier(uint64_t hash) {
+  // Asked first, so that a miss evicts no cached block for nothing.
+  if (tier_ == nullptr || !tier_->Contains(hash)) return std::nullopt;
+  const std::optional<BlockId> b = Allocate();
+  if (!b) return std::nullopt;
+  if (!tier_->Load(hash, static_cast<uint8_t*>(arena_.slot(*b)))) {
+    Release(*b);  // unregistered: back to the free list
+    return std::nullopt;
+  }
+  blocks_[*b].hash = hash;
+  by_hash_[hash] = *b;
+  ++prefix_hits_;
+  ++tier_hits_;
+  return b;
 }
 
 void KvBlockPool::DropCached() {
@@ -253,6 +276,7 @@ KvPoolStats KvBlockPool::Stats() const {
   s.prefix_lookups = prefix_lookups_;
   s.mapped_bytes = static_cast<int64_t>(arena_.mapped_bytes());
   s.touched_blocks = touched_;
+  s.tier_hits = tier_hits_;
   return s;
 }
 

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "engine/common/status.h"
+#include "engine/kv/kv_block_tier.h"
 #include "engine/memory/slot_arena.h"
 #include "engine/runtime/kv_cache.h"
 
@@ -33,6 +34,7 @@ struct KvPoolStats {
   // Blocks written since they were mapped: the lowest free id goes first, so these are the
   // blocks below the highest ever handed out; the ones above cost no memory yet.
   int64_t touched_blocks = 0;
+  int64_t tier_hits = 0;  // of prefix_hits, blocks read back from the tier (KvBlockTier)
 };
 
 // Told of every change a pool makes to block contents other than the forward pass's writes, in
@@ -79,8 +81,15 @@ class KvBlockPool {
   void Release(BlockId b);
 
   // Prefix cache. `hash` identifies a full block by its tokens and all tokens before them.
-  std::optional<BlockId> Lookup(uint64_t hash);  // retains the block on a hit
-  void Register(BlockId b, uint64_t hash);       // a full block whose contents are final
+  // Lookup retains the block on a hit; a block the tier holds and memory does not is read back
+  // into a fresh block (registered, refcount 1). Register makes a full block whose contents are
+  // final reusable, and hands a copy to the tier.
+  std::optional<BlockId> Lookup(uint64_t hash);
+  void Register(BlockId b, uint64_t hash);
+  // The prefix cache's second tier (the prompt cache on flash); null: none. It must outlive the
+  // pool or be unset first, and hold blocks of BlockBytes. Not with an observer that mirrors
+  // blocks (a shard's): the tier holds only this device's layers.
+  void SetTier(KvBlockTier* tier);
   // Forgets every cached (unreferenced) block: their contents can no longer be trusted (a device
   // holding some of their layers lost them).
   void DropCached();
@@ -108,6 +117,7 @@ class KvBlockPool {
   // Copies `from` into the unreferenced, unregistered `to` and hands over its state.
   void MoveBlock(BlockId from, BlockId to);
   void Shrink(int64_t n_blocks, std::unordered_map<BlockId, BlockId>* moved);
+  std::optional<BlockId> LoadFromTier(uint64_t hash);
 
   int64_t n_layer_, block_size_, n_blocks_;
   KvTypes types_;
@@ -121,6 +131,8 @@ class KvBlockPool {
   int64_t touched_ = 0;
   int64_t prefix_hits_ = 0, prefix_lookups_ = 0;
   KvBlockObserver* observer_ = nullptr;
+  KvBlockTier* tier_ = nullptr;
+  int64_t tier_hits_ = 0;
 };
 
 // Hash of a full block's tokens chained to the hash of everything before it.

@@ -5,6 +5,7 @@
 #include <unordered_map>
 
 #include "engine/common/check.h"
+#include "engine/sched/context_shift.h"
 
 namespace sparrow {
 
@@ -361,13 +362,27 @@ bool ContinuousBatchingPlanner::Append(Sequence& s, const TokenChoice& choice) {
   ++s.n_generated;
   if (opts_.is_eog(choice.token) || choice.stop) {
     MarkFinished(s, FinishReason::kStop);
-  } else if (static_cast<int64_t>(s.tokens.size()) >= opts_.n_ctx) {
+  } else if (static_cast<int64_t>(s.tokens.size()) >= opts_.n_ctx &&
+             !(opts_.context_shift && s.n_generated < s.req.max_tokens && ShiftContext(s))) {
     // Checked before max_tokens: a request whose max_tokens was defaulted to the room left
     // ends at the context limit, and metrics should say so.
     MarkFinished(s, FinishReason::kContext);
   } else if (s.n_generated >= s.req.max_tokens) {
     MarkFinished(s, FinishReason::kLength);
   }
+  return true;
+}
+
+bool ContinuousBatchingPlanner::ShiftContext(Sequence& s) {
+  const ContextCut cut = PlanContextShift(s.n_computed, s.req.n_keep, opts_.n_ctx);
+  if (cut.discard < 1) return false;
+  s.kv->PublishFullBlocks(s.tokens, s.n_computed);  // the kept head is found again below
+  s.kv->ReleaseAll();
+  s.tokens.erase(s.tokens.begin() + cut.keep, s.tokens.begin() + cut.keep + cut.discard);
+  const int64_t n = static_cast<int64_t>(s.tokens.size());
+  s.n_computed = s.kv->AttachPrefix(s.tokens, n - 1);
+  if (!s.kv->Reserve(n)) return false;
+  ++s.context_shifts;
   return true;
 }
 

@@ -29,6 +29,10 @@ struct PlannerOptions {
   std::function<void(std::span<Sequence* const>)> propose;
   int64_t draft_max = 0;
   int64_t draft_min = 0;
+  // A sequence reaching n_ctx before max_tokens keeps its first GenerationRequest::n_keep tokens,
+  // drops half of the rest and goes on (llama.cpp's context shift: context_shift.h); off: it
+  // finishes with kContext.
+  bool context_shift = false;
 };
 
 class ContinuousBatchingPlanner final : public StepPlanner {
@@ -69,6 +73,11 @@ class ContinuousBatchingPlanner final : public StepPlanner {
   // Appends the chosen token to `s` and finishes it at an end-of-generation token, a stop, the
   // context's end or max_tokens; a failed choice fails `s` instead (false: nothing appended).
   bool Append(Sequence& s, const TokenChoice& choice);
+  // Drops the tokens a context shift cuts from a sequence that filled the context and maps what
+  // is left again: the kept head's full blocks come back from the prefix cache, the rest is
+  // recomputed (a prompt chunk), its last logits giving the next token. False when the pool
+  // cannot hold what is left (the caller finishes it with kContext).
+  bool ShiftContext(Sequence& s);
   // Preempts the newest running sequence not in flight and puts it back at the head of the
   // queue; returns it (for identity only: the queue owns it now), or null.
   Sequence* PreemptNewest();

@@ -45,6 +45,7 @@ struct FinishInfo {
   int64_t accepted_draft_tokens = 0;
   int64_t accepted_prediction_tokens = 0;
   int64_t rejected_prediction_tokens = 0;
+  int64_t context_shifts = 0;
 };
 
 // Receives one request's output. Called on the scheduler thread: must be quick and must not
@@ -84,6 +85,9 @@ struct GenerationRequest {
   // OpenAI's predicted output, tokenized: the answer expected, used as the draft of
   // speculative decoding (the answer is still the model's own).
   std::vector<int32_t> prediction;
+  // With context shift on: the prompt's first tokens a shift never drops (BOS and the system
+  // prompt; llama.cpp's n_keep).
+  int64_t n_keep = 0;
   std::shared_ptr<RequestSink> sink;
 };
 

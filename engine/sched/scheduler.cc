@@ -62,6 +62,8 @@ Scheduler::Scheduler(const Model& model, kernels::ThreadPool* pool, SchedulerOpt
     Status st = fp_.SetRemoteLayers(opts_.remote_layers, opts_.pipeline_micro_batches);
     SPARROW_CHECK(st.ok());
     remote_kv_observer_.OnResize(kv_.n_blocks());
+  } else if (opts_.prefix_tier) {
+    kv_.SetTier(opts_.prefix_tier.get());
   }
   kv_block_bytes_ = KvBlockPool::BlockBytes(model.config().n_layer, model.config().kv_dim(),
                                             opts_.kv_block_size, opts_.kv_types);
@@ -92,6 +94,7 @@ Scheduler::Scheduler(const Model& model, kernels::ThreadPool* pool, SchedulerOpt
     planner.draft_min = opts_.spec.draft_min;
     stats_.spec_kv_bytes = spec_->kv_bytes();
   }
+  planner.context_shift = opts_.context_shift;
   planner_ = std::make_unique<ContinuousBatchingPlanner>(&kv_, std::move(planner));
   stats_.kv = kv_.Stats();  // an idle server reports its pool, not zeros
   thread_ = std::thread([this] { Loop(); });
@@ -258,6 +261,7 @@ void Scheduler::ApplyPendingRemote() {
   }
   const int64_t preempted = planner_->PreemptAll();
   kv_.DropCached();
+  if (!ranges->empty()) kv_.SetTier(nullptr);  // blocks now hold only this device's layers
   {
     std::lock_guard<std::mutex> lock(mu_);
     CountLocked();

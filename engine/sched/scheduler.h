@@ -79,6 +79,11 @@ struct SchedulerOptions {
   // Speculative decoding: the drafter and the draft's length (off without remote layers only;
   // a request's prediction drafts whatever the type). spec_options.h.
   SpecOptions spec;
+  // The prefix cache's tier outside memory (PromptCacheStore: --prompt-cache-dir); null: none.
+  // Unused with remote layers, whose blocks hold only this device's layers.
+  std::shared_ptr<KvBlockTier> prefix_tier;
+  // A sequence filling n_ctx drops the middle of its context and goes on (PlannerOptions).
+  bool context_shift = false;
 };
 
 struct SchedulerStats {

@@ -28,6 +28,7 @@ struct Sequence {
   int64_t n_generated = 0;
   int64_t cached_prompt = 0;
   int64_t preemptions = 0;
+  int64_t context_shifts = 0;  // times the context was full and its middle dropped
   std::unique_ptr<SequenceKv> kv;
   // The engine loop's token choice (token_choice.h); the planner never reads it (null in its
   // tests).

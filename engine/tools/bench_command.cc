@@ -29,6 +29,10 @@ void RegisterBenchCommand(CLI::App& app, BenchOptions& o, bool& json, int& exit_
   cmd->add_option("-n,--n-gen", o.n_gen, "Generated tokens per tg test (0: skip tg)")
       ->capture_default_str()
       ->check(ZeroOrMore(1 << 24));
+  cmd->add_option("-d,--n-depth", o.n_depth,
+                  "Positions already in the KV cache when a tg test decodes (llama-bench's -d)")
+      ->capture_default_str()
+      ->check(ZeroOrMore(1 << 24));
   cmd->add_option("-t,--threads", o.threads, "Thread counts, comma-separated")
       ->delimiter(',')
       ->capture_default_str();

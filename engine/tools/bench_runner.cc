@@ -166,12 +166,13 @@ Result<double> TimePrompt(ForwardPass& fp, KvCache& cache, const std::vector<int
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
+// Decodes `tokens` one at a time from position `depth` (the positions below hold a context).
 Result<double> TimeGenerate(ForwardPass& fp, KvCache& cache, const std::vector<int32_t>& tokens,
-                            std::vector<float>& logits) {
+                            std::vector<float>& logits, int64_t depth = 0) {
   const auto t0 = Clock::now();
   for (size_t i = 0; i < tokens.size(); ++i) {
-    SPARROW_RETURN_IF_ERROR(fp.Run(std::span<const int32_t>(&tokens[i], 1), static_cast<int64_t>(i),
-                                   cache, false, &logits));
+    SPARROW_RETURN_IF_ERROR(fp.Run(std::span<const int32_t>(&tokens[i], 1),
+                                   depth + static_cast<int64_t>(i), cache, false, &logits));
   }
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
@@ -284,6 +285,7 @@ Result<BenchReport> RunBench(const BenchOptions& o) {
     return InvalidArgument("-p and -n must be >= 0 and not both 0");
   }
   if (o.reps < 1) return InvalidArgument("-r must be >= 1, got " + std::to_string(o.reps));
+  if (o.n_depth < 0) return InvalidArgument("-d must be >= 0, got " + std::to_string(o.n_depth));
   if (o.threads.empty()) return InvalidArgument("-t names no thread count");
   for (int t : o.threads) {
     if (t < 1) return InvalidArgument("-t: thread count " + std::to_string(t) + " is below 1");
@@ -294,9 +296,9 @@ Result<BenchReport> RunBench(const BenchOptions& o) {
   report.cpu = CpuModelName();
   const ModelConfig& c = model->config();
   SPARROW_ASSIGN_OR_RETURN(const KvTypes kv_types, ParseKvTypeFlags(o.kv, c.head_dim));
-  const int64_t n_ctx = std::max(o.n_prompt, o.n_gen);
+  const int64_t n_ctx = std::max(o.n_prompt, o.n_depth + o.n_gen);
   if (n_ctx > c.n_ctx_train) {
-    return InvalidArgument(o.model + ": -p/-n of " + std::to_string(n_ctx) +
+    return InvalidArgument(o.model + ": -p/-d/-n of " + std::to_string(n_ctx) +
                            " exceed the model's context of " + std::to_string(c.n_ctx_train));
   }
 
@@ -365,18 +367,33 @@ Result<BenchReport> RunBench(const BenchOptions& o) {
       report.results.push_back(MakeResult(test, threads, o.n_prompt, 0, seconds, o.n_prompt));
       finished(name, report.results.back());
     }
+    // The context the tg test decodes after: random ids after a BOS, written once (a tg
+    // repetition writes only the positions after it).
+    const std::string tg =
+        "tg" + std::to_string(o.n_gen) + (o.n_depth > 0 ? " @ d" + std::to_string(o.n_depth) : "");
+    if (o.n_gen > 0 && o.n_depth > 0) {
+      std::vector<int32_t> context(static_cast<size_t>(o.n_depth));
+      for (size_t i = 0; i < context.size(); ++i) context[i] = i == 0 ? bos : any_token(rng);
+      say("d" + std::to_string(o.n_depth) + ", " + ThreadsText(threads) + ": filling the context");
+      constexpr int64_t kChunk = 256;  // as the server prefills: bounded scratch
+      for (int64_t at = 0; at < o.n_depth; at += kChunk) {
+        const int64_t n = std::min(kChunk, o.n_depth - at);
+        SPARROW_RETURN_IF_ERROR(
+            fp.Run(std::span<const int32_t>(&context[static_cast<size_t>(at)], n), at, cache,
+                   /*all_logits=*/false, &logits));
+      }
+    }
     if (o.n_gen > 0) {
-      const std::string name = starting("tg" + std::to_string(o.n_gen), threads);
+      const std::string name = starting(tg, threads);
       std::vector<double> seconds;
       const FfnCounters before = fp.ffn().counters();
       std::optional<NeuronStoreStats> store_before;
       for (int rep = 0; rep <= o.reps; ++rep) {
         if (rep == 1) store_before = StoreStats(plan.get());
-        SPARROW_ASSIGN_OR_RETURN(double s, TimeGenerate(fp, cache, gens[rep], logits));
+        SPARROW_ASSIGN_OR_RETURN(double s, TimeGenerate(fp, cache, gens[rep], logits, o.n_depth));
         if (rep > 0) seconds.push_back(s);
       }
-      BenchResult r =
-          MakeResult("tg" + std::to_string(o.n_gen), threads, 0, o.n_gen, seconds, o.n_gen);
+      BenchResult r = MakeResult(tg, threads, 0, o.n_gen, seconds, o.n_gen);
       RecordFfn(fp.ffn(), before, &r);
       r.weight_bytes_per_token = SparseBytesPerToken(*model, plan.get(), r.active_fraction,
                                                      report.model.weight_bytes_per_token);

@@ -24,6 +24,10 @@ struct BenchOptions {
   std::vector<int> io_depths = {1, 4, 16, 64};  // its queue depths
   int64_t n_prompt = 512;
   int64_t n_gen = 128;
+  // llama-bench's -d: the tg test decodes after this many positions already in the KV cache
+  // (filled once per thread count, untimed), so attention reads a context that long ("tg64 @
+  // d4096"); 0: from an empty cache.
+  int64_t n_depth = 0;
   std::vector<int> threads = {1};
   int reps = 5;
   bool bandwidth = true;

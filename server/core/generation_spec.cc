@@ -1,10 +1,13 @@
 #include "server/core/generation_spec.h"
 
+#include "engine/sched/context_shift.h"
 #include "server/core/stop_matcher.h"
 #include "server/core/tool_call_grammar.h"
 
 namespace sparrow::server {
 namespace {
+
+constexpr int64_t kMaxShiftContexts = 16;
 
 bool Fail(GenerationError* e, Status status, std::string param, std::string code = "") {
   e->status = std::move(status);
@@ -60,6 +63,28 @@ bool ToolCallFormatOf(const GenerationSpec& spec, ToolCallFormat format, bool ca
 
 // Renders and tokenizes a chat, and decides how its answer is read; `*tool_calls` gets the
 // grammar of the calls when tools are offered.
+// The tokens of `prompt` a context shift keeps: the leading system messages as the template
+// renders them alone (the common prefix with the whole chat), else the BOS.
+int64_t SystemPromptTokens(const ServedModel& m, const GenerationSpec& spec,
+                           const ChatOptions& options, const std::vector<int32_t>& prompt) {
+  const int64_t bos = !prompt.empty() && prompt[0] == m.tokenizer->bos() ? 1 : 0;
+  std::vector<ChatMessage> system;
+  for (const ChatMessage& msg : spec.messages) {
+    if (msg.role != "system") break;
+    system.push_back(msg);
+  }
+  if (system.empty()) return bos;
+  ChatOptions alone = options;
+  alone.add_generation_prompt = false;
+  auto rendered = m.chat->Render(system, alone);
+  if (!rendered.ok()) return bos;
+  const std::vector<int32_t> head =
+      m.tokenizer->TokenizeTemplated(rendered->text, /*add_special=*/true, rendered->content);
+  const auto common = std::mismatch(head.begin(), head.end(), prompt.begin(), prompt.end());
+  return std::max<int64_t>(bos, common.first - head.begin());
+}
+
+// Renders and tokenizes a chat, and decides how its answer is read.
 bool ChatTokens(const ServedModel& m, const GenerationSpec& spec, ResolvedGeneration* out,
                 OutputFormat* tool_calls, GenerationError* error) {
   ChatOptions options;
@@ -104,6 +129,7 @@ bool ChatTokens(const ServedModel& m, const GenerationSpec& spec, ResolvedGenera
   // The template's markers are control tokens; what clients wrote is text (no forged turns).
   out->prompt = tok.TokenizeTemplated(rendered->text, /*add_special=*/true, rendered->content);
   out->chat = true;
+  if (m.context_shift) out->n_keep = SystemPromptTokens(m, spec, options, out->prompt);
   o.parallel_tool_calls = spec.parallel_tool_calls;
   out->visible_special = format.visible_markers(o.tool_format != ToolCallFormat::kNone);
   return true;
@@ -174,6 +200,12 @@ bool ResolveGeneration(const ServedModel& m, const GenerationSpec& spec, Resolve
     return Fail(error, InvalidArgument("'" + prompt_field + "' gives an empty prompt"),
                 prompt_field);
   }
+  if (m.context_shift) {
+    // As llama-server with context shift: a prompt that fills the context loses the oldest
+    // part after what a shift keeps, and the answer may run past the context.
+    if (!out->chat) out->n_keep = out->prompt[0] == m.tokenizer->bos() ? 1 : 0;
+    out->prompt = TruncatePrompt(out->prompt, out->n_keep, m.n_ctx);
+  }
 
   const int64_t n_prompt = static_cast<int64_t>(out->prompt.size());
   const int64_t room = m.n_ctx - n_prompt;
@@ -183,7 +215,7 @@ bool ResolveGeneration(const ServedModel& m, const GenerationSpec& spec, Resolve
                                 "; it must be at least 1"),
                 f.max_tokens);
   }
-  if (spec.max_tokens && n_prompt + *spec.max_tokens > m.n_ctx) {
+  if (spec.max_tokens && n_prompt + *spec.max_tokens > m.n_ctx && !m.context_shift) {
     return Fail(error,
                 InvalidArgument("This model's maximum context length is " +
                                 std::to_string(m.n_ctx) + " tokens. However, you requested " +
@@ -200,8 +232,23 @@ bool ResolveGeneration(const ServedModel& m, const GenerationSpec& spec, Resolve
                         " tokens, leaving no room for the completion."),
         prompt_field, "context_length_exceeded");
   }
-  out->max_tokens =
-      spec.max_tokens ? *spec.max_tokens : std::min(room, spec.default_max_tokens.value_or(room));
+  // With context shift the answer may outgrow the context; its work stays bounded by
+  // kMaxShiftContexts contexts' worth of tokens.
+  if (m.context_shift && spec.max_tokens && *spec.max_tokens > kMaxShiftContexts * m.n_ctx) {
+    return Fail(error,
+                InvalidArgument("'" + f.max_tokens + "' is " + std::to_string(*spec.max_tokens) +
+                                "; with context shift it may be at most " +
+                                std::to_string(kMaxShiftContexts) + " contexts (" +
+                                std::to_string(kMaxShiftContexts * m.n_ctx) + " tokens)"),
+                f.max_tokens);
+  }
+  if (spec.max_tokens) {
+    out->max_tokens = *spec.max_tokens;
+  } else if (m.context_shift) {
+    out->max_tokens = spec.default_max_tokens.value_or(m.n_ctx);
+  } else {
+    out->max_tokens = std::min(room, spec.default_max_tokens.value_or(room));
+  }
 
   if (spec.stop.size() > kMaxStopStrings) {
     return Fail(
@@ -314,6 +361,7 @@ Status SubmitGeneration(const ServerContext& ctx, ServedModel& m, const Resolved
       r.constraint = std::move(matcher).value();
     }
     r.prediction = g.prediction;
+    r.n_keep = g.n_keep;
     r.sink = sinks[i];
     group.push_back(std::move(r));
   }

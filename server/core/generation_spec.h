@@ -92,6 +92,7 @@ struct ResolvedGeneration {
   // Null: free output; else each choice gets its own matcher of this grammar.
   std::shared_ptr<const CompiledOutput> constraint;
   std::vector<int32_t> prediction;  // tokens; empty: none
+  int64_t n_keep = 0;  // with context shift: the prompt's head it keeps (BOS, system prompt)
   // Chat: how to read the answer (reasoning, tool calls), and the control tokens it needs to
   // see as text (the tool-call and thinking markers).
   bool chat = false;

@@ -10,8 +10,10 @@
 #include <thread>
 
 #include "engine/kv/kv_block_pool.h"
+#include "engine/kv/prompt_cache_store.h"
 #include "engine/memory/context_fit.h"
 #include "engine/memory/device_memory.h"
+#include "engine/model/model_digest.h"
 #include "engine/plan/hardware_profile.h"
 #include "engine/sparse/ffn_factory.h"
 #include "engine/spec/vocab_match.h"
@@ -116,6 +118,33 @@ Result<SpecOptions> SpecFromConfig(const ServerConfig& config, ServedModel& m) {
   spdlog::info("model '{}': speculative decoding with the draft model {} (up to {} tokens a step)",
                m.model_id, config.model_draft, spec.draft_max);
   return spec;
+// The prompt cache on flash, for the pool `opts` describes (its blocks' model, types, shape).
+Result<std::shared_ptr<KvBlockTier>> OpenPromptCache(const ServerConfig& config, const Model& model,
+                                                     const SchedulerOptions& opts) {
+  if (!config.workers.empty()) {
+    spdlog::warn(
+        "prompt cache: off with workers (the KV blocks here hold only this device's "
+        "layers)");
+    return std::shared_ptr<KvBlockTier>();
+  }
+  PromptCacheOptions o;
+  o.dir = config.prompt_cache_dir;
+  o.max_bytes = config.prompt_cache_mb << 20;
+  o.io_depth = static_cast<int>(config.io_depth);
+  o.identity.model_digest = ModelDigest(model.file());
+  o.identity.types = opts.kv_types;
+  o.identity.n_layer = model.config().n_layer;
+  o.identity.kv_dim = model.config().kv_dim();
+  o.identity.block_size = opts.kv_block_size;
+  o.identity.block_bytes = KvBlockPool::BlockBytes(o.identity.n_layer, o.identity.kv_dim,
+                                                   opts.kv_block_size, opts.kv_types);
+  Result<std::unique_ptr<PromptCacheStore>> store = PromptCacheStore::Open(std::move(o));
+  if (!store.ok())
+    return InvalidArgument("config: 'prompt_cache_dir': " + store.status().message());
+  const PromptCacheStats st = (*store)->stats();
+  spdlog::info("prompt cache: {} ({} files, {} MiB under the directory; limit {} MiB)",
+               (*store)->model_dir(), st.files, st.bytes >> 20, config.prompt_cache_mb);
+  return std::shared_ptr<KvBlockTier>(std::move(*store));
 }
 
 }  // namespace
@@ -190,6 +219,8 @@ Result<std::shared_ptr<ServedModel>> LoadServedModel(const ServerConfig& config,
     return InvalidArgument("config: 'cache_type_k'/'cache_type_v': " + st.message());
   }
   opts.max_running = config.max_running;
+  opts.context_shift = config.context_shift != 0;
+  m->context_shift = opts.context_shift;
   opts.max_queue = config.max_queue;
   opts.step_token_budget = config.step_token_budget;
   opts.step_time_target_ms = static_cast<double>(config.step_time_target_ms);
@@ -240,6 +271,9 @@ Result<std::shared_ptr<ServedModel>> LoadServedModel(const ServerConfig& config,
     opts.pipeline_micro_batches = config.shard_micro_batches;
     opts.remote_down_wait = std::chrono::milliseconds(config.worker_timeout_ms);
     m->workers = std::make_shared<const ConnectedWorkers>(std::move(w));
+  }
+  if (!config.prompt_cache_dir.empty()) {
+    SPARROW_ASSIGN_OR_RETURN(opts.prefix_tier, OpenPromptCache(config, *m->model, opts));
   }
   m->scheduler = std::make_unique<Scheduler>(*m->model, m->pool.get(), opts);
   if (m->workers) {

@@ -31,6 +31,9 @@ struct ServedModel {
   int64_t n_ctx = 0;  // positions one request may use (prompt + output)
   ReasoningFormat reasoning_format = ReasoningFormat::kDeepSeek;  // unless a request says
   bool allow_forced_output = false;  // requests may force the answer (tests)
+  // Sequences outgrowing n_ctx drop the middle of their context; prompts longer than it are cut
+  // the same way, and max_tokens may exceed the room the prompt leaves.
+  bool context_shift = false;
   // The process's own resident bytes beside the model's (runtime, libraries, vocabulary), as
   // measured when it was loaded: the memory budget's baseline.
   uint64_t baseline_bytes = 0;

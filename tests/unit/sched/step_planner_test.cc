@@ -56,9 +56,11 @@ StepOutputs Ran(const StepPlan& plan, int32_t token) {
 class StepPlannerTest : public ::testing::Test {
  protected:
   void Make(int64_t blocks, int64_t max_running = 16, int64_t n_ctx = 256, double target_ms = 0,
-            std::function<void(std::span<Sequence* const>)> propose = nullptr) {
+            std::function<void(std::span<Sequence* const>)> propose = nullptr,
+            bool context_shift = false) {
     pool_ = std::make_unique<KvBlockPool>(1, 4, kBlock, blocks);
     PlannerOptions o;
+    o.context_shift = context_shift;
     o.n_ctx = n_ctx;
     o.max_running = max_running;
     o.step_time_target_ms = target_ms;
@@ -359,6 +361,48 @@ TEST_F(StepPlannerTest, SequencesFinishAtEogStopContextOrMaxTokens) {
   ASSERT_EQ(plan.admitted.size(), 1u);
   EXPECT_EQ(plan.admitted[0]->cached_prompt, 8);
   EXPECT_EQ(plan.segments[0].pos, 8);
+}
+
+// llama.cpp's context shift: at the context's end the first n_keep tokens stay, half of the rest
+// goes, the head's blocks come back from the prefix cache and the rest is computed again as a
+// prompt chunk whose last logits give the next token; the request ends at max_tokens (kLength).
+TEST_F(StepPlannerTest, ContextShiftKeepsTheHeadAndDropsHalfOfTheRest) {
+  Make(/*blocks=*/32, 16, /*n_ctx=*/16, 0, nullptr, /*context_shift=*/true);
+  auto seq = Seq(Prompt(10, 100), /*max_tokens=*/20);
+  seq->req.n_keep = 4;
+  Sequence* s = seq.get();
+  planner_->Enqueue(std::move(seq));
+  std::vector<std::unique_ptr<Sequence>> finished;
+  std::vector<int32_t> expect = Prompt(10, 100);
+  bool shifted = false;
+  int64_t shifts = 0;
+  for (int32_t step = 0; planner_->has_work() && step < 64; ++step) {
+    StepPlan plan = Schedule();
+    ASSERT_EQ(plan.segments.size(), 1u);
+    if (shifted) {
+      // The step after the shift: positions 4.. of the 11 left, computed again.
+      EXPECT_EQ(plan.segments[0].pos, 4);
+      EXPECT_EQ(plan.segments[0].n_tokens, 7);
+      shifted = false;
+    }
+    const auto token = static_cast<int32_t>(200 + step);
+    StepUpdate up = planner_->Update(plan, Ran(plan, token));
+    expect.push_back(token);
+    if (static_cast<int64_t>(expect.size()) == 16) {
+      // Filled at 15 computed positions: keep 4, drop (15 - 4) / 2 = 5.
+      expect.erase(expect.begin() + 4, expect.begin() + 9);
+      ASSERT_EQ(s->tokens, expect);
+      EXPECT_EQ(s->n_computed, 4);
+      EXPECT_EQ(s->context_shifts, ++shifts);
+      shifted = true;
+    }
+    for (auto& f : up.finished) finished.push_back(std::move(f));
+  }
+  ASSERT_EQ(finished.size(), 1u);
+  EXPECT_EQ(finished[0]->finish_reason, FinishReason::kLength);
+  EXPECT_EQ(finished[0]->n_generated, 20);
+  EXPECT_EQ(finished[0]->context_shifts, 3);
+  EXPECT_EQ(pool_->used(), 0);
 }
 
 TEST_F(StepPlannerTest, FailuresFailOnlyTheirSequences) {
