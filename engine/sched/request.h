@@ -2,11 +2,13 @@
 // What a frontend hands the scheduler, and how the scheduler answers it.
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "engine/common/status.h"
+#include "engine/model/pooling_type.h"
 #include "engine/runtime/sampler.h"
 
 namespace sparrow {
@@ -45,6 +47,9 @@ class RequestSink {
   virtual ~RequestSink() = default;
   // A sampled token. Returning false stops the request with kStop (e.g. a stop string matched).
   virtual bool OnToken(const TokenEvent& event) = 0;
+  // An embedding request's result (GenerationRequest::embedding), once, before OnFinish: n_embd
+  // floats of unit length (kNone: one such row per prompt token). Generations never get it.
+  virtual void OnEmbedding(std::vector<float> embedding) { (void)embedding; }
   // Called exactly once, last.
   virtual void OnFinish(const FinishInfo& info) = 0;
   // The request left the queue and got its KV blocks (first admission only, not after a
@@ -67,6 +72,12 @@ struct GenerationRequest {
   // The first generated tokens, taken as given instead of sampled (the model still runs on
   // them): makes a real model say a chosen text, for tests of what parses the output.
   std::vector<int32_t> forced_tokens;
+  // Set: an embedding request, pooled this way. Its prompt is computed like any prompt (beside
+  // generations, in the same batches) and no token is sampled: the sink gets OnEmbedding, then
+  // OnFinish with kStop and no completion tokens; the prompt may fill the whole context, and the
+  // sampling fields are not used. It reuses cached prefix blocks only for kLast (the other
+  // poolings need every token's row). Never part of a group.
+  std::optional<PoolingType> embedding;
   std::shared_ptr<RequestSink> sink;
 };
 

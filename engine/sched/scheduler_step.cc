@@ -34,10 +34,12 @@ void Scheduler::Step() {
   if (submitting) {
     Flight fl;
     for (const PlannedSegment& seg : plan.segments) {
+      const EmbeddingPooler* pooler = seg.seq->pooler.get();
       fl.segs.push_back({seg.seq->kv.get(),
                          {&seg.seq->tokens[seg.pos], static_cast<size_t>(seg.n_tokens)},
                          seg.pos,
-                         false});
+                         /*all_logits=*/pooler != nullptr && pooler->wants_every_row(),
+                         /*hidden=*/pooler != nullptr});
     }
     scratch_->Observe(plan.decoded + plan.prompt_computed);
     fl.start = Clock::now();
@@ -90,9 +92,9 @@ void Scheduler::LandAll() {
 void Scheduler::LandOldest() {
   Flight fl = std::move(flights_.front());
   flights_.pop_front();
-  std::vector<float> logits;
+  std::vector<float> logits, hidden;
   std::vector<Status> failures;
-  Status st = fp_.Collect(&logits, &failures);
+  Status st = fp_.Collect(&logits, &failures, &hidden);
   StepOutputs out;
   // Alone in the pipeline, the time from submit to landing is the step's.
   if (PipelineDepth() == 1) out.step_ms = MsBetween(fl.start, Clock::now());
@@ -134,17 +136,29 @@ void Scheduler::LandOldest() {
   remote_down_since_.reset();
   // A failed flash read costs only the sequences that needed it; their KV goes back to the pool
   // and the others carry on.
-  const int64_t n_vocab = model_.config().n_vocab;
+  const int64_t n_vocab = model_.config().n_vocab, n_embd = model_.config().n_embd;
   out.segments.resize(fl.plan.segments.size());
+  // The logits rows are the generations' segments', one each; the hidden rows the embeddings'.
+  int64_t logits_row = 0, hidden_row = 0;
   for (size_t i = 0; i < fl.plan.segments.size(); ++i) {
+    const PlannedSegment& seg = fl.plan.segments[i];
     SegmentOutput& so = out.segments[i];
     so.status = failures[i];
+    const ForwardPass::Segment& fs = fl.segs[i];
+    const int64_t rows = fs.all_logits ? seg.n_tokens : 1;
+    const int64_t first_row = fs.hidden ? hidden_row : logits_row;
+    (fs.hidden ? hidden_row : logits_row) += rows;
     if (!so.status.ok()) {
       spdlog::error("a request failed in the forward pass: {}", so.status.ToString());
       continue;
     }
-    std::span<const float> row(&logits[i * n_vocab], n_vocab);
-    for (Sequence* s : fl.plan.segments[i].samplers) so.choices.push_back(EmitToken(*s, row));
+    if (fs.hidden) {
+      LandEmbeddingRows(*seg.seq, seg.pos, seg.n_tokens,
+                        {&hidden[first_row * n_embd], static_cast<size_t>(rows * n_embd)});
+      continue;
+    }
+    std::span<const float> row(&logits[first_row * n_vocab], n_vocab);
+    for (Sequence* s : seg.samplers) so.choices.push_back(EmitToken(*s, row));
   }
   StepUpdate up = planner_->Update(fl.plan, out);
   Finish(std::move(up.finished));
@@ -153,6 +167,14 @@ void Scheduler::LandOldest() {
   stats_.prompt_tokens += fl.plan.prompt_computed;
   ++stats_.steps;
   stats_.ffn = fp_.ffn().counters();
+}
+
+void Scheduler::LandEmbeddingRows(Sequence& s, int64_t pos, int64_t n,
+                                  std::span<const float> rows) {
+  s.pooler->Add(pos, n, rows);
+  // The prompt's last chunk: the embedding is complete (the planner then finishes the request).
+  if (pos + n == s.n_prompt && !s.req.sink->Cancelled())
+    s.req.sink->OnEmbedding(s.pooler->Finish());
 }
 
 TokenChoice Scheduler::EmitToken(Sequence& s, std::span<const float> row) {
