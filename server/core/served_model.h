@@ -12,6 +12,7 @@
 #include "engine/control/memory_governor.h"
 #include "engine/kernels/thread_pool.h"
 #include "engine/model/model.h"
+#include "engine/model/pooling_type.h"
 #include "engine/sched/scheduler.h"
 #include "engine/sparse/sparse_plan.h"
 #include "engine/tokenizer/tokenizer.h"
@@ -30,6 +31,8 @@ struct ServedModel {
   int64_t n_ctx = 0;  // positions one request may use (prompt + output)
   ReasoningFormat reasoning_format = ReasoningFormat::kDeepSeek;  // unless a request says
   bool allow_forced_output = false;  // requests may force the answer (tests)
+  // Embeddings: the config's pooling, else the GGUF's pooling_type, else last (a decoder's).
+  PoolingType pooling = PoolingType::kLast;
   // The process's own resident bytes beside the model's (runtime, libraries, vocabulary), as
   // measured when it was loaded: the memory budget's baseline.
   uint64_t baseline_bytes = 0;
