@@ -12,6 +12,7 @@
 
 #include "config/version.h"
 #include "engine/common/tensor_type.h"
+#include "engine/model/pooling_type.h"
 
 namespace sparrow {
 namespace {
@@ -117,6 +118,11 @@ const std::vector<KeySpec>& Keys() {
        "Thinking (<think>...</think>) in chat answers: deepseek (to reasoning_content) or none "
        "(inline in content); a request's reasoning_format overrides it",
        &ServerConfig::reasoning_format},
+      {"pooling",
+       "Embeddings (/v1/embeddings, gRPC Embed): mean, cls or last pooling of the prompt's final "
+       "hidden states (none: per token, which those APIs refuse); '': the GGUF's pooling_type, "
+       "else last",
+       &ServerConfig::pooling},
       {"allow_forced_output",
        "1: a request's forced_output makes the model answer with that text (tests of tool-call "
        "and reasoning parsing; never on a production server)",
@@ -394,6 +400,10 @@ Status ValidateServerConfig(const ServerConfig& c) {
       return InvalidArgument("config: 'draft_p_min' must be a number from 0 to 1, got '" +
                              c.draft_p_min + "'");
     }
+  }
+  if (!c.pooling.empty() && !PoolingFromName(c.pooling)) {
+    return InvalidArgument("config: 'pooling' must be one of " + std::string(kPoolingNames) +
+                           ", got '" + c.pooling + "'");
   }
   if (c.shard_split != "layers" && c.shard_split != "tensor" && c.shard_split != "auto") {
     return InvalidArgument("config: 'shard_split' must be layers, tensor or auto, got '" +

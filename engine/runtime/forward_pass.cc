@@ -84,7 +84,7 @@ Status ForwardPass::Run(std::span<const int32_t> tokens, int64_t start_pos, KvCa
 }
 
 Status ForwardPass::Prepare(std::span<const Segment> segments, Flight& f) {
-  int64_t n = 0, rows = 0;
+  int64_t n = 0, rows = 0, hidden_rows = 0;
   for (const Segment& sg : segments) {
     const int64_t len = static_cast<int64_t>(sg.tokens.size());
     if (len == 0 || sg.cache == nullptr) return InvalidArgument("no tokens to evaluate");
@@ -101,13 +101,14 @@ Status ForwardPass::Prepare(std::span<const Segment> segments, Flight& f) {
       }
     }
     n += len;
-    rows += sg.all_logits ? len : 1;
+    (sg.hidden ? hidden_rows : rows) += sg.all_logits ? len : 1;
   }
   if (n == 0) return InvalidArgument("no tokens to evaluate");
   Resize(n);
   f.segments.assign(segments.begin(), segments.end());
   f.n = n;
   f.rows = rows;
+  f.hidden_rows = hidden_rows;
   const int64_t half = c_.n_rot / 2;
   f.x.resize(static_cast<size_t>(n * c_.n_embd));
   f.cos.resize(static_cast<size_t>(n * half));
@@ -315,10 +316,10 @@ Status ForwardPass::RunLayers(std::span<const Segment> segments, int64_t first, 
 }
 
 Status ForwardPass::RunBatch(std::span<const Segment> segments, std::vector<float>* logits,
-                             std::vector<Status>* failures) {
+                             std::vector<Status>* failures, std::vector<float>* hidden) {
   if (!flights_.empty()) return Internal("RunBatch with batches in flight");
   SPARROW_RETURN_IF_ERROR(Submit(segments));
-  return Collect(logits, failures);
+  return Collect(logits, failures, hidden);
 }
 
 Status ForwardPass::Submit(std::span<const Segment> segments) {
@@ -358,7 +359,8 @@ Status ForwardPass::Submit(std::span<const Segment> segments) {
   return Status::Ok();
 }
 
-Status ForwardPass::Collect(std::vector<float>* logits, std::vector<Status>* failures) {
+Status ForwardPass::Collect(std::vector<float>* logits, std::vector<Status>* failures,
+                            std::vector<float>* hidden) {
   if (flights_.empty()) return Internal("Collect with no batch in flight");
   if (!remote_.empty()) Drive(true);
   std::unique_ptr<Flight> owned = std::move(flights_.front());
@@ -400,19 +402,26 @@ Status ForwardPass::Collect(std::vector<float>* logits, std::vector<Status>* fai
     failures->assign(segments.size(), Status::Ok());
   }
 
-  // Only the rows whose logits are wanted go through the output layer; gather them first.
+  // Only the rows whose logits are wanted go through the output layer; gather them first. The
+  // hidden rows wanted are the same norm's output, and go no further.
   const ModelWeights& w = model_.weights();
+  if (f.hidden_rows > 0) {
+    if (hidden == nullptr) return Internal("hidden states asked for and nowhere to put them");
+    hidden->resize(static_cast<size_t>(f.hidden_rows * c_.n_embd));
+  }
   Resize(f.rows);
-  int64_t row = 0, t0 = 0;
+  int64_t row = 0, hrow = 0, t0 = 0;
   for (const Segment& sg : segments) {
     const int64_t len = static_cast<int64_t>(sg.tokens.size());
-    for (int64_t t = sg.all_logits ? 0 : len - 1; t < len; ++t, ++row) {
+    for (int64_t t = sg.all_logits ? 0 : len - 1; t < len; ++t) {
+      float* out = sg.hidden ? &(*hidden)[hrow++ * c_.n_embd] : &xn_[row++ * c_.n_embd];
       kernels::RmsNorm(&f.x[(t0 + t) * c_.n_embd], w.output_norm.data(), c_.n_embd, c_.rms_eps,
-                       &xn_[row * c_.n_embd]);
+                       out);
     }
     t0 += len;
   }
   logits->resize(f.rows * c_.n_vocab);
+  if (f.rows == 0) return Status::Ok();
   kernels::MatMul(w.output, xn_.data(), f.rows, c_.n_embd, logits->data(), c_.n_vocab, pool_);
   if (c_.final_softcap > 0.0f) {
     const float cap = c_.final_softcap, inv = 1.0f / cap;

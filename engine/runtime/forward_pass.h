@@ -46,6 +46,9 @@ class ForwardPass {
     std::span<const int32_t> tokens;
     int64_t start_pos = 0;
     bool all_logits = false;  // logits for every token, or only for the last one
+    // The final normed hidden states (the output matrix's input: what an embedding pools)
+    // instead of logits, for the rows all_logits says.
+    bool hidden = false;
   };
 
   // Runs tokens at positions start_pos.. and stores their keys/values in `cache`.
@@ -61,8 +64,10 @@ class ForwardPass {
   // weights: with `failures`, it receives one status per segment (their logits rows are
   // meaningless) and the call succeeds for the others; without it, the call fails.
   // Submit then Collect, with nothing else in flight.
+  // `hidden` (needed when a segment asks for it) receives the hidden segments' rows the same way,
+  // n_embd floats each; a batch of hidden segments only skips the output matrix.
   Status RunBatch(std::span<const Segment> segments, std::vector<float>* logits,
-                  std::vector<Status>* failures = nullptr);
+                  std::vector<Status>* failures = nullptr, std::vector<float>* hidden = nullptr);
 
   // The two halves of RunBatch, so that with remote layers several batches are in flight at
   // once, each device computing one while the others compute the rest (EdgeShard's pipeline).
@@ -71,7 +76,8 @@ class ForwardPass {
   // Collect completes the oldest batch submitted, as RunBatch would. Without remote layers
   // Submit computes every layer.
   Status Submit(std::span<const Segment> segments);
-  Status Collect(std::vector<float>* logits, std::vector<Status>* failures = nullptr);
+  Status Collect(std::vector<float>* logits, std::vector<Status>* failures = nullptr,
+                 std::vector<float>* hidden = nullptr);
 
   // Layers computed by other devices: sorted, disjoint ranges inside the model (errors name the
   // range at fault). Ranges with a slice (RemoteLayers::slice, Galaxy's tensor split) share one
@@ -111,6 +117,7 @@ class ForwardPass {
   struct Flight {
     std::vector<Segment> segments;
     int64_t n = 0, rows = 0;  // tokens; logits rows wanted
+    int64_t hidden_rows = 0;  // hidden-state rows wanted
     std::vector<float> x, cos, sin, cos_swa, sin_swa;
     std::vector<uint8_t> decode;  // per token: its segment is one token
     std::vector<uint8_t> failed;  // per token: the FFN could not compute it

@@ -115,8 +115,10 @@ void ContinuousBatchingPlanner::Admit(StepPlan* plan) {
     }
     seq->kv = std::make_unique<SequenceKv>(kv_);
     const int64_t n = static_cast<int64_t>(seq->tokens.size());
-    // At least the last token is computed, so it yields logits.
-    const int64_t cached = seq->kv->AttachPrefix(seq->tokens, n - 1);
+    // At least the last token is computed, so it yields logits. An embedding that pools every
+    // row computes them all. (Its keys and values are a generation's: every family's attention
+    // is causal, so publishing them below serves later prompts correctly.)
+    const int64_t cached = seq->reuses_prefix() ? seq->kv->AttachPrefix(seq->tokens, n - 1) : 0;
     if (!seq->kv->Reserve(n)) {
       seq->kv.reset();
       if (running_.empty()) {
@@ -168,7 +170,7 @@ void ContinuousBatchingPlanner::FormBatch(const StepLimits& limits,
   };
   auto add = [&](Sequence& s, int64_t pos, int64_t len) {
     PlannedSegment seg{&s, pos, len, {}};
-    if (pos + len == static_cast<int64_t>(s.tokens.size())) {
+    if (pos + len == static_cast<int64_t>(s.tokens.size()) && !s.embedding()) {
       for (const auto& f : s.followers) seg.samplers.push_back(f.get());
       seg.samplers.push_back(&s);
     }
@@ -280,6 +282,11 @@ StepUpdate ContinuousBatchingPlanner::Update(const StepPlan& plan, const StepOut
     const int64_t n = static_cast<int64_t>(s.tokens.size());
     s.kv->PublishFullBlocks(s.tokens, s.n_computed);
     if (s.n_computed < n) continue;  // mid-prompt chunk: no token yet
+    if (s.embedding()) {
+      // Its prompt is its whole work: the engine loop has handed the sink its vector.
+      MarkFinished(s, s.req.sink->Cancelled() ? FinishReason::kCancelled : FinishReason::kStop);
+      continue;
+    }
 
     const std::vector<TokenChoice>& choices = outputs.segments[i].choices;
     SPARROW_CHECK(choices.size() == s.followers.size() + 1);

@@ -2,12 +2,14 @@
 // What a frontend hands the scheduler, and how the scheduler answers it.
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "engine/common/status.h"
 #include "engine/runtime/output_constraint.h"
+#include "engine/model/pooling_type.h"
 #include "engine/runtime/sampler.h"
 
 namespace sparrow {
@@ -55,6 +57,9 @@ class RequestSink {
   virtual ~RequestSink() = default;
   // A sampled token. Returning false stops the request with kStop (e.g. a stop string matched).
   virtual bool OnToken(const TokenEvent& event) = 0;
+  // An embedding request's result (GenerationRequest::embedding), once, before OnFinish: n_embd
+  // floats of unit length (kNone: one such row per prompt token). Generations never get it.
+  virtual void OnEmbedding(std::vector<float> embedding) { (void)embedding; }
   // Called exactly once, last.
   virtual void OnFinish(const FinishInfo& info) = 0;
   // The request left the queue and got its KV blocks (first admission only, not after a
@@ -88,6 +93,12 @@ struct GenerationRequest {
   // With context shift on: the prompt's first tokens a shift never drops (BOS and the system
   // prompt; llama.cpp's n_keep).
   int64_t n_keep = 0;
+  // Set: an embedding request, pooled this way. Its prompt is computed like any prompt (beside
+  // generations, in the same batches) and no token is sampled: the sink gets OnEmbedding, then
+  // OnFinish with kStop and no completion tokens; the prompt may fill the whole context, and the
+  // sampling fields are not used. It reuses cached prefix blocks only for kLast (the other
+  // poolings need every token's row). Never part of a group.
+  std::optional<PoolingType> embedding;
   std::shared_ptr<RequestSink> sink;
 };
 

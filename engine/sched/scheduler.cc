@@ -114,12 +114,15 @@ Status Scheduler::Validate(const GenerationRequest& request) const {
                              std::to_string(model_.config().n_vocab));
     }
   }
-  if (n + 1 > opts_.n_ctx) {
-    return InvalidArgument("the prompt has " + std::to_string(n) +
-                           " tokens but the context holds " + std::to_string(opts_.n_ctx) +
-                           " (prompt plus at least one generated token)");
+  // A generation needs room for one token after its prompt; an embedding only for the prompt.
+  const int64_t positions = request.embedding ? n : n + 1;
+  if (positions > opts_.n_ctx) {
+    return InvalidArgument(
+        "the prompt has " + std::to_string(n) + " tokens but the context holds " +
+        std::to_string(opts_.n_ctx) +
+        (request.embedding ? "" : " (prompt plus at least one generated token)"));
   }
-  const int64_t blocks = (n + 1 + opts_.kv_block_size - 1) / opts_.kv_block_size;
+  const int64_t blocks = (positions + opts_.kv_block_size - 1) / opts_.kv_block_size;
   // Against the configured pool, not the pool now: a budget may shrink it for a while, but never
   // under one full context, so whatever passes here can run.
   if (blocks > opts_.kv_blocks) {
@@ -161,6 +164,9 @@ Status Scheduler::SubmitGroup(std::vector<GenerationRequest> requests) {
   }
   for (const GenerationRequest& r : requests) {
     SPARROW_RETURN_IF_ERROR(Validate(r));
+    if (r.embedding && requests.size() > 1) {
+      return InvalidArgument("an embedding request cannot be part of a group");
+    }
     if (r.prompt != requests[0].prompt) {
       return InvalidArgument("the requests of a group must share one prompt");
     }
@@ -169,8 +175,13 @@ Status Scheduler::SubmitGroup(std::vector<GenerationRequest> requests) {
   std::unique_ptr<Sequence> leader;
   for (GenerationRequest& r : requests) {
     std::unique_ptr<Sequence> seq = NewSequence(std::move(r), now);
-    seq->sampler = std::make_unique<Sampler>(seq->req.sampling);
-    for (int32_t t : seq->req.prompt) seq->sampler->Accept(t);
+    if (seq->req.embedding) {
+      seq->pooler = std::make_unique<EmbeddingPooler>(*seq->req.embedding, model_.config().n_embd,
+                                                      seq->n_prompt);
+    } else {
+      seq->sampler = std::make_unique<Sampler>(seq->req.sampling);
+      for (int32_t t : seq->req.prompt) seq->sampler->Accept(t);
+    }
     if (!leader) {
       leader = std::move(seq);
     } else {

@@ -116,7 +116,8 @@ class Scheduler {
   ~Scheduler();  // Shutdown(0)
 
   // Queues a request. InvalidArgument when it can never run (empty prompt, prompt + 1 over
-  // n_ctx, prompt larger than the whole KV pool, bad sampling), naming the numbers;
+  // n_ctx (an embedding's prompt alone), prompt larger than the whole KV pool, bad sampling),
+  // naming the numbers;
   // ResourceExhausted when the queue is full (retry later). On error the sink is not called.
   Status Submit(GenerationRequest request);
   // Queues several requests with the same prompt (the n choices of one API call) as a group:
@@ -187,6 +188,9 @@ class Scheduler {
   // A verify segment's tokens (speculative decoding): one per row while the target agrees with
   // the draft, then the target's own; cut short by a stop or an end-of-generation token.
   std::vector<TokenChoice> EmitVerified(Sequence& s, const float* rows);
+  // Hands an embedding request's rows for positions pos..pos + n - 1 to its pooler, and the
+  // finished embedding to its sink after the prompt's last chunk.
+  void LandEmbeddingRows(Sequence& s, int64_t pos, int64_t n, std::span<const float> rows);
   // Moves what Submit queued to the planner (scheduler thread).
   void TakeSubmitted();
   // Publishes the planner's and the pool's gauges to stats_.

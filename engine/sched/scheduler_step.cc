@@ -34,12 +34,17 @@ void Scheduler::Step() {
   if (submitting) {
     Flight fl;
     for (const PlannedSegment& seg : plan.segments) {
-      // A verify segment reads the last token and the draft, a row of logits for each.
+      // A verify segment reads the last token and the draft, a row of logits for each; an
+      // embedding's segment gives hidden rows instead of logits.
       const std::span<const int32_t> tokens =
           seg.n_draft > 0 ? std::span<const int32_t>(seg.seq->spec.verify)
                           : std::span<const int32_t>(&seg.seq->tokens[seg.pos],
                                                      static_cast<size_t>(seg.n_tokens));
-      fl.segs.push_back({seg.seq->kv.get(), tokens, seg.pos, seg.n_draft > 0});
+      const EmbeddingPooler* pooler = seg.seq->pooler.get();
+      fl.segs.push_back({seg.seq->kv.get(), tokens, seg.pos,
+                         /*all_logits=*/seg.n_draft > 0 ||
+                             (pooler != nullptr && pooler->wants_every_row()),
+                         /*hidden=*/pooler != nullptr});
     }
     scratch_->Observe(plan.decoded + plan.drafted + plan.prompt_computed);
     fl.start = Clock::now();
@@ -94,9 +99,9 @@ void Scheduler::LandOldest() {
   Flight fl = std::move(flights_.front());
   flights_.pop_front();
   mask_prefetch_.Wait();  // the constraints are the token choice's again
-  std::vector<float> logits;
+  std::vector<float> logits, hidden;
   std::vector<Status> failures;
-  Status st = fp_.Collect(&logits, &failures);
+  Status st = fp_.Collect(&logits, &failures, &hidden);
   StepOutputs out;
   // Alone in the pipeline, the time from submit to landing is the step's.
   if (PipelineDepth() == 1) out.step_ms = MsBetween(fl.start, Clock::now());
@@ -138,24 +143,33 @@ void Scheduler::LandOldest() {
   remote_down_since_.reset();
   // A failed flash read costs only the sequences that needed it; their KV goes back to the pool
   // and the others carry on.
-  const int64_t n_vocab = model_.config().n_vocab;
+  const int64_t n_vocab = model_.config().n_vocab, n_embd = model_.config().n_embd;
   out.segments.resize(fl.plan.segments.size());
-  int64_t row_at = 0;  // a verify segment has a row per token, the others one
+  // The logits rows are the generations' segments' (one each, a verify segment one per token);
+  // the hidden rows the embeddings'.
+  int64_t logits_row = 0, hidden_row = 0;
   for (size_t i = 0; i < fl.plan.segments.size(); ++i) {
     const PlannedSegment& seg = fl.plan.segments[i];
-    const float* rows = &logits[row_at * n_vocab];
-    row_at += seg.n_draft > 0 ? seg.n_tokens : 1;
     SegmentOutput& so = out.segments[i];
     so.status = failures[i];
+    const ForwardPass::Segment& fs = fl.segs[i];
+    const int64_t rows = fs.all_logits ? seg.n_tokens : 1;
+    const int64_t first_row = fs.hidden ? hidden_row : logits_row;
+    (fs.hidden ? hidden_row : logits_row) += rows;
     if (!so.status.ok()) {
       spdlog::error("a request failed in the forward pass: {}", so.status.ToString());
       continue;
     }
-    if (seg.n_draft > 0) {
-      so.choices = EmitVerified(*seg.seq, rows);
+    if (fs.hidden) {
+      LandEmbeddingRows(*seg.seq, seg.pos, seg.n_tokens,
+                        {&hidden[first_row * n_embd], static_cast<size_t>(rows * n_embd)});
       continue;
     }
-    std::span<const float> row(rows, n_vocab);
+    if (seg.n_draft > 0) {
+      so.choices = EmitVerified(*seg.seq, &logits[first_row * n_vocab]);
+      continue;
+    }
+    std::span<const float> row(&logits[first_row * n_vocab], n_vocab);
     for (Sequence* s : seg.samplers) so.choices.push_back(EmitToken(*s, row));
   }
   StepUpdate up = planner_->Update(fl.plan, out);
@@ -169,6 +183,14 @@ void Scheduler::LandOldest() {
   stats_.prompt_tokens += fl.plan.prompt_computed;
   ++stats_.steps;
   stats_.ffn = fp_.ffn().counters();
+}
+
+void Scheduler::LandEmbeddingRows(Sequence& s, int64_t pos, int64_t n,
+                                  std::span<const float> rows) {
+  s.pooler->Add(pos, n, rows);
+  // The prompt's last chunk: the embedding is complete (the planner then finishes the request).
+  if (pos + n == s.n_prompt && !s.req.sink->Cancelled())
+    s.req.sink->OnEmbedding(s.pooler->Finish());
 }
 
 TokenChoice Scheduler::EmitToken(Sequence& s, std::span<const float> row) {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "engine/kv/sequence_kv.h"
+#include "engine/runtime/embedding_pooler.h"
 #include "engine/runtime/sampler.h"
 #include "engine/sched/request.h"
 #include "engine/spec/spec_state.h"
@@ -34,6 +35,8 @@ struct Sequence {
   // tests).
   std::unique_ptr<Sampler> sampler;
   SpecState spec;  // speculative decoding (the planner sets the draft's room, the loop drafts)
+  // An embedding request's rows as its chunks land (the engine loop's; null for a generation).
+  std::unique_ptr<EmbeddingPooler> pooler;
   SchedulerClock::time_point submitted, admitted, first_token;
   bool has_first_token = false;
   bool done = false;
@@ -44,6 +47,12 @@ struct Sequence {
   // Other members of this sequence's group (same prompt): they fork from it once its prompt
   // is computed.
   std::vector<std::unique_ptr<Sequence>> followers;
+
+  bool embedding() const { return req.embedding.has_value(); }
+  // Whether cached prefix blocks may stand in for computing the prompt's first tokens: always
+  // for a generation (only the last row's logits are read); for an embedding only when it pools
+  // the last row alone.
+  bool reuses_prefix() const { return !req.embedding || *req.embedding == PoolingType::kLast; }
 };
 
 // A queued sequence for `request` (its prompt as its tokens, submitted `now`), without a sampler.

@@ -1,5 +1,7 @@
 #include "server/core/engine_facade.h"
 
+#include <algorithm>
+
 #include "engine/model/architecture.h"
 #include "engine/tokenizer/incremental_detokenizer.h"
 #include "server/core/served_model.h"
@@ -65,6 +67,33 @@ std::shared_ptr<StreamingSink> EngineFacade::MakeSink(StreamingSinkOptions optio
 Status EngineFacade::Submit(const ResolvedGeneration& g,
                             const std::vector<std::shared_ptr<StreamingSink>>& sinks) const {
   return SubmitGeneration(*ctx_, *model_, g, {sinks.begin(), sinks.end()});
+}
+
+std::shared_ptr<EmbeddingJob> EngineFacade::Embed(const EmbeddingSpec& spec,
+                                                  std::function<void()> on_ready,
+                                                  GenerationError* error) const {
+  ResolvedEmbedding resolved;
+  if (!ResolveEmbedding(*model_, spec, &resolved, error)) return nullptr;
+  if (ctx_->draining.load()) {
+    error->status =
+        Unavailable("the server is draining (an operator stopped admissions); retry later");
+    return nullptr;
+  }
+  // One batch's worth of inputs at a time: enough to fill the scheduler's running set, and
+  // never more than half its queue, which other clients share.
+  const SchedulerOptions& o = model_->scheduler->options();
+  const int64_t window = std::max<int64_t>(1, std::min(o.max_running, o.max_queue / 2));
+  auto job = std::make_shared<EmbeddingJob>(model_->scheduler.get(), std::move(resolved), window,
+                                            std::move(on_ready));
+  if (Status st = job->Start(); !st.ok()) {
+    error->status = st;
+    return nullptr;
+  }
+  return job;
+}
+
+PoolingType EngineFacade::pooling() const {
+  return model_->pooling;
 }
 
 EngineStats EngineFacade::Stats() const {

@@ -20,6 +20,8 @@
 #include "engine/control/memory_governor.h"
 #include "engine/memory/pressure_level.h"
 #include "engine/sched/scheduler.h"
+#include "server/core/embedding_job.h"
+#include "server/core/embedding_spec.h"
 #include "server/core/generation_spec.h"
 #include "server/core/metrics.h"
 #include "server/core/streaming_sink.h"
@@ -75,6 +77,16 @@ class EngineFacade {
   // sink is called then. The caller keeps this facade until the sinks are done.
   Status Submit(const ResolvedGeneration& g,
                 const std::vector<std::shared_ptr<StreamingSink>>& sinks) const;
+
+  // Embeddings of the spec's inputs (embedding_spec.h: the bounds, the pooling): either the
+  // job, its first inputs submitted, which calls `on_ready` once (on the scheduler thread,
+  // never blocking) when done() turns true; or null with `*error` filled (a bad request, or the
+  // scheduler's or the drain's refusal as for Submit). The caller keeps this facade until the
+  // job is done, and calls EmbeddingJob::Cancel when its client goes away.
+  std::shared_ptr<EmbeddingJob> Embed(const EmbeddingSpec& spec, std::function<void()> on_ready,
+                                      GenerationError* error) const;
+  // The pooling an embedding gets when the request names none (ServedModel::pooling).
+  PoolingType pooling() const;
 
   EngineStats Stats() const;
   // The host app's memory pressure, for the budget controller; returns the budget that follows

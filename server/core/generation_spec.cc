@@ -10,10 +10,7 @@ namespace {
 constexpr int64_t kMaxShiftContexts = 16;
 
 bool Fail(GenerationError* e, Status status, std::string param, std::string code = "") {
-  e->status = std::move(status);
-  e->param = std::move(param);
-  e->code = std::move(code);
-  return false;
+  return RefuseRequest(e, std::move(status), std::move(param), std::move(code));
 }
 
 // The tools the prompt offers; false with `*error` filled when tool_choice names none of them.
@@ -184,15 +181,26 @@ bool OutputConstraintOf(const ServedModel& m, const OutputFormat& format,
 
 }  // namespace
 
+bool RefuseRequest(GenerationError* error, Status status, std::string param, std::string code) {
+  error->status = std::move(status);
+  error->param = std::move(param);
+  error->code = std::move(code);
+  return false;
+}
+
+bool CheckRequestedModel(const ServedModel& m, const std::string& requested,
+                         const std::string& field, GenerationError* error) {
+  if (requested.empty() || requested == m.model_id) return true;
+  return RefuseRequest(error,
+                       NotFound("The model '" + requested +
+                                "' does not exist; this server serves '" + m.model_id + "'"),
+                       field, "model_not_found");
+}
+
 bool ResolveGeneration(const ServedModel& m, const GenerationSpec& spec, ResolvedGeneration* out,
                        GenerationError* error) {
   const GenerationSpec::FieldNames& f = spec.fields;
-  if (!spec.model.empty() && spec.model != m.model_id) {
-    return Fail(error,
-                NotFound("The model '" + spec.model + "' does not exist; this server serves '" +
-                         m.model_id + "'"),
-                f.model, "model_not_found");
-  }
+  if (!CheckRequestedModel(m, spec.model, f.model, error)) return false;
   OutputFormat tool_calls;
   if (!Tokens(m, spec, out, &tool_calls, error)) return false;
   const std::string& prompt_field = spec.kind == PromptKind::kChat ? f.messages : f.prompt;

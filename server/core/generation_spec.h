@@ -100,6 +100,13 @@ struct ResolvedGeneration {
   std::vector<int32_t> visible_special;
 };
 
+// Fills `*error` (the refusal's status, the field at fault, OpenAI's code) and returns false.
+bool RefuseRequest(GenerationError* error, Status status, std::string param, std::string code = "");
+// True when `requested` ("" for the served model) names the model `m` serves; else refuses the
+// request (404 model_not_found, `field` at fault).
+bool CheckRequestedModel(const ServedModel& m, const std::string& requested,
+                         const std::string& field, GenerationError* error);
+
 // Either fills `*out` and returns true, or fills `*error`.
 bool ResolveGeneration(const ServedModel& model, const GenerationSpec& spec,
                        ResolvedGeneration* out, GenerationError* error);

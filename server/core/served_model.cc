@@ -188,6 +188,8 @@ Result<std::shared_ptr<ServedModel>> LoadServedModel(const ServerConfig& config,
                            "'; expected deepseek, auto or none");
   }
   m->allow_forced_output = config.allow_forced_output != 0;
+  m->pooling = PoolingFromName(config.pooling)
+                   .value_or(FilePooling(m->model->file()).value_or(PoolingType::kLast));
 
   // What the process holds before any pool: its runtime and libraries, the vocabulary, the chat
   // template; the model's pages it has read so far are the weights' part.

@@ -12,6 +12,7 @@
 #include "engine/control/memory_governor.h"
 #include "engine/kernels/thread_pool.h"
 #include "engine/model/model.h"
+#include "engine/model/pooling_type.h"
 #include "engine/sched/scheduler.h"
 #include "engine/sparse/sparse_plan.h"
 #include "engine/tokenizer/tokenizer.h"
@@ -34,6 +35,8 @@ struct ServedModel {
   // Sequences outgrowing n_ctx drop the middle of their context; prompts longer than it are cut
   // the same way, and max_tokens may exceed the room the prompt leaves.
   bool context_shift = false;
+  // Embeddings: the config's pooling, else the GGUF's pooling_type, else last (a decoder's).
+  PoolingType pooling = PoolingType::kLast;
   // The process's own resident bytes beside the model's (runtime, libraries, vocabulary), as
   // measured when it was loaded: the memory budget's baseline.
   uint64_t baseline_bytes = 0;

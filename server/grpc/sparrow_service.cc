@@ -5,6 +5,7 @@
 
 #include "server/chat/chat_template.h"
 #include "server/core/engine_facade.h"
+#include "server/grpc/embed_reactor.h"
 #include "server/grpc/generate_reactor.h"
 #include "server/grpc/grpc_auth.h"
 #include "server/grpc/grpc_request.h"
@@ -112,6 +113,14 @@ grpc::ServerUnaryReactor* SparrowService::ListModels(grpc::CallbackServerContext
   info->set_n_params(model.n_params);
   info->set_path(model.file_name);
   return Done(context, grpc::Status::OK);
+}
+
+grpc::ServerUnaryReactor* SparrowService::Embed(grpc::CallbackServerContext* context,
+                                                const v1::EmbedRequest* request,
+                                                v1::EmbedResponse* response) {
+  grpc::Status auth = Authorize(ctx_, *context, AuthScope::kApiKey, "Embed", nullptr);
+  if (!auth.ok()) return Done(context, auth);
+  return EmbedReactor::Start(ctx_, *request, response);
 }
 
 grpc::ServerUnaryReactor* SparrowService::ReportMemoryPressure(

@@ -28,6 +28,9 @@ class SparrowService final : public v1::Sparrow::CallbackService {
   grpc::ServerUnaryReactor* ListModels(grpc::CallbackServerContext* context,
                                        const v1::ListModelsRequest* request,
                                        v1::ListModelsResponse* response) override;
+  grpc::ServerUnaryReactor* Embed(grpc::CallbackServerContext* context,
+                                  const v1::EmbedRequest* request,
+                                  v1::EmbedResponse* response) override;
   grpc::ServerUnaryReactor* ReportMemoryPressure(
       grpc::CallbackServerContext* context, const v1::ReportMemoryPressureRequest* request,
       v1::ReportMemoryPressureResponse* response) override;

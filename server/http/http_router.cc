@@ -4,6 +4,7 @@
 #include "server/core/readiness.h"
 #include "server/http/admin_routes.h"
 #include "server/http/dashboard_routes.h"
+#include "server/http/embeddings_handler.h"
 #include "server/http/generation_handler.h"
 
 namespace sparrow::server {
@@ -170,6 +171,7 @@ HttpRouter MakeSparrowRouter() {
   r.Add({http::verb::get, "/v1/models/", AuthScope::kApiKey, GetModel});
   r.Add({http::verb::post, "/v1/completions", AuthScope::kApiKey, Generation(false)});
   r.Add({http::verb::post, "/v1/chat/completions", AuthScope::kApiKey, Generation(true)});
+  r.Add({http::verb::post, "/v1/embeddings", AuthScope::kApiKey, HandleEmbeddings});
   AddAdminRoutes(r);
   AddDashboardRoutes(r);
   return r;

@@ -191,6 +191,7 @@ class Calls {
     http["POST /v1/chat/completions"] =
         send("POST", "/v1/chat/completions",
              R"({"messages":[{"role":"user","content":"Hi"}],"max_tokens":1})");
+    http["POST /v1/embeddings"] = send("POST", "/v1/embeddings", R"({"input":"Once"})");
     http["GET {any other path}"] = get("/no-such-route");
     http["GET /admin/v1/status"] = get("/admin/v1/status");
     http["GET /admin/v1/requests"] = get("/admin/v1/requests");
@@ -272,6 +273,11 @@ class Calls {
       grpc["sparrow.v1.Sparrow/Detokenize"] = Rpc(app, &v1::Sparrow::Stub::Detokenize, req);
     }
     grpc["sparrow.v1.Sparrow/ListModels"] = Rpc(app, &v1::Sparrow::Stub::ListModels);
+    {
+      v1::EmbedRequest req;
+      req.add_texts("Once");
+      grpc["sparrow.v1.Sparrow/Embed"] = Rpc(app, &v1::Sparrow::Stub::Embed, req);
+    }
     {
       v1::ReportMemoryPressureRequest req;
       req.set_trim_level("NOT_A_LEVEL");  // past the key check it is refused: nothing changes

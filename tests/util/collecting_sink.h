@@ -26,6 +26,10 @@ class CollectingSink : public RequestSink {
     }
     cv_.notify_all();
   }
+  void OnEmbedding(std::vector<float> embedding) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    embedding_ = std::move(embedding);
+  }
   bool Cancelled() const override { return false; }
   size_t count() {
     std::lock_guard<std::mutex> lock(mu_);
@@ -43,6 +47,12 @@ class CollectingSink : public RequestSink {
     return info_;
   }
   // The same, with each token's logprobs.
+  // An embedding request's vector, once it has ended (empty if none came).
+  std::vector<float> WaitEmbedding() {
+    Wait();
+    std::lock_guard<std::mutex> lock(mu_);
+    return embedding_;
+  }
   std::vector<TokenEvent> WaitEvents() {
     Wait();
     std::lock_guard<std::mutex> lock(mu_);
@@ -54,6 +64,7 @@ class CollectingSink : public RequestSink {
   std::condition_variable cv_;
   std::vector<int32_t> tokens_;
   std::vector<TokenEvent> events_;
+  std::vector<float> embedding_;
   FinishInfo info_;
   bool done_ = false;
 };
