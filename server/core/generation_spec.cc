@@ -105,6 +105,17 @@ bool Tokens(const ServedModel& m, const GenerationSpec& spec, ResolvedGeneration
 
 }  // namespace
 
+std::string ModelErrorCode(const Status& s) {
+  switch (s.code()) {
+    case StatusCode::kNotFound:
+      return "model_not_found";
+    case StatusCode::kUnavailable:
+      return "model_unavailable";
+    default:
+      return "model_load_failed";
+  }
+}
+
 bool ResolveGeneration(const ServedModel& m, const GenerationSpec& spec, ResolvedGeneration* out,
                        GenerationError* error) {
   const GenerationSpec::FieldNames& f = spec.fields;
