@@ -107,6 +107,22 @@ const std::vector<KeySpec>& Keys() {
        &ServerConfig::model_dir},
       {"model_id", "Model name clients use in requests (default: file name without .gguf)",
        &ServerConfig::model_id},
+      {"models_dir",
+       "Serve every .gguf file of this directory on demand: each is listed in /v1/models by its "
+       "file name without .gguf (\"stories260K.gguf\" is \"stories260K\"), and a request naming "
+       "one that is not loaded loads it in place of the loaded one once the old one's requests "
+       "finish. The first model is 'model' when the directory has a file of that name, else the "
+       "directory's first by name; model_id is not used. Admin reload switches among them too",
+       &ServerConfig::models_dir},
+      {"sleep_idle_seconds",
+       "Unload the model after this many seconds without requests, giving its memory back "
+       "(weights, "
+       "KV pool, caches); the next request loads it again (0: never)",
+       nullptr, &ServerConfig::sleep_idle_seconds, 0, 7 * 24 * 3600},
+      {"model_switch_wait_ms",
+       "How long a request waits for another model to be loaded (models_dir) or the sleeping one "
+       "to wake; past it the request gets 503 with Retry-After and the switch goes on",
+       nullptr, &ServerConfig::model_switch_wait_ms, 0, 3600 * 1000},
       {"chat_template",
        "Chat template: chatml, llama2, llama3, phi3, gemma, mistral, zephyr (default: detect)",
        &ServerConfig::chat_template},

@@ -39,8 +39,13 @@ struct ServerConfig {
   int64_t allow_insecure = 0;
   // Model.
   std::string model = "../shared/models/stories260K.gguf";
-  std::string model_dir;           // .gguf files the admin API may reload; "" -> reload is off
-  std::string model_id;            // "" -> the model file name without .gguf
+  std::string model_dir;  // .gguf files the admin API may reload; "" -> reload is off
+  std::string model_id;   // "" -> the model file name without .gguf
+  // Models on demand: every .gguf here is listed and served by its file stem, loaded when a
+  // request names it (in place of the one loaded); "" -> only `model` is served.
+  std::string models_dir;
+  int64_t sleep_idle_seconds = 0;        // unload the model after this long idle; 0: never
+  int64_t model_switch_wait_ms = 30000;  // a request waits this long for a switch, then 503
   std::string chat_template;       // "" -> detect from the GGUF; or chatml, llama2, llama3, ...
   std::string chat_template_file;  // a Jinja template run instead of the GGUF's own
   // Thinking in chat answers: "deepseek" moves <think>...</think> to reasoning_content,

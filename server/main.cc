@@ -171,7 +171,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "sparrowd: %s\n", http.status().message().c_str());
     return kExitStartup;
   }
-  spdlog::info(Msg(config, "model '" + first->model_id + "' from " + config.model + ", n_ctx " +
+  spdlog::info(Msg(config, "model '" + first->model_id + "' from " + first->path + ", n_ctx " +
                                std::to_string(first->n_ctx) + ", chat template " +
                                (first->chat->has_jinja()
                                     ? std::string("Jinja (the model's own or chat_template_file)")
@@ -181,8 +181,16 @@ int main(int argc, char** argv) {
         config, "layers placed across devices:\n" + first->workers->topology->view().description));
   }
   first.reset();
-  if (!config.model_dir.empty()) {
+  if (!config.models_dir.empty()) {
+    spdlog::info(Msg(config, "serving the models of " + config.models_dir +
+                                 " on demand, one at a time (a request's \"model\" loads it)"));
+  } else if (!config.model_dir.empty()) {
     spdlog::info(Msg(config, "admin reload may switch to the models in " + config.model_dir));
+  }
+  if (config.sleep_idle_seconds > 0) {
+    spdlog::info(Msg(config, "the model is unloaded after " +
+                                 std::to_string(config.sleep_idle_seconds) +
+                                 " s idle and loaded again by the next request"));
   }
   const bool tls = !config.tls_cert.empty();
   if (tls) {
@@ -236,7 +244,9 @@ int main(int argc, char** argv) {
   std::thread grpc_stop;
   if (grpc) grpc_stop = std::thread([&] { grpc->Shutdown(deadline + kFlushMargin); });
 #endif
-  ctx.served()->scheduler->Shutdown(deadline);
+  // No model is loaded or woken from here on; what serves finishes.
+  ctx.switcher->Stop();
+  if (const auto served = ctx.served()) served->scheduler->Shutdown(deadline);
   if (!(*http)->WaitForResponses(kFlushMargin)) {
     spdlog::warn(Msg(config, "some HTTP responses were not completely written before exit"));
   }

@@ -84,7 +84,8 @@ std::string RenderStatus(const admin::v1::ServerStatus& s) {
          s.log_level() + "\n";
   out += "model     " + s.model().id() + " (" + s.model().file() + ", " +
          HumanBytes(static_cast<double>(s.model().file_bytes())) + ", " + s.model().architecture() +
-         ", n_ctx " + std::to_string(s.model().n_ctx()) + ")\n";
+         ", n_ctx " + std::to_string(s.model().n_ctx()) + ")" +
+         (s.model().state() == "sleeping" ? "  sleeping" : "") + "\n";
   out += "tensors   " + types + "\n";
   out += "requests  " + std::to_string(s.running()) + " running, " + std::to_string(s.waiting()) +
          " waiting; " + std::to_string(t.requests_finished()) + " finished, " +

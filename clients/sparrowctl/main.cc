@@ -443,8 +443,9 @@ int main(int argc, char** argv) {
           std::string human;
           for (const auto& m : r.data()) {
             char line[512];
-            std::snprintf(line, sizeof line, "%s %-40s %10.1f MiB\n", m.serving() ? "*" : " ",
-                          m.name().c_str(), static_cast<double>(m.bytes()) / (1 << 20));
+            std::snprintf(line, sizeof line, "%s %-40s %10.1f MiB  %s\n", m.serving() ? "*" : " ",
+                          m.name().c_str(), static_cast<double>(m.bytes()) / (1 << 20),
+                          m.state().c_str());
             human += line;
           }
           return human.empty() ? std::string("model_dir has no .gguf files\n") : human;

@@ -27,6 +27,7 @@ std::string ResultName(const Status& s) {
 
 Result<std::shared_ptr<AdminController>> AdminController::Start(ServerContext& ctx) {
   std::shared_ptr<AdminController> a(new AdminController(ctx));
+  a->described_ = ctx.served();
   a->model_ = DescribeModel(*ctx.served());
   SPARROW_ASSIGN_OR_RETURN(a->audit_, AuditLog::Open(ctx.config.audit_log, &ctx.metrics));
   a->thread_ = std::thread([p = a.get()] { p->Run(); });
@@ -51,13 +52,22 @@ void AdminController::Run() {
   auto next = Clock::now();
   while (!stop_) {
     lock.unlock();
-    const std::shared_ptr<ServedModel> served = ctx_.served();
-    const int64_t generated = served->scheduler->Stats().generated_tokens;
+    // Not kept across the wait below: an idle unload must be able to free the model at once.
+    std::shared_ptr<ServedModel> served = ctx_.served();
     lock.lock();
+    // Asleep, nothing is generated: the last count stands.
+    const int64_t generated = served ? served->scheduler->Stats().generated_tokens
+                                     : (samples_.empty() ? 0 : samples_.back().second);
+    // A model switched in on demand (or woken) counts from zero: its samples start afresh.
+    if (served && sampled_.lock() != served) {
+      samples_.clear();
+      sampled_ = served;
+    }
     // A count read just before a reload's swap belongs to the old scheduler: not a sample of
     // the new one, which counts from zero.
     if (served == ctx_.served()) samples_.emplace_back(Clock::now(), generated);
     while (samples_.size() > kMaxSamples) samples_.pop_front();
+    served.reset();
     if (hub_.subscribers() > 0) {
       lock.unlock();
       adminpb::Event e;
@@ -71,8 +81,20 @@ void AdminController::Run() {
 }
 
 adminpb::ModelStatus AdminController::Model() const {
+  const std::shared_ptr<ServedModel> served = ctx_.served();
+  // Sleeping once its memory is given back (ModelSwitcher frees it before it says so); between
+  // the swap and then, or while a switch loads the next one, "loading".
+  const bool asleep = !served && ctx_.switcher && ctx_.switcher->sleeping();
   std::lock_guard<std::mutex> lock(mu_);
-  return model_;
+  // A model switched to on demand (models_dir) is described the first time it is seen; asleep,
+  // the last one described stands, marked so.
+  if (served && described_.lock() != served) {
+    model_ = DescribeModel(*served);
+    described_ = served;
+  }
+  adminpb::ModelStatus m = model_;
+  m.set_state(served ? "loaded" : asleep ? "sleeping" : "loading");
+  return m;
 }
 
 adminpb::ServerStatus AdminController::Snapshot() const {
@@ -118,7 +140,9 @@ adminpb::ListRequestsResponse AdminController::RequestsWithPrompts(const AdminCa
   const std::vector<RequestSnapshot> list = ctx_.requests.List(true);
   const std::shared_ptr<ServedModel> served = ctx_.served();
   adminpb::ListRequestsResponse out;
-  for (const auto& r : list) *out.add_data() = DescribeRequest(r, served->tokenizer.get());
+  for (const auto& r : list) {
+    *out.add_data() = DescribeRequest(r, served ? served->tokenizer.get() : nullptr);
+  }
   Done(who, "list_prompts", json{{"requests", list.size()}}, Status::Ok());
   return out;
 }
@@ -169,12 +193,19 @@ Result<adminpb::ListModelsResponse> AdminController::Models() const {
   }
   SPARROW_ASSIGN_OR_RETURN(const std::vector<ModelFile> files, ListModelDir(ctx_.config.model_dir));
   const std::string serving = Model().file();
+  const std::vector<ModelEntry> served = ctx_.ListModels();
   adminpb::ListModelsResponse out;
   for (const ModelFile& m : files) {
     adminpb::ModelFile* f = out.add_data();
     f->set_name(m.name);
     f->set_bytes(m.bytes);
     f->set_serving(m.name == serving);
+    ModelState state = ModelState::kAvailable;
+    for (const ModelEntry& e : served) {
+      if (e.file_name == m.name) state = e.state;
+    }
+    f->set_loaded(state == ModelState::kLoaded);
+    f->set_state(ModelStateName(state));
   }
   return out;
 }
@@ -194,6 +225,9 @@ Result<adminpb::ReloadResponse> AdminController::Reload(const AdminCaller& who,
                   "reload_disabled");
   }
   std::unique_lock<std::mutex> one_at_a_time(reload_mu_, std::try_to_lock);
+  // A switch on demand or an idle unload (ModelSwitcher) swaps too: it waits for them.
+  std::unique_lock<std::mutex> one_swap(ctx_.swap_mu, std::defer_lock);
+  if (one_at_a_time.owns_lock()) one_swap.lock();
   if (!one_at_a_time.owns_lock()) {
     return refuse(Unavailable("another reload is in progress; retry when it is done"),
                   "reload_in_progress");
@@ -241,7 +275,7 @@ Result<adminpb::ReloadResponse> AdminController::Reload(const AdminCaller& who,
   const bool was_draining = ctx_.draining.exchange(true);
   std::shared_ptr<ServedModel> old = ctx_.served();
   const auto deadline = Clock::now() + std::chrono::milliseconds(ctx_.config.shutdown_timeout_ms);
-  for (;;) {
+  for (; old;) {  // (null: the old model was asleep)
     const SchedulerStats st = old->scheduler->Stats();
     if (st.running == 0 && st.waiting == 0) break;
     if (Clock::now() >= deadline) {
@@ -252,7 +286,7 @@ Result<adminpb::ReloadResponse> AdminController::Reload(const AdminCaller& who,
   }
   const adminpb::ModelStatus described = DescribeModel(**next);
   // The operator's budget holds for the new model too, where it is not under its floor.
-  if (old->memory && (*next)->memory) {
+  if (old && old->memory && (*next)->memory) {
     if (const auto bytes = old->memory->stats().operator_budget_bytes) {
       const uint64_t floor = (*next)->memory->stats().floor_bytes;
       if (*bytes >= floor) {
@@ -269,11 +303,12 @@ Result<adminpb::ReloadResponse> AdminController::Reload(const AdminCaller& who,
   {
     std::lock_guard<std::mutex> lock(mu_);
     model_ = described;
+    described_ = ctx_.served();
     samples_.clear();  // the new scheduler counts from zero
   }
   if (!was_draining) ctx_.draining.store(false);
   ctx_.reloading.store(false);
-  const std::string previous = old->model_id;
+  const std::string previous = old ? old->model_id : described.id();
   // Requests still on the old model (cancelled ones writing their last bytes) hold it; it goes
   // when they do.
   old.reset();
@@ -311,6 +346,11 @@ Status AdminController::SetLogLevel(const AdminCaller& who, const std::string& l
 
 Result<adminpb::MemoryBudget> AdminController::Memory() const {
   const std::shared_ptr<ServedModel> served = ctx_.served();
+  if (!served && ctx_.switcher && ctx_.switcher->sleeping()) {
+    return Unavailable("the model '" + ctx_.model_id() +
+                       "' is asleep (sleep_idle_seconds): it holds no memory and has no budget "
+                       "until the next request loads it");
+  }
   if (!served || !served->memory) {
     // Not a failure to retry (503, gRPC UNAVAILABLE read as "cannot reach"): the server was
     // started without it.
@@ -318,7 +358,9 @@ Result<adminpb::MemoryBudget> AdminController::Memory() const {
         "memory budget control is off (memory_pressure 0): start sparrowd with memory_pressure 1 "
         "or 2");
   }
-  return DescribeMemory(served->memory->stats(), served->scheduler->Stats());
+  adminpb::MemoryBudget out = DescribeMemory(served->memory->stats(), served->scheduler->Stats());
+  out.set_model(served->model_id);  // each loaded model has its own budget and planner
+  return out;
 }
 
 Status AdminController::SetMemoryBudget(const AdminCaller& who, std::optional<uint64_t> bytes) {

@@ -98,8 +98,11 @@ class AdminController {
 
   ServerContext& ctx_;
   std::unique_ptr<AuditLog> audit_;
-  adminpb::ModelStatus model_;  // described at start and at each reload; guarded by mu_
-  std::mutex reload_mu_;        // held by the one reload in progress
+  // Described at start, at each reload and when another model is seen; guarded by mu_.
+  mutable adminpb::ModelStatus model_;
+  mutable std::weak_ptr<ServedModel> described_;  // the model model_ describes; guarded by mu_
+  std::weak_ptr<ServedModel> sampled_;            // the model samples_ count; guarded by mu_
+  std::mutex reload_mu_;                          // held by the one reload in progress
   EventHub hub_;
 
   // Generated-token counts once a second, newest last, for tokens/s over 10 s and 60 s.

@@ -91,11 +91,12 @@ adminpb::ServerStatus CollectStatus(const ServerContext& ctx, const adminpb::Mod
   *s.mutable_model() = model;
   s.set_uptime_s(
       std::chrono::duration<double>(std::chrono::steady_clock::now() - ctx.started).count());
+  // Null while the model sleeps (sleep_idle_seconds): no threads, nothing running, no KV.
   const std::shared_ptr<ServedModel> served = ctx.served();
-  s.set_threads(served->pool ? served->pool->size() : 0);
+  s.set_threads(served && served->pool ? served->pool->size() : 0);
   const auto level = spdlog::level::to_string_view(spdlog::get_level());
   s.set_log_level(std::string(level.data(), level.size()));
-  const SchedulerStats st = served->scheduler->Stats();
+  const SchedulerStats st = served ? served->scheduler->Stats() : SchedulerStats{};
   s.set_running(st.running);
   s.set_waiting(st.waiting);
   s.set_draining(ctx.draining.load());
@@ -119,7 +120,7 @@ adminpb::ServerStatus CollectStatus(const ServerContext& ctx, const adminpb::Mod
   kv->set_blocks_used(st.kv.used_blocks);
   kv->set_blocks_cached(st.kv.cached_blocks);
   kv->set_blocks_free(st.kv.free_blocks);
-  kv->set_block_size(served->scheduler->options().kv_block_size);
+  kv->set_block_size(served ? served->scheduler->options().kv_block_size : 0);
   kv->set_prefix_hit_rate(st.kv.prefix_lookups > 0 ? static_cast<double>(st.kv.prefix_hits) /
                                                          static_cast<double>(st.kv.prefix_lookups)
                                                    : 0.0);
@@ -134,7 +135,7 @@ adminpb::ServerStatus CollectStatus(const ServerContext& ctx, const adminpb::Mod
 
   adminpb::MemoryStatus* mem = s.mutable_memory();
   mem->set_rss_bytes(static_cast<int64_t>(ProcessResidentBytes()));
-  if (served->memory) {
+  if (served && served->memory) {
     const MemoryGovernorStats m = served->memory->stats();
     mem->set_budget_bytes(static_cast<int64_t>(m.budget_bytes));
     mem->set_ceiling_bytes(static_cast<int64_t>(m.ceiling_bytes));
@@ -193,7 +194,8 @@ adminpb::MemoryBudget DescribeMemory(const MemoryGovernorStats& m, const Schedul
 }
 
 adminpb::Shards DescribeShards(const ServerContext& ctx) {
-  return DescribeShards(*ctx.served());
+  const std::shared_ptr<ServedModel> served = ctx.served();
+  return served ? DescribeShards(*served) : adminpb::Shards{};
 }
 
 adminpb::Shards DescribeShards(const ServedModel& served) {

@@ -9,19 +9,23 @@
 
 namespace sparrow::server {
 
-EngineFacade::EngineFacade(std::shared_ptr<ServedModel> model, const ServerContext* ctx)
-    : model_(std::move(model)), ctx_(ctx) {}
+EngineFacade::EngineFacade(std::shared_ptr<ServedModel> model, const ServerContext* ctx, Status why)
+    : model_(std::move(model)), ctx_(ctx), why_(std::move(why)) {
+  if (!model_ && why_.ok()) why_ = Unavailable("no model is loaded");
+}
 
 const std::string& EngineFacade::model_id() const {
-  return model_->model_id;
+  static const std::string kNone;
+  return model_ ? model_->model_id : kNone;
 }
 
 int64_t EngineFacade::n_ctx() const {
-  return model_->n_ctx;
+  return model_ ? model_->n_ctx : 0;
 }
 
 ModelInfo EngineFacade::Info() const {
   ModelInfo info;
+  if (!model_) return info;
   info.id = model_->model_id;
   info.file_name = model_->path.substr(model_->path.find_last_of('/') + 1);
   const ModelConfig& mc = model_->model->config();
@@ -36,24 +40,34 @@ ModelInfo EngineFacade::Info() const {
 
 std::vector<int32_t> EngineFacade::Tokenize(std::string_view text, bool add_special,
                                             bool parse_special) const {
+  if (!model_) return {};
   return model_->tokenizer->Tokenize(text, add_special, parse_special);
 }
 
 std::string EngineFacade::Detokenize(std::span<const int32_t> ids, bool remove_special,
                                      bool render_special) const {
+  if (!model_) return {};
   return model_->tokenizer->Detokenize(ids, remove_special, render_special);
 }
 
 std::string_view EngineFacade::TokenPiece(int32_t id, bool special) const {
+  if (!model_) return {};
   return model_->tokenizer->piece(id, special);
 }
 
 int32_t EngineFacade::n_vocab() const {
+  if (!model_) return 0;
   return model_->tokenizer->n_vocab();
 }
 
 bool EngineFacade::Resolve(const GenerationSpec& spec, ResolvedGeneration* out,
                            GenerationError* error) const {
+  if (!model_) {
+    error->status = why_;
+    error->param = spec.fields.model;
+    error->code = ModelErrorCode(why_);
+    return false;
+  }
   return ResolveGeneration(*model_, spec, out, error);
 }
 
@@ -66,6 +80,7 @@ std::shared_ptr<StreamingSink> EngineFacade::MakeSink(StreamingSinkOptions optio
 
 Status EngineFacade::Submit(const ResolvedGeneration& g,
                             const std::vector<std::shared_ptr<StreamingSink>>& sinks) const {
+  if (!model_) return why_;
   return SubmitGeneration(*ctx_, *model_, g, {sinks.begin(), sinks.end()});
 }
 
@@ -98,6 +113,7 @@ PoolingType EngineFacade::pooling() const {
 
 EngineStats EngineFacade::Stats() const {
   EngineStats s;
+  if (!model_) return s;
   s.scheduler = model_->scheduler->Stats();
   if (model_->memory) s.memory = model_->memory->stats();
   return s;
@@ -105,6 +121,7 @@ EngineStats EngineFacade::Stats() const {
 
 Result<uint64_t> EngineFacade::ReportPressure(PressureLevel level,
                                               const std::string& source) const {
+  if (!model_) return why_;
   if (!model_->memory) {
     // The admin API's answer for the same state (AdminController::Memory).
     return Unsupported(

@@ -50,8 +50,10 @@ struct EngineStats {
 class EngineFacade {
  public:
   // Pins `model`, served by `ctx` (whose drain Submit obeys; it outlives every facade). Made by
-  // ServerContext::engine().
-  EngineFacade(std::shared_ptr<ServedModel> model, const ServerContext* ctx);
+  // ServerContext::engine(). A null `model` (none could be loaded, `why`) answers with empty
+  // values and refuses Resolve, Submit and ReportPressure with `why`.
+  EngineFacade(std::shared_ptr<ServedModel> model, const ServerContext* ctx,
+               Status why = Status::Ok());
 
   const std::string& model_id() const;
   int64_t n_ctx() const;
@@ -96,6 +98,7 @@ class EngineFacade {
  private:
   std::shared_ptr<ServedModel> model_;
   const ServerContext* ctx_;
+  Status why_;  // with a null model_: why there is none
 };
 
 // `bytes` with each sequence that is not valid UTF-8 replaced by U+FFFD, as streamed text is.

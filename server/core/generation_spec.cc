@@ -197,6 +197,17 @@ bool CheckRequestedModel(const ServedModel& m, const std::string& requested,
                        field, "model_not_found");
 }
 
+std::string ModelErrorCode(const Status& s) {
+  switch (s.code()) {
+    case StatusCode::kNotFound:
+      return "model_not_found";
+    case StatusCode::kUnavailable:
+      return "model_unavailable";
+    default:
+      return "model_load_failed";
+  }
+}
+
 bool ResolveGeneration(const ServedModel& m, const GenerationSpec& spec, ResolvedGeneration* out,
                        GenerationError* error) {
   const GenerationSpec::FieldNames& f = spec.fields;

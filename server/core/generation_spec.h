@@ -78,6 +78,11 @@ struct GenerationError {
   std::string code;
 };
 
+// The code of a refusal to hand a request its model (ServerContext::EngineFor): NotFound
+// "model_not_found", Unavailable "model_unavailable" (a switch or wake-up is under way: retry),
+// else "model_load_failed".
+std::string ModelErrorCode(const Status& s);
+
 // A generation ready for the scheduler.
 struct ResolvedGeneration {
   std::vector<int32_t> prompt;

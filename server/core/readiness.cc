@@ -12,6 +12,7 @@ Readiness ReadinessOf(const ServerContext& ctx) {
     return {false, "draining", "an operator drained this server (POST /admin/v1/resume ends it)"};
   }
   const std::shared_ptr<ServedModel> served = ctx.served();
+  if (!served) return {};  // asleep: the next request loads it
   const SchedulerStats st = served->scheduler->Stats();
   // Starved admits one request that fits the floor and nothing beside it (SubmitGeneration).
   if (served->memory && served->memory->stats().starved && st.running + st.waiting > 0) {

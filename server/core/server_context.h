@@ -8,12 +8,15 @@
 #include <chrono>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "config/server_config.h"
 #include "engine/common/result.h"
 #include "server/core/auth.h"
 #include "server/core/metrics.h"
+#include "server/core/model_switcher.h"
 #include "server/core/request_registry.h"
 #include "server/core/served_model.h"
 
@@ -37,9 +40,21 @@ struct ServerContext {
   ConnectWorkersFn connect_workers;
 
   // The engine as frontends see it, pinned to the model new requests go to: a request keeps the
-  // facade it got (and so its model) for its whole life.
+  // facade it got (and so its model) for its whole life. A sleeping model is loaded first (the
+  // caller waits); when that fails the facade refuses every request (Resolve says why).
   EngineFacade engine() const;
-  // The model new requests go to, for server/core and the admin API (reload, status).
+  // The engine of the model a request names ("": the one serving), loaded in place of the one
+  // serving when it is another of models_dir, or asleep (ModelSwitcher::Acquire: NotFound,
+  // Unavailable past model_switch_wait_ms, Internal naming a file that fails to load).
+  Result<EngineFacade> EngineFor(const std::string& model) const;
+  // The engine of the model loaded now, without loading one: nullopt while it sleeps.
+  std::optional<EngineFacade> LoadedEngine() const;
+  // Every model clients may name, with what is loaded (for /v1/models, /api/tags); never loads.
+  std::vector<ModelEntry> ListModels() const;
+  // The model loaded, or the one asleep: what /health and /ready name.
+  std::string model_id() const;
+  // The model new requests go to, for server/core and the admin API (reload, status); null
+  // while the model sleeps (sleep_idle_seconds).
   std::shared_ptr<ServedModel> served() const {
     std::lock_guard<std::mutex> lock(served_mu_);
     return served_;
@@ -58,6 +73,11 @@ struct ServerContext {
   std::shared_ptr<ServedModel> served_;  // guarded by served_mu_
 
  public:
+  // Held by whoever takes a model out of served() or puts one in (the admin API's reload, the
+  // switcher), so that two never interleave.
+  std::mutex swap_mu;
+  // Models on demand and idle sleep; its thread swaps served(), so it goes before served_.
+  std::unique_ptr<ModelSwitcher> switcher;
   // The admin API (server/admin), set by whoever serves it; null: not served. Goes first on
   // destruction: its status thread reads the rest.
   std::shared_ptr<AdminController> admin;
@@ -68,6 +88,10 @@ struct ServerContext {
 // fault.
 Result<std::unique_ptr<ServerContext>> CreateServerContext(const ServerConfig& config,
                                                            ConnectWorkersFn connect = {});
+
+// With models_dir: the model served first, `model` when the directory has a file of that name,
+// else its first by name. InvalidArgument naming the directory when it holds none.
+Result<std::string> FirstModelOfDir(const ServerConfig& config);
 
 // "host:port", with an IPv6 address in brackets ("[::1]:8080") as URLs and gRPC want it.
 std::string JoinHostPort(const std::string& host, int port);

@@ -232,12 +232,6 @@ Result<std::vector<ChatMessage>> ChatMessages(const v1::ChatRequest& request) {
   return out;
 }
 
-Status CheckModel(const std::string& requested, const std::string& served_id) {
-  if (requested.empty() || requested == served_id) return Status::Ok();
-  return NotFound("model '" + requested + "' is not served here; ListModels gives '" + served_id +
-                  "'");
-}
-
 Status CheckTokenIds(const google::protobuf::RepeatedField<int32_t>& ids, int32_t n_vocab,
                      const std::string& field) {
   for (int i = 0; i < ids.size(); ++i) {

@@ -45,9 +45,6 @@ Result<std::vector<ChatMessage>> ChatMessages(const v1::ChatRequest& request);
 // The tools of a Chat call: valid, unique names; parameters a JSON object.
 Result<std::vector<ChatTool>> ChatTools(const v1::ChatRequest& request);
 
-// An empty `requested` means "the served model"; anything else must equal `served_id`.
-Status CheckModel(const std::string& requested, const std::string& served_id);
-
 // Token ids of a Detokenize call, checked against the vocabulary.
 Status CheckTokenIds(const google::protobuf::RepeatedField<int32_t>& ids, int32_t n_vocab,
                      const std::string& field);

@@ -59,7 +59,11 @@ grpc::ServerWriteReactor<v1::GenerateResponse>* SparrowService::Resolve(const Ge
                                                                         ActiveRequest origin) {
   ResolvedGeneration g;
   GenerationError error;
-  EngineFacade engine = ctx_.engine();
+  // The model the request names, loaded in place of the one serving when it is another of
+  // models_dir (this callback thread waits, at most model_switch_wait_ms).
+  Result<EngineFacade> named = ctx_.EngineFor(spec.model);
+  if (!named.ok()) return GenerateReactor::Fail(ctx_, ToGrpcStatus(named.status()));
+  EngineFacade engine = std::move(named).value();
   if (!engine.Resolve(spec, &g, &error)) {
     return GenerateReactor::Fail(ctx_, ToGrpcStatus(error.status));
   }
@@ -71,9 +75,9 @@ grpc::ServerUnaryReactor* SparrowService::Tokenize(grpc::CallbackServerContext* 
                                                    v1::TokenizeResponse* response) {
   grpc::Status auth = Authorize(ctx_, *context, AuthScope::kApiKey, "Tokenize", nullptr);
   if (!auth.ok()) return Done(context, auth);
-  const EngineFacade engine = ctx_.engine();
-  Status st = CheckModel(request->model(), engine.model_id());
-  if (!st.ok()) return Done(context, ToGrpcStatus(st));
+  const Result<EngineFacade> named = ctx_.EngineFor(request->model());
+  if (!named.ok()) return Done(context, ToGrpcStatus(named.status()));
+  const EngineFacade& engine = *named;
   const bool add_special = request->has_add_special() ? request->add_special() : true;
   for (int32_t id : engine.Tokenize(request->text(), add_special, request->parse_special())) {
     response->add_tokens(id);
@@ -87,10 +91,10 @@ grpc::ServerUnaryReactor* SparrowService::Detokenize(grpc::CallbackServerContext
                                                      v1::DetokenizeResponse* response) {
   grpc::Status auth = Authorize(ctx_, *context, AuthScope::kApiKey, "Detokenize", nullptr);
   if (!auth.ok()) return Done(context, auth);
-  const EngineFacade engine = ctx_.engine();
-  Status st = CheckModel(request->model(), engine.model_id());
-  if (!st.ok()) return Done(context, ToGrpcStatus(st));
-  st = CheckTokenIds(request->tokens(), engine.n_vocab(), "tokens");
+  const Result<EngineFacade> named = ctx_.EngineFor(request->model());
+  if (!named.ok()) return Done(context, ToGrpcStatus(named.status()));
+  const EngineFacade& engine = *named;
+  Status st = CheckTokenIds(request->tokens(), engine.n_vocab(), "tokens");
   if (!st.ok()) return Done(context, ToGrpcStatus(st));
   const std::vector<int32_t> ids(request->tokens().begin(), request->tokens().end());
   std::string raw = engine.Detokenize(ids, request->remove_special(), request->render_special());
@@ -104,14 +108,21 @@ grpc::ServerUnaryReactor* SparrowService::ListModels(grpc::CallbackServerContext
                                                      v1::ListModelsResponse* response) {
   grpc::Status auth = Authorize(ctx_, *context, AuthScope::kApiKey, "ListModels", nullptr);
   if (!auth.ok()) return Done(context, auth);
-  const ModelInfo model = ctx_.engine().Info();
-  v1::ModelInfo* info = response->add_models();
-  info->set_id(model.id);
-  if (!model.architecture.empty()) info->set_architecture(model.architecture);
-  info->set_n_vocab(model.n_vocab);
-  info->set_n_ctx(model.n_ctx);
-  info->set_n_params(model.n_params);
-  info->set_path(model.file_name);
+  // Every model of models_dir; the loaded one described in full (a sleeping one is not woken).
+  const std::optional<EngineFacade> loaded = ctx_.LoadedEngine();
+  for (const ModelEntry& m : ctx_.ListModels()) {
+    v1::ModelInfo* info = response->add_models();
+    info->set_id(m.id);
+    info->set_path(m.file_name);
+    info->set_loaded(m.state == ModelState::kLoaded);
+    info->set_status(ModelStateName(m.state));
+    if (!loaded || loaded->model_id() != m.id) continue;
+    const ModelInfo model = loaded->Info();
+    if (!model.architecture.empty()) info->set_architecture(model.architecture);
+    info->set_n_vocab(model.n_vocab);
+    info->set_n_ctx(model.n_ctx);
+    info->set_n_params(model.n_params);
+  }
   return Done(context, grpc::Status::OK);
 }
 
@@ -144,7 +155,12 @@ grpc::ServerUnaryReactor* SparrowService::ReportMemoryPressure(
                                  " is not an onTrimMemory level (RUNNING_MODERATE, RUNNING_LOW, "
                                  "RUNNING_CRITICAL, UI_HIDDEN, BACKGROUND, MODERATE, COMPLETE)"));
   }
-  const Result<uint64_t> budget = ctx_.engine().ReportPressure(*level, "host app");
+  // A sleeping model holds no memory to give back: the report goes to the loaded one only.
+  const std::optional<EngineFacade> loaded = ctx_.LoadedEngine();
+  const Result<uint64_t> budget =
+      loaded ? loaded->ReportPressure(*level, "host app")
+             : Result<uint64_t>(Unavailable("the model is asleep (sleep_idle_seconds): it holds "
+                                            "no memory to give back"));
   if (!budget.ok()) return Done(context, ToGrpcStatus(budget.status()));  // control is off
   response->set_pressure_level(std::string(PressureLevelName(*level)));
   response->set_budget_bytes(*budget);

@@ -26,10 +26,10 @@ constexpr int kClientClosedRequest = 499;
 
 // The n generations of one HTTP request.
 struct Job {
-  explicit Job(EngineFacade e) : engine(std::move(e)) {}
+  explicit Job(const ServerContext& ctx) : engine(nullptr, &ctx) {}
 
-  // The model it runs on, kept until the sinks (which use its tokenizer) are gone: first, so it
-  // is destroyed last.
+  // The model it runs on (the one the body names, set by Prepare), kept until the sinks (which
+  // use its tokenizer) are gone: first, so it is destroyed last.
   EngineFacade engine;
   PreparedGeneration prep;
   ResponseMeta meta;
@@ -296,24 +296,30 @@ asio::awaitable<bool> Stream(HttpStream& stream, const HttpRequest& req,
 asio::awaitable<bool> Prepare(HttpExchange& ex, bool chat, Job& job, GenerationError* err) {
   asio::thread_pool* pool = ex.state != nullptr ? ex.state->prepare.get() : nullptr;
   if (pool == nullptr) {
-    co_return PrepareGeneration(job.engine, chat, ex.req.body(), &job.prep, err);
+    co_return PrepareGeneration(ex.ctx, chat, ex.req.body(), &job.engine, &job.prep, err);
   }
   struct Handoff {
+    explicit Handoff(const ServerContext& ctx) : engine(nullptr, &ctx) {}
+    EngineFacade engine;
     PreparedGeneration prep;
     GenerationError err;
     bool ok = false;
     std::atomic<bool> done{false};
   };
-  auto handoff = std::make_shared<Handoff>();
+  auto handoff = std::make_shared<Handoff>(ex.ctx);
   auto wakeup = std::make_shared<Wakeup>(co_await asio::this_coro::executor);
   // The body is copied: the connection may be dropped (and the request freed) at shutdown while
   // the preparation runs.
-  asio::post(*pool, [handoff, wakeup, engine = job.engine, chat, body = ex.req.body()] {
-    handoff->ok = PrepareGeneration(engine, chat, body, &handoff->prep, &handoff->err);
+  // There the model the body names is loaded when it is not (models_dir), which may take a
+  // while: never on an io thread.
+  asio::post(*pool, [handoff, wakeup, ctx = &ex.ctx, chat, body = ex.req.body()] {
+    handoff->ok =
+        PrepareGeneration(*ctx, chat, body, &handoff->engine, &handoff->prep, &handoff->err);
     handoff->done.store(true, std::memory_order_release);
     wakeup->Notify();
   });
   while (!handoff->done.load(std::memory_order_acquire)) co_await wakeup->Wait(kPoll);
+  job.engine = std::move(handoff->engine);
   job.prep = std::move(handoff->prep);
   *err = std::move(handoff->err);
   co_return handoff->ok;
@@ -327,13 +333,14 @@ asio::awaitable<bool> HandleGeneration(HttpExchange& ex, bool chat,
   const HttpRequest& req = ex.req;
   ServerContext& ctx = ex.ctx;
   RequestLog* log = ex.log;
-  Job job(ctx.engine());
+  Job job(ctx);
   GenerationError err;
   if (!co_await Prepare(ex, chat, job, &err)) {
-    co_return co_await WriteResponse(stream,
-                                     ErrorResponse(req, HttpStatusFor(err.status.code()),
-                                                   err.status.message(), err.param, err.code),
-                                     log, limits.write_timeout);
+    HttpResponse res = ErrorResponse(req, HttpStatusFor(err.status.code()), err.status.message(),
+                                     err.param, err.code);
+    // A model still being switched to or woken: worth retrying soon.
+    if (err.status.code() == StatusCode::kUnavailable) res.set(http::field::retry_after, "1");
+    co_return co_await WriteResponse(stream, std::move(res), log, limits.write_timeout);
   }
   log->stream = job.prep.stream;
   log->model = job.engine.model_id();

@@ -90,45 +90,76 @@ void FillChat(const openai::ChatCompletionRequest& r, GenerationSpec* spec) {
   spec->enable_thinking = r.enable_thinking;
 }
 
-}  // namespace
-
-bool PrepareGeneration(const EngineFacade& engine, bool chat, const std::string& body,
-                       PreparedGeneration* out, GenerationError* error) {
+// Parses `body` into `*spec` and the HTTP side of `*out`; `*echo`: completions with echo.
+bool ParseGeneration(bool chat, const std::string& body, GenerationSpec* spec,
+                     PreparedGeneration* out, bool* echo, GenerationError* error) {
   std::string param;
   auto parsed = openai::ParseRequestBody(body, &param);
   if (!parsed.ok()) return Fail(error, parsed.status(), param);
   const nlohmann::json& j = *parsed;
-  GenerationSpec spec;
   out->chat = chat;
   if (chat) {
     auto r = openai::ParseChatCompletionRequest(j, &param);
     if (!r.ok()) return Fail(error, r.status(), param);
-    FillSampling(r->gen, &spec, out);
-    FillOutputFormat(r->gen.format, body, &spec);
-    spec.kind = PromptKind::kChat;
-    FillChat(*r, &spec);
+    FillSampling(r->gen, spec, out);
+    FillOutputFormat(r->gen.format, body, spec);
+    spec->kind = PromptKind::kChat;
+    FillChat(*r, spec);
     // Chat output may fill the context when max_tokens is unset.
   } else {
     auto r = openai::ParseCompletionRequest(j, &param);
     if (!r.ok()) return Fail(error, r.status(), param);
-    FillSampling(r->gen, &spec, out);
-    FillOutputFormat(r->gen.format, body, &spec);
-    spec.default_max_tokens = 16;  // the OpenAI default for /v1/completions
+    FillSampling(r->gen, spec, out);
+    FillOutputFormat(r->gen.format, body, spec);
+    spec->default_max_tokens = 16;  // the OpenAI default for /v1/completions
     if (!r->prompt_tokens.empty()) {
-      spec.kind = PromptKind::kTokens;
-      spec.tokens = r->prompt_tokens;
+      spec->kind = PromptKind::kTokens;
+      spec->tokens = r->prompt_tokens;
     } else {
       // Client text: "</s>" stays text, as in llama.cpp's server; token ids are the way to
       // send control tokens.
-      spec.kind = PromptKind::kText;
-      spec.text = r->prompt;
+      spec->kind = PromptKind::kText;
+      spec->text = r->prompt;
     }
-    if (r->echo) {
-      out->echo_text =
-          r->prompt_tokens.empty() ? r->prompt : engine.Detokenize(r->prompt_tokens, true, false);
-    }
+    *echo = r->echo;
+  }
+  return true;
+}
+
+// The echoed prompt of a completion, as text of `engine`'s model; then Resolve.
+bool ResolveOn(const EngineFacade& engine, const GenerationSpec& spec, bool echo,
+               PreparedGeneration* out, GenerationError* error) {
+  if (echo) {
+    out->echo_text =
+        spec.kind == PromptKind::kTokens ? engine.Detokenize(spec.tokens, true, false) : spec.text;
   }
   return engine.Resolve(spec, &out->gen, error);
+}
+
+}  // namespace
+
+bool PrepareGeneration(const EngineFacade& engine, bool chat, const std::string& body,
+                       PreparedGeneration* out, GenerationError* error) {
+  GenerationSpec spec;
+  bool echo = false;
+  if (!ParseGeneration(chat, body, &spec, out, &echo, error)) return false;
+  return ResolveOn(engine, spec, echo, out, error);
+}
+
+bool PrepareGeneration(const ServerContext& ctx, bool chat, const std::string& body,
+                       EngineFacade* engine, PreparedGeneration* out, GenerationError* error) {
+  GenerationSpec spec;
+  bool echo = false;
+  if (!ParseGeneration(chat, body, &spec, out, &echo, error)) return false;
+  Result<EngineFacade> named = ctx.EngineFor(spec.model);
+  if (!named.ok()) {
+    error->status = named.status();
+    error->param = spec.fields.model;
+    error->code = ModelErrorCode(named.status());
+    return false;
+  }
+  *engine = std::move(named).value();
+  return ResolveOn(*engine, spec, echo, out, error);
 }
 
 }  // namespace sparrow::server

@@ -21,5 +21,9 @@ struct PreparedGeneration {
 // Either `*out` is filled (returns true) or `*error` is.
 bool PrepareGeneration(const EngineFacade& engine, bool chat, const std::string& body,
                        PreparedGeneration* out, GenerationError* error);
+// The same on the engine of the model the body names (ServerContext::EngineFor: loading it
+// when models_dir has it and it is not loaded; the caller waits), set in `*engine`.
+bool PrepareGeneration(const ServerContext& ctx, bool chat, const std::string& body,
+                       EngineFacade* engine, PreparedGeneration* out, GenerationError* error);
 
 }  // namespace sparrow::server

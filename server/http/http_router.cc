@@ -24,20 +24,24 @@ asio::awaitable<bool> Reply(HttpExchange& ex, HttpResponse res) {
   co_return co_await WriteResponse(ex.stream, std::move(res), ex.log, ex.opts.write_timeout);
 }
 
-json ModelJson(const EngineFacade& engine) {
-  return json{{"id", engine.model_id()},
-              {"object", "model"},
-              {"created", 0},
-              {"owned_by", "sparrow"},
-              {"context_length", engine.n_ctx()}};
+// OpenAI's model object, with what models on demand add: "loaded" and "status" (loaded,
+// sleeping, loading, available), and the loaded one's context length.
+json ModelJson(const ModelEntry& m, const std::optional<EngineFacade>& loaded) {
+  json j = {{"id", m.id},
+            {"object", "model"},
+            {"created", 0},
+            {"owned_by", "sparrow"},
+            {"loaded", m.state == ModelState::kLoaded},
+            {"status", ModelStateName(m.state)}};
+  if (loaded && loaded->model_id() == m.id) j["context_length"] = loaded->n_ctx();
+  return j;
 }
 
 // (JSON bodies are built before co_await: GCC 12 cannot compile a braced list inside one.)
 // Draining answers 503 so that a load balancer or supervisor stops sending new work.
 asio::awaitable<bool> Health(HttpExchange& ex) {
   const bool draining = ex.ctx.draining.load();
-  const json body = {{"status", draining ? "draining" : "ok"},
-                     {"model", ex.ctx.engine().model_id()}};
+  const json body = {{"status", draining ? "draining" : "ok"}, {"model", ex.ctx.model_id()}};
   co_return co_await Reply(
       ex,
       JsonResponse(ex.req, draining ? http::status::service_unavailable : http::status::ok, body));
@@ -46,7 +50,7 @@ asio::awaitable<bool> Health(HttpExchange& ex) {
 // Whether a request sent now would be admitted: what a balancer's health check asks.
 asio::awaitable<bool> Ready(HttpExchange& ex) {
   const Readiness r = ReadinessOf(ex.ctx);
-  json body = {{"ready", r.ready}, {"model", ex.ctx.engine().model_id()}};
+  json body = {{"ready", r.ready}, {"model", ex.ctx.model_id()}};
   if (!r.ready) {
     body["reason"] = r.reason;
     body["detail"] = r.detail;
@@ -61,26 +65,33 @@ asio::awaitable<bool> MetricsPage(HttpExchange& ex) {
   HttpResponse res(http::status::ok, ex.req.version());
   res.set(http::field::content_type, "text/plain; version=0.0.4");
   res.keep_alive(ex.req.keep_alive());
-  const EngineStats stats = ex.ctx.engine().Stats();
+  // A sleeping model is not woken for a scrape: its counters are zero until it serves again.
+  const std::optional<EngineFacade> loaded = ex.ctx.LoadedEngine();
+  const EngineStats stats = loaded ? loaded->Stats() : EngineStats{};
   res.body() = ex.ctx.metrics.Render(stats.scheduler, stats.memory ? &*stats.memory : nullptr);
   res.prepare_payload();
   co_return co_await Reply(ex, std::move(res));
 }
 
 asio::awaitable<bool> ListModels(HttpExchange& ex) {
-  const json body = {{"object", "list"}, {"data", json::array({ModelJson(ex.ctx.engine())})}};
+  const std::optional<EngineFacade> loaded = ex.ctx.LoadedEngine();
+  json data = json::array();
+  for (const ModelEntry& m : ex.ctx.ListModels()) data.push_back(ModelJson(m, loaded));
+  const json body = {{"object", "list"}, {"data", std::move(data)}};
   co_return co_await Reply(ex, JsonResponse(ex.req, http::status::ok, body));
 }
 
 asio::awaitable<bool> GetModel(HttpExchange& ex) {
   const std::string_view id = ex.path.substr(std::string_view("/v1/models/").size());
-  const EngineFacade engine = ex.ctx.engine();
-  if (id != engine.model_id()) {
-    co_return co_await Reply(ex, ErrorResponse(ex.req, http::status::not_found,
-                                               "The model '" + std::string(id) + "' does not exist",
-                                               "model", "model_not_found"));
+  const std::optional<EngineFacade> loaded = ex.ctx.LoadedEngine();
+  for (const ModelEntry& m : ex.ctx.ListModels()) {
+    if (m.id != id) continue;
+    const json body = ModelJson(m, loaded);
+    co_return co_await Reply(ex, JsonResponse(ex.req, http::status::ok, body));
   }
-  co_return co_await Reply(ex, JsonResponse(ex.req, http::status::ok, ModelJson(engine)));
+  co_return co_await Reply(ex, ErrorResponse(ex.req, http::status::not_found,
+                                             "The model '" + std::string(id) + "' does not exist",
+                                             "model", "model_not_found"));
 }
 
 HttpHandler Generation(bool chat) {

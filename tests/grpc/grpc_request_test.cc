@@ -115,14 +115,6 @@ TEST(ChatMessagesTest, NeedsMessagesWithRoles) {
   EXPECT_EQ((*m)[0].content, "hi");
 }
 
-TEST(CheckModelTest, EmptyOrServedIdIsAccepted) {
-  EXPECT_TRUE(CheckModel("", "stories260K").ok());
-  EXPECT_TRUE(CheckModel("stories260K", "stories260K").ok());
-  Status s = CheckModel("gpt-4", "stories260K");
-  EXPECT_EQ(s.code(), StatusCode::kNotFound);
-  EXPECT_NE(s.message().find("gpt-4"), std::string::npos);
-}
-
 }  // namespace
 }  // namespace sparrow::server
 

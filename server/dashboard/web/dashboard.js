@@ -134,7 +134,10 @@ function push(name, v) {
 }
 
 function render(s) {
-  $('model-id').textContent = `${s.model.id} · ${s.model.architecture} · ${fmtBytes(s.model.file_bytes)}`;
+  // state: loaded, or sleeping (unloaded when idle; the next request loads it).
+  const asleep = s.model.state === 'sleeping' ? ' · sleeping' : '';
+  $('model-id').textContent =
+    `${s.model.id} · ${s.model.architecture} · ${fmtBytes(s.model.file_bytes)}${asleep}`;
   const state = s.drained ? 'drained' : s.draining ? 'draining' : 'serving';
   $('state').textContent = state;
   $('state').className = `tag ${s.draining ? 'draining' : ''}`;
@@ -293,7 +296,8 @@ async function loadModels() {
     select.replaceChildren(...data.map((m) => {
       const o = document.createElement('option');
       o.value = m.name;
-      o.textContent = `${m.serving ? '● ' : ''}${m.name} (${fmtBytes(m.bytes)})`;
+      const state = m.state && m.state !== 'available' ? `, ${m.state}` : '';
+      o.textContent = `${m.serving ? '● ' : ''}${m.name} (${fmtBytes(m.bytes)}${state})`;
       o.selected = m.serving;
       return o;
     }));
