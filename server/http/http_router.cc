@@ -5,6 +5,7 @@
 #include "server/http/admin_routes.h"
 #include "server/http/dashboard_routes.h"
 #include "server/http/generation_handler.h"
+#include "server/http/responses_handler.h"
 
 namespace sparrow::server {
 namespace {
@@ -170,6 +171,7 @@ HttpRouter MakeSparrowRouter() {
   r.Add({http::verb::get, "/v1/models/", AuthScope::kApiKey, GetModel});
   r.Add({http::verb::post, "/v1/completions", AuthScope::kApiKey, Generation(false)});
   r.Add({http::verb::post, "/v1/chat/completions", AuthScope::kApiKey, Generation(true)});
+  AddResponsesRoutes(r);
   AddAdminRoutes(r);
   AddDashboardRoutes(r);
   return r;
