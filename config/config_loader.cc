@@ -156,6 +156,14 @@ const std::vector<KeySpec>& Keys() {
       {"draft_p_min",
        "The draft model stops drafting at a token it gives less probability than this (0 to 1)",
        &ServerConfig::draft_p_min},
+      {"response_store_entries",
+       "Responses the Responses API keeps for previous_response_id and GET /v1/responses/{id} "
+       "(0: none kept); the least recently used go first",
+       nullptr, &ServerConfig::response_store_entries, 0, 1 << 20},
+      {"response_store_mb", "MiB of text (responses and their conversations) those may hold",
+       nullptr, &ServerConfig::response_store_mb, 1, 1 << 20},
+      {"response_store_ttl_s", "Seconds a stored response is kept", nullptr,
+       &ServerConfig::response_store_ttl_s, 1, int64_t{366} * 24 * 3600},
       {"threads", "Compute threads (0: all cores)", nullptr, &ServerConfig::threads, 0, 1024},
       {"n_ctx",
        "Context length per request, prompt plus output (0: the model's own when one request of it "
@@ -313,8 +321,8 @@ const KeySpec* FindKey(std::string_view key) {
 
 constexpr const char* kDescription =
     "sparrowd: serves one GGUF language model over an OpenAI-compatible HTTP API\n"
-    "(POST /v1/chat/completions, POST /v1/completions, GET /v1/models, GET /health,\n"
-    "GET /metrics) and gRPC.\n"
+    "(POST /v1/chat/completions, POST /v1/completions, POST /v1/responses, GET /v1/models,\n"
+    "GET /health, GET /metrics) and gRPC.\n"
     "\n"
     "Quick start (from the repository root):\n"
     "  sparrowd --model ../shared/models/stories260K.gguf --port 8080\n"

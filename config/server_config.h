@@ -65,6 +65,11 @@ struct ServerConfig {
   int64_t draft_max = 16;
   int64_t draft_min = 0;
   std::string draft_p_min = "0.75";
+  // The Responses API's stored responses (store: true, previous_response_id): at most this many,
+  // this many MiB of their text, each kept this many seconds; the least recently used go first.
+  int64_t response_store_entries = 1000;
+  int64_t response_store_mb = 32;
+  int64_t response_store_ttl_s = 3600;
   // Engine.
   int64_t threads = 0;  // compute threads; 0 -> all cores
   int64_t n_ctx = 0;    // 0 -> the model's training context

@@ -12,6 +12,11 @@ Status Bad(std::string* param, const std::string& field, const std::string& what
   return InvalidArgument("'" + field + "' " + what);
 }
 
+const json* Member(const json& o, const char* key) {
+  auto it = o.find(key);
+  return it == o.end() || it->is_null() ? nullptr : &*it;
+}
+
 Status Number(const json& b, const char* key, double lo, double hi, float* out,
               std::string* param) {
   auto it = b.find(key);

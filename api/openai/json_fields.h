@@ -12,6 +12,8 @@
 namespace sparrow::openai {
 
 Status Bad(std::string* param, const std::string& field, const std::string& what);
+// The member `key` of object `o`, or null when it is absent or JSON null.
+const nlohmann::json* Member(const nlohmann::json& o, const char* key);
 Status Number(const nlohmann::json& b, const char* key, double lo, double hi, float* out,
               std::string* param);
 Status Integer(const nlohmann::json& b, const char* key, int64_t lo, int64_t hi,

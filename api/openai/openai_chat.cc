@@ -36,11 +36,6 @@ Status MessageContent(const json& c, const std::string& field, std::string* out,
   return Status::Ok();
 }
 
-const json* Member(const json& o, const char* key) {
-  auto it = o.find(key);
-  return it == o.end() || it->is_null() ? nullptr : &*it;
-}
-
 // A string member named by its full path in the request ("messages[2].tool_call_id").
 Status Text(const json& o, const char* key, const std::string& field, std::string* out,
             std::string* param) {

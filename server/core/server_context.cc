@@ -60,6 +60,11 @@ Result<std::unique_ptr<ServerContext>> CreateServerContext(const ServerConfig& c
   auto ctx = std::make_unique<ServerContext>();
   ctx->config = config;
   ctx->connect_workers = std::move(connect);
+  ResponseStoreOptions store;
+  store.max_entries = static_cast<size_t>(config.response_store_entries);
+  store.max_bytes = static_cast<size_t>(config.response_store_mb) << 20;
+  store.ttl = std::chrono::seconds(config.response_store_ttl_s);
+  ctx->responses = std::make_shared<ResponseStore>(std::move(store));
   SPARROW_ASSIGN_OR_RETURN(ctx->auth, Authenticator::FromConfig(config, &ctx->metrics));
   std::string model_id = config.model_id;
   if (!config.models_dir.empty()) {

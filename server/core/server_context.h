@@ -18,6 +18,7 @@
 #include "server/core/metrics.h"
 #include "server/core/model_switcher.h"
 #include "server/core/request_registry.h"
+#include "server/core/response_store.h"
 #include "server/core/served_model.h"
 
 namespace sparrow::server {
@@ -36,6 +37,8 @@ struct ServerContext {
   // Set by the admin API's reload while it drains the old model and swaps in the new one.
   std::atomic<bool> reloading{false};
   std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
+  // The Responses API's stored responses (sized from config by CreateServerContext).
+  std::shared_ptr<ResponseStore> responses = std::make_shared<ResponseStore>();
   // How a served model reaches its workers (collaborative inference); empty without gRPC.
   ConnectWorkersFn connect_workers;
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <optional>
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/thread_pool.hpp>
@@ -13,6 +14,7 @@
 #include "server/http/generation_request.h"
 #include "server/http/http_status.h"
 #include "server/http/openai_response.h"
+#include "server/http/prepare_pool.h"
 #include "server/http/wakeup.h"
 
 namespace sparrow::server {
@@ -50,43 +52,16 @@ TokenPieceFn PiecesOf(const EngineFacade& engine) {
 
 // Submits every choice as one group; on refusal fills the error response.
 bool SubmitAll(HttpExchange& ex, const GenerationLimits& limits, Job* job, HttpResponse* error) {
-  ServerContext& ctx = ex.ctx;
-  const HttpRequest& req = ex.req;
-  const ResolvedGeneration& g = job->prep.gen;
-  std::vector<std::shared_ptr<StreamingSink>> sinks;
-  for (int32_t i = 0; i < g.n; ++i) {
-    StreamingSinkOptions so;
-    so.stop = g.stop;
-    so.logprobs = g.logprobs;
-    so.visible_special = g.visible_special;
-    so.max_pending_chunks = limits.max_pending_chunks;
-    so.max_pending_bytes = std::max<size_t>(1, limits.max_buffered_bytes / g.n);
-    auto wakeup = job->wakeup;
-    sinks.push_back(job->engine.MakeSink(so, &ctx.metrics, [wakeup] { wakeup->Notify(); }));
-  }
-  Status s = job->engine.Submit(g, sinks);
-  if (!s.ok()) {
-    const bool full = s.code() == StatusCode::kResourceExhausted;
-    const bool draining = s.code() == StatusCode::kUnavailable;
-    *error = ErrorResponse(req, HttpStatusFor(s.code()), s.message(), "",
-                           full       ? "queue_full"
-                           : draining ? (ctx.draining.load() ? "draining" : "memory_pressure")
-                                      : "");
-    if (full || draining) error->set(http::field::retry_after, "1");
+  SubmittedChoices submitted;
+  if (!SubmitChoices(ex, job->engine, job->prep.gen, job->prep.stream, limits, job->wakeup,
+                     &submitted, error)) {
     return false;
   }
-  ActiveRequest active;
-  active.frontend = "http";
-  active.route = std::string(ex.path);
-  active.remote = ex.log->remote;
-  active.key_id = ex.key_id;
-  active.stream = job->prep.stream;
-  active.max_tokens = g.max_tokens;
-  active.prompt = g.prompt;
-  active.sinks = sinks;
-  job->ticket = ctx.requests.Register(std::move(active));
-  job->sinks = std::move(sinks);
-  if (g.chat) job->parsers.assign(job->sinks.size(), ChatOutputParser(g.output));
+  job->ticket = std::move(submitted.ticket);
+  job->sinks = std::move(submitted.sinks);
+  if (job->prep.gen.chat) {
+    job->parsers.assign(job->sinks.size(), ChatOutputParser(job->prep.gen.output));
+  }
   return true;
 }
 
@@ -294,38 +269,68 @@ asio::awaitable<bool> Stream(HttpStream& stream, const HttpRequest& req,
 // PrepareGeneration on the server's preparation pool, while this coroutine waits without holding
 // its io thread.
 asio::awaitable<bool> Prepare(HttpExchange& ex, bool chat, Job& job, GenerationError* err) {
-  asio::thread_pool* pool = ex.state != nullptr ? ex.state->prepare.get() : nullptr;
-  if (pool == nullptr) {
-    co_return PrepareGeneration(ex.ctx, chat, ex.req.body(), &job.engine, &job.prep, err);
-  }
-  struct Handoff {
-    explicit Handoff(const ServerContext& ctx) : engine(nullptr, &ctx) {}
-    EngineFacade engine;
+  struct Prepared {
+    std::optional<EngineFacade> engine;
     PreparedGeneration prep;
     GenerationError err;
     bool ok = false;
-    std::atomic<bool> done{false};
   };
-  auto handoff = std::make_shared<Handoff>(ex.ctx);
-  auto wakeup = std::make_shared<Wakeup>(co_await asio::this_coro::executor);
-  // The body is copied: the connection may be dropped (and the request freed) at shutdown while
-  // the preparation runs.
   // There the model the body names is loaded when it is not (models_dir), which may take a
-  // while: never on an io thread.
-  asio::post(*pool, [handoff, wakeup, ctx = &ex.ctx, chat, body = ex.req.body()] {
-    handoff->ok =
-        PrepareGeneration(*ctx, chat, body, &handoff->engine, &handoff->prep, &handoff->err);
-    handoff->done.store(true, std::memory_order_release);
-    wakeup->Notify();
-  });
-  while (!handoff->done.load(std::memory_order_acquire)) co_await wakeup->Wait(kPoll);
-  job.engine = std::move(handoff->engine);
-  job.prep = std::move(handoff->prep);
-  *err = std::move(handoff->err);
-  co_return handoff->ok;
+  // while: never on an io thread. The body is copied: the connection may be dropped (and the
+  // request freed) at shutdown while the preparation runs.
+  auto prepare = [ctx = &ex.ctx, chat, body = ex.req.body()] {
+    Prepared out;
+    out.engine.emplace(nullptr, ctx);
+    out.ok = PrepareGeneration(*ctx, chat, body, &*out.engine, &out.prep, &out.err);
+    return out;
+  };
+  Prepared p = co_await RunOnPreparePool(ex, prepare);
+  if (p.engine) job.engine = std::move(*p.engine);
+  job.prep = std::move(p.prep);
+  *err = std::move(p.err);
+  co_return p.ok;
 }
 
 }  // namespace
+
+bool SubmitChoices(HttpExchange& ex, const EngineFacade& engine, const ResolvedGeneration& g,
+                   bool stream, const GenerationLimits& limits, std::shared_ptr<Wakeup> wakeup,
+                   SubmittedChoices* out, HttpResponse* error) {
+  ServerContext& ctx = ex.ctx;
+  std::vector<std::shared_ptr<StreamingSink>> sinks;
+  for (int32_t i = 0; i < g.n; ++i) {
+    StreamingSinkOptions so;
+    so.stop = g.stop;
+    so.logprobs = g.logprobs;
+    so.visible_special = g.visible_special;
+    so.max_pending_chunks = limits.max_pending_chunks;
+    so.max_pending_bytes = std::max<size_t>(1, limits.max_buffered_bytes / g.n);
+    sinks.push_back(engine.MakeSink(so, &ctx.metrics, [wakeup] { wakeup->Notify(); }));
+  }
+  Status s = engine.Submit(g, sinks);
+  if (!s.ok()) {
+    const bool full = s.code() == StatusCode::kResourceExhausted;
+    const bool draining = s.code() == StatusCode::kUnavailable;
+    *error = ErrorResponse(ex.req, HttpStatusFor(s.code()), s.message(), "",
+                           full       ? "queue_full"
+                           : draining ? (ctx.draining.load() ? "draining" : "memory_pressure")
+                                      : "");
+    if (full || draining) error->set(http::field::retry_after, "1");
+    return false;
+  }
+  ActiveRequest active;
+  active.frontend = "http";
+  active.route = std::string(ex.path);
+  active.remote = ex.log->remote;
+  active.key_id = ex.key_id;
+  active.stream = stream;
+  active.max_tokens = g.max_tokens;
+  active.prompt = g.prompt;
+  active.sinks = sinks;
+  out->ticket = ctx.requests.Register(std::move(active));
+  out->sinks = std::move(sinks);
+  return true;
+}
 
 asio::awaitable<bool> HandleGeneration(HttpExchange& ex, bool chat,
                                        const GenerationLimits& limits) {

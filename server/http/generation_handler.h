@@ -10,11 +10,15 @@
 #include <boost/asio/awaitable.hpp>
 // clang-format on
 #include <chrono>
+#include <memory>
+#include <vector>
 
+#include "server/core/engine_facade.h"
 #include "server/core/server_context.h"
 #include "server/http/http_router.h"
 #include "server/http/http_stream.h"
 #include "server/http/http_util.h"
+#include "server/http/wakeup.h"
 
 namespace sparrow::server {
 
@@ -23,6 +27,18 @@ struct GenerationLimits {
   size_t max_buffered_bytes = 4 << 20;  // undelivered stream output, all choices together
   std::chrono::milliseconds write_timeout{30000};
 };
+
+struct SubmittedChoices {
+  std::vector<std::shared_ptr<StreamingSink>> sinks;  // one per choice
+  RequestRegistry::Ticket ticket;                     // the request's listing in ctx.requests
+};
+
+// Makes a sink per choice of `g` (each waking `wakeup`), submits them as one group and lists the
+// request in ctx.requests (route ex.path). On refusal returns false with `*error` the answer:
+// 429 queue_full or 503 draining / memory_pressure, with Retry-After.
+bool SubmitChoices(HttpExchange& ex, const EngineFacade& engine, const ResolvedGeneration& g,
+                   bool stream, const GenerationLimits& limits, std::shared_ptr<Wakeup> wakeup,
+                   SubmittedChoices* out, HttpResponse* error);
 
 // Returns whether the connection may be kept alive. While it runs, the request is listed in
 // ctx.requests (the admin API can see and cancel it); its id goes out as X-Request-Id.

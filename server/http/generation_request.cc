@@ -74,17 +74,7 @@ void FillChat(const openai::ChatCompletionRequest& r, GenerationSpec* spec) {
     msg.reasoning_content = m.reasoning_content;
     spec->messages.push_back(std::move(msg));
   }
-  for (const auto& t : r.tools) {
-    spec->tools.push_back({t.name, t.description, t.parameters});
-    spec->tools.back().strict = t.strict;
-  }
-  if (r.tool_choice == "none") spec->tool_choice = ToolChoice::kNone;
-  if (r.tool_choice == "required") spec->tool_choice = ToolChoice::kRequired;
-  if (r.tool_choice == "function") {
-    spec->tool_choice = ToolChoice::kFunction;
-    spec->tool_choice_name = r.tool_choice_name;
-  }
-  spec->parallel_tool_calls = r.parallel_tool_calls;
+  FillTools(r.tools, r.tool_choice, r.tool_choice_name, r.parallel_tool_calls, spec);
   ReasoningFormat format;
   if (ReasoningFormatFromName(r.reasoning_format, &format)) spec->reasoning_format = format;
   spec->enable_thinking = r.enable_thinking;
@@ -160,6 +150,22 @@ bool PrepareGeneration(const ServerContext& ctx, bool chat, const std::string& b
   }
   *engine = std::move(named).value();
   return ResolveOn(*engine, spec, echo, out, error);
+}
+
+void FillTools(const std::vector<openai::ToolIn>& tools, const std::string& tool_choice,
+               const std::string& tool_choice_name, bool parallel_tool_calls,
+               GenerationSpec* spec) {
+  for (const auto& t : tools) {
+    spec->tools.push_back({t.name, t.description, t.parameters});
+    spec->tools.back().strict = t.strict;
+  }
+  if (tool_choice == "none") spec->tool_choice = ToolChoice::kNone;
+  if (tool_choice == "required") spec->tool_choice = ToolChoice::kRequired;
+  if (tool_choice == "function") {
+    spec->tool_choice = ToolChoice::kFunction;
+    spec->tool_choice_name = tool_choice_name;
+  }
+  spec->parallel_tool_calls = parallel_tool_calls;
 }
 
 }  // namespace sparrow::server

@@ -3,7 +3,9 @@
 // fields, OpenAI's defaults), then prepares it like every frontend does (ResolveGeneration:
 // model, template, tokens, context, defaults). Thread-safe.
 #include <string>
+#include <vector>
 
+#include "api/openai/openai_types.h"
 #include "server/core/engine_facade.h"
 #include "server/core/generation_spec.h"
 
@@ -17,6 +19,11 @@ struct PreparedGeneration {
   bool include_usage = false;
   std::string user;
 };
+
+// An OpenAI request's tools, tool_choice ("", "none", "auto", "required" or "function" with
+// its name) and parallel_tool_calls, in the server's terms.
+void FillTools(const std::vector<openai::ToolIn>& tools, const std::string& tool_choice,
+               const std::string& tool_choice_name, bool parallel_tool_calls, GenerationSpec* spec);
 
 // Either `*out` is filled (returns true) or `*error` is.
 bool PrepareGeneration(const EngineFacade& engine, bool chat, const std::string& body,
