@@ -8,11 +8,6 @@ namespace {
 
 using json = nlohmann::json;
 
-const json* Member(const json& o, const char* key) {
-  auto it = o.find(key);
-  return it == o.end() || it->is_null() ? nullptr : &*it;
-}
-
 Status Schema(const json& schema, const std::string& field, const std::string& pointer,
               OutputFormatIn* out, std::string* param) {
   if (!schema.is_object() && !schema.is_boolean()) {

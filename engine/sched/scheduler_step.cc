@@ -268,6 +268,7 @@ void Scheduler::Finish(std::vector<std::unique_ptr<Sequence>> done) {
       info.accepted_prediction_tokens = hit;
       info.rejected_prediction_tokens =
           std::max<int64_t>(0, static_cast<int64_t>(s->req.prediction.size()) - hit);
+    }
     info.context_shifts = s->context_shifts;
     if (s->context_shifts > 0) {
       spdlog::info(

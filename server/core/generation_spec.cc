@@ -58,8 +58,6 @@ bool ToolCallFormatOf(const GenerationSpec& spec, ToolCallFormat format, bool ca
   return true;
 }
 
-// Renders and tokenizes a chat, and decides how its answer is read; `*tool_calls` gets the
-// grammar of the calls when tools are offered.
 // The tokens of `prompt` a context shift keeps: the leading system messages as the template
 // renders them alone (the common prefix with the whole chat), else the BOS.
 int64_t SystemPromptTokens(const ServedModel& m, const GenerationSpec& spec,
@@ -81,7 +79,8 @@ int64_t SystemPromptTokens(const ServedModel& m, const GenerationSpec& spec,
   return std::max<int64_t>(bos, common.first - head.begin());
 }
 
-// Renders and tokenizes a chat, and decides how its answer is read.
+// Renders and tokenizes a chat, and decides how its answer is read; `*tool_calls` gets the
+// grammar of the calls when tools are offered.
 bool ChatTokens(const ServedModel& m, const GenerationSpec& spec, ResolvedGeneration* out,
                 OutputFormat* tool_calls, GenerationError* error) {
   ChatOptions options;

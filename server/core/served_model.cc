@@ -118,6 +118,8 @@ Result<SpecOptions> SpecFromConfig(const ServerConfig& config, ServedModel& m) {
   spdlog::info("model '{}': speculative decoding with the draft model {} (up to {} tokens a step)",
                m.model_id, config.model_draft, spec.draft_max);
   return spec;
+}
+
 // The prompt cache on flash, for the pool `opts` describes (its blocks' model, types, shape).
 Result<std::shared_ptr<KvBlockTier>> OpenPromptCache(const ServerConfig& config, const Model& model,
                                                      const SchedulerOptions& opts) {
