@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "engine/common/status.h"
-#include "engine/runtime/output_constraint.h"
 #include "engine/model/pooling_type.h"
+#include "engine/runtime/output_constraint.h"
 #include "engine/runtime/sampler.h"
 
 namespace sparrow {

@@ -41,10 +41,10 @@ void Scheduler::Step() {
                           : std::span<const int32_t>(&seg.seq->tokens[seg.pos],
                                                      static_cast<size_t>(seg.n_tokens));
       const EmbeddingPooler* pooler = seg.seq->pooler.get();
-      fl.segs.push_back({seg.seq->kv.get(), tokens, seg.pos,
-                         /*all_logits=*/seg.n_draft > 0 ||
-                             (pooler != nullptr && pooler->wants_every_row()),
-                         /*hidden=*/pooler != nullptr});
+      fl.segs.push_back(
+          {seg.seq->kv.get(), tokens, seg.pos,
+           /*all_logits=*/seg.n_draft > 0 || (pooler != nullptr && pooler->wants_every_row()),
+           /*hidden=*/pooler != nullptr});
     }
     scratch_->Observe(plan.decoded + plan.drafted + plan.prompt_computed);
     fl.start = Clock::now();

@@ -2,12 +2,12 @@
 
 #include <algorithm>
 #include <atomic>
-#include <optional>
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/thread_pool.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/http/chunk_encode.hpp>
+#include <optional>
 
 #include "api/openai/openai_types.h"
 #include "server/core/engine_facade.h"
