@@ -33,24 +33,7 @@ command -v curl > /dev/null || { echo "embed_compare: needs curl on PATH" >&2; e
 if [ -z "$OUT" ]; then OUT=$(mktemp -d /tmp/embed_compare.XXXXXX); else mkdir -p "$OUT"; fi
 PORT=$((20000 + RANDOM % 20000))
 SLOTS=$((CLIENTS * BATCH))
-SERVER_PID=""
-stop_server() {
-  if [ -n "$SERVER_PID" ]; then
-    kill "$SERVER_PID" 2> /dev/null || true
-    wait "$SERVER_PID" 2> /dev/null || true
-    SERVER_PID=""
-  fi
-}
-trap stop_server EXIT
-
-wait_ready() {  # url: true once /health answers 200, false if the server died or took > 60 s
-  for _ in $(seq 1 240); do
-    if curl -sf "$1/health" > /dev/null 2>&1; then return 0; fi
-    kill -0 "$SERVER_PID" 2> /dev/null || return 1
-    sleep 0.25
-  done
-  return 1
-}
+. "$(dirname "$0")/server_lifecycle.sh"  # SERVER_PID, stop_server, wait_ready
 
 run_one() {  # ENGINE RUN: appends embed_load's JSON line to $OUT/ENGINE.jsonl
   local engine=$1 log="$OUT/$1.r$2.log"
