@@ -16,6 +16,7 @@ if [ "${1:-}" = "--sanitize" ]; then
   deploy/build.sh -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSPARROW_SANITIZE=ON "${LINKER[@]}" \
     -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-Og -g1 -DNDEBUG" -DCMAKE_C_FLAGS_RELWITHDEBINFO="-Og -g1 -DNDEBUG" \
     -DSPARROW_HOT_CODE_OPTIONS=-O1
+  echo "test: the sanitizer build took $SECONDS s" >&2
   export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
   cd build-asan && ctest --output-on-failure -j "$(nproc)" -L unit
 else
@@ -25,5 +26,6 @@ else
   npm_pid=$!
   deploy/build.sh "${LINKER[@]}"
   wait "$npm_pid"
+  echo "test: set-up and build took $SECONDS s" >&2
   cd build && ctest --output-on-failure -j "$(nproc)"
 fi
