@@ -11,8 +11,7 @@ using openai::Bad;
 using openai::Member;
 
 Status NotAnObject(std::string* param) {
-  if (param) param->clear();
-  return InvalidArgument("the request body must be a JSON object");
+  return Bad(param, "body", "must be a JSON object");
 }
 
 // Body fields must be an object; the model is required, as Ollama has it.
@@ -39,6 +38,10 @@ Status Fields(const json& b, GenerationFields* g, std::string* param) {
   SPARROW_RETURN_IF_ERROR(ParseFormat(b, &g->format, param));
   SPARROW_RETURN_IF_ERROR(openai::Bool(b, "stream", &g->stream, param));
   SPARROW_RETURN_IF_ERROR(ParseKeepAlive(b, &g->keep_alive_s, param));
+  if (const json* forced = Member(b, "forced_output"); forced != nullptr) {
+    if (!forced->is_string()) return Bad(param, "forced_output", "must be a string");
+    g->forced_output = forced->get<std::string>();
+  }
   return ParseThink(b, &g->think, param);
 }
 

@@ -37,6 +37,9 @@ struct GenerationFields {
   bool stream = true;  // Ollama streams unless told not to
   std::optional<double> keep_alive_s;
   std::optional<bool> think;
+  // Test-only, as on the OpenAI routes (the server's allow_forced_output): the answer is this
+  // text, whatever the model would say.
+  std::optional<std::string> forced_output;
 };
 
 struct ChatRequest {

@@ -138,7 +138,7 @@ TEST(OllamaRequestTest, RefusesEachBadFieldByName) {
     return b;
   };
   EXPECT_EQ(ChatError(json{{"messages", json::array()}}), "model: 'model' is required");
-  EXPECT_EQ(ChatError(json::array()), ": the request body must be a JSON object");
+  EXPECT_EQ(ChatError(json::array()), "body: 'body' must be a JSON object");
   EXPECT_EQ(ChatError(with({{"stream", "yes"}})), "stream: 'stream' must be true or false");
   EXPECT_EQ(ChatError(with({{"options", 3}})), "options: 'options' must be an object");
   EXPECT_EQ(ChatError(with({{"options", {{"top_k", "many"}}}})),
