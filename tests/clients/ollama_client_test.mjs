@@ -119,6 +119,13 @@ test('tools: calls come back in Ollama\'s shape, arguments as objects', async ({
   assert.equal(r.message.tool_calls.length, 1);
   assert.equal(r.message.tool_calls[0].function.name, 'get_weather');
   assert.deepEqual(r.message.tool_calls[0].function.arguments, { city: 'Paris' });
+  // Streamed, the call comes whole in one piece's message.
+  const streamed = [];
+  for await (const part of await o.chat({ model: name, messages: [{ role: 'user', content: 'W?' }],
+                                          tools, stream: true, forced_output: call })) {
+    streamed.push(...(part.message.tool_calls ?? []));
+  }
+  assert.deepEqual(streamed.map((c) => c.function.arguments), [{ city: 'Paris' }]);
   // The call and its result go back as Ollama's clients send them.
   const next = await o.chat({ model: name, tools, stream: false, options: { num_predict: 4 },
                               messages: [{ role: 'user', content: 'Weather?' }, r.message,
