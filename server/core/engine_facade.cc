@@ -5,7 +5,6 @@
 #include <map>
 
 #include "engine/model/architecture.h"
-#include "engine/model/model_digest.h"
 #include "engine/tokenizer/incremental_detokenizer.h"
 #include "server/core/served_model.h"
 #include "server/core/server_context.h"
@@ -48,7 +47,7 @@ ModelInfo EngineFacade::Info() const {
     for (char& c : info.quantization)
       c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   }
-  info.digest = ModelDigest(model_->model->file());
+  info.digest = model_->digest;
   info.file_bytes = static_cast<int64_t>(model_->model->file().file_size());
   return info;
 }

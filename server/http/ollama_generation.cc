@@ -83,6 +83,7 @@ void FillMessages(const std::vector<ollama::Message>& in, GenerationSpec* spec) 
 void NameFields(GenerationSpec* spec) {
   spec->fields.max_tokens = "options.num_predict";
   spec->fields.stop = "options.stop";
+  spec->fields.thinking = "think";
 }
 
 }  // namespace
