@@ -20,7 +20,7 @@ if [ "${1:-}" = "--sanitize" ]; then
   export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
   cd build-asan && ctest --output-on-failure -j "$(nproc)" -L unit
 else
-  # The official Node clients (openai, @grpc/grpc-js) the client tests drive sparrowd with:
+  # The official Node clients (openai, ollama, @grpc/grpc-js) the client tests drive sparrowd with:
   # fetched while the build compiles (npm waits on the network, the build on the CPU).
   (cd tests/clients && npm ci --no-audit --no-fund --loglevel=error) &
   npm_pid=$!

@@ -215,24 +215,27 @@ Status ParseChatMessages(const json& b, std::vector<ChatMessageIn>* out, std::st
   return Status::Ok();
 }
 
+Status ParseToolList(const json& tools, const std::string& field, std::vector<ToolIn>* out,
+                     std::string* param) {
+  if (!tools.is_array() || tools.size() > kMaxTools) {
+    return Bad(param, field, "must be a list of at most " + std::to_string(kMaxTools) + " tools");
+  }
+  std::set<std::string> names;
+  for (size_t i = 0; i < tools.size(); ++i) {
+    const std::string at = field + "[" + std::to_string(i) + "]";
+    ToolIn t;
+    SPARROW_RETURN_IF_ERROR(Tool(tools[i], at, &t, param));
+    if (!names.insert(t.name).second) {
+      return Bad(param, at + ".function.name", "repeats the tool name '" + t.name + "'");
+    }
+    out->push_back(std::move(t));
+  }
+  return Status::Ok();
+}
+
 Status ParseChatTools(const json& b, ChatCompletionRequest* r, std::string* param) {
   const json* tools = Member(b, "tools");
-  if (tools != nullptr) {
-    if (!tools->is_array() || tools->size() > kMaxTools) {
-      return Bad(param, "tools",
-                 "must be a list of at most " + std::to_string(kMaxTools) + " tools");
-    }
-    std::set<std::string> names;
-    for (size_t i = 0; i < tools->size(); ++i) {
-      const std::string field = "tools[" + std::to_string(i) + "]";
-      ToolIn t;
-      SPARROW_RETURN_IF_ERROR(Tool((*tools)[i], field, &t, param));
-      if (!names.insert(t.name).second) {
-        return Bad(param, field + ".function.name", "repeats the tool name '" + t.name + "'");
-      }
-      r->tools.push_back(std::move(t));
-    }
-  }
+  if (tools != nullptr) SPARROW_RETURN_IF_ERROR(ParseToolList(*tools, "tools", &r->tools, param));
   const json* choice = Member(b, "tool_choice");
   if (choice != nullptr) SPARROW_RETURN_IF_ERROR(ToolChoice(*choice, r, param));
   SPARROW_RETURN_IF_ERROR(Bool(b, "parallel_tool_calls", &r->parallel_tool_calls, param));

@@ -15,6 +15,10 @@ bool IsValidToolName(const std::string& name);
 
 Status ParseChatMessages(const nlohmann::json& body, std::vector<ChatMessageIn>* out,
                          std::string* param);
+// A list of tools ({"type": "function", "function": {name, description, parameters,
+// strict}}, at most kMaxTools, names distinct), the value of the request field `field`.
+Status ParseToolList(const nlohmann::json& tools, const std::string& field,
+                     std::vector<ToolIn>* out, std::string* param);
 // tools, tool_choice, parallel_tool_calls, reasoning_format, chat_template_kwargs.
 Status ParseChatTools(const nlohmann::json& body, ChatCompletionRequest* out, std::string* param);
 // logit_bias ({"token id": bias}) and forced_output.

@@ -43,4 +43,11 @@ ChatDelta ChatOutputParser::Finish() {
   return out;
 }
 
+ChatDelta Concat(ChatDelta a, const ChatDelta& b) {
+  a.reasoning += b.reasoning;
+  a.content += b.content;
+  a.tool_calls.insert(a.tool_calls.end(), b.tool_calls.begin(), b.tool_calls.end());
+  return a;
+}
+
 }  // namespace sparrow::server

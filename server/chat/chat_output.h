@@ -33,6 +33,9 @@ struct ChatDelta {
   bool empty() const { return reasoning.empty() && content.empty() && tool_calls.empty(); }
 };
 
+// `a` followed by `b`: the text of both, and all their calls.
+ChatDelta Concat(ChatDelta a, const ChatDelta& b);
+
 class ChatOutputParser {
  public:
   explicit ChatOutputParser(const ChatOutputOptions& options);

@@ -1,6 +1,8 @@
 #include "server/core/engine_facade.h"
 
 #include <algorithm>
+#include <cctype>
+#include <map>
 
 #include "engine/model/architecture.h"
 #include "engine/tokenizer/incremental_detokenizer.h"
@@ -32,9 +34,21 @@ ModelInfo EngineFacade::Info() const {
   if (mc.arch != nullptr) info.architecture = std::string(mc.arch->name);
   info.n_ctx = model_->n_ctx;
   info.n_vocab = model_->tokenizer->n_vocab();
+  std::map<TensorType, uint64_t> by_type;  // the matrices' elements
   for (const GgufTensorInfo& t : model_->model->file().tensors()) {
     info.n_params += static_cast<int64_t>(t.n_elements);
+    if (t.dims.size() >= 2) by_type[t.type] += t.n_elements;
   }
+  const auto most =
+      std::max_element(by_type.begin(), by_type.end(),
+                       [](const auto& a, const auto& b) { return a.second < b.second; });
+  if (most != by_type.end()) {
+    info.quantization = std::string(TensorTypeName(most->first));
+    for (char& c : info.quantization)
+      c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  }
+  info.digest = model_->digest;
+  info.file_bytes = static_cast<int64_t>(model_->model->file().file_size());
   return info;
 }
 

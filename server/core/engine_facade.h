@@ -39,6 +39,11 @@ struct ModelInfo {
   int64_t n_ctx = 0;         // positions one request may use (prompt + output)
   int32_t n_vocab = 0;
   int64_t n_params = 0;  // the elements of every tensor in the file
+  // The type most of the weight matrices' elements are stored in, as llama.cpp names types in
+  // upper case ("Q4_0", "F16"); and the file's ModelDigest (16 hex digits) and size.
+  std::string quantization;
+  std::string digest;
+  int64_t file_bytes = 0;
 };
 
 // The engine's counters at one moment.

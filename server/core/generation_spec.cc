@@ -96,7 +96,8 @@ bool ChatTokens(const ServedModel& m, const GenerationSpec& spec, ResolvedGenera
     return Fail(error,
                 InvalidArgument("'" + spec.output_format.field +
                                 "' constrains the whole answer, and this prompt opens a thought "
-                                "first; set enable_thinking to false"),
+                                "first; set " +
+                                spec.fields.thinking + " to false"),
                 spec.output_format.field);
   }
   ChatOutputOptions& o = out->output;

@@ -65,7 +65,7 @@ struct GenerationSpec {
     std::string model = "model", prompt = "prompt", messages = "messages",
                 max_tokens = "max_tokens", stop = "stop", sampling = "", tools = "tools",
                 tool_choice = "tool_choice", logit_bias = "logit_bias",
-                forced_output = "forced_output";
+                forced_output = "forced_output", thinking = "enable_thinking";
   } fields;
 };
 

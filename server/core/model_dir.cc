@@ -1,6 +1,7 @@
 #include "server/core/model_dir.h"
 
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <system_error>
 
@@ -16,7 +17,27 @@ bool PlainName(const std::string& name) {
   });
 }
 
+int64_t ModifiedSeconds(const fs::path& p) {
+  std::error_code ec;
+  const auto t = fs::last_write_time(p, ec);
+  if (ec) return 0;
+  return std::chrono::duration_cast<std::chrono::seconds>(
+             std::chrono::file_clock::to_sys(t).time_since_epoch())
+      .count();
+}
+
 }  // namespace
+
+ModelFile StatModelFile(const std::string& path) {
+  ModelFile m;
+  m.path = path;
+  m.name = fs::path(path).filename().string();
+  std::error_code ec;
+  const auto bytes = fs::file_size(path, ec);
+  m.bytes = ec ? 0 : static_cast<int64_t>(bytes);
+  m.modified_s = ModifiedSeconds(path);
+  return m;
+}
 
 Result<std::vector<ModelFile>> ListModelDir(const std::string& dir) {
   std::error_code ec;
@@ -29,7 +50,8 @@ Result<std::vector<ModelFile>> ListModelDir(const std::string& dir) {
     // is_regular_file and file_size follow symlinks, as ResolveModelName does.
     if (!PlainName(name) || !name.ends_with(".gguf") || !it->is_regular_file(entry_ec)) continue;
     const auto bytes = it->file_size(entry_ec);
-    out.push_back({name, it->path().string(), entry_ec ? 0 : static_cast<int64_t>(bytes)});
+    out.push_back({name, it->path().string(), entry_ec ? 0 : static_cast<int64_t>(bytes),
+                   ModifiedSeconds(it->path())});
   }
   if (ec) return IoError("model_dir '" + dir + "' cannot be read: " + ec.message());
   std::sort(out.begin(), out.end(),

@@ -16,7 +16,11 @@ struct ModelFile {
   std::string name;  // the file name, "tinyllama.gguf"
   std::string path;  // model_dir/name
   int64_t bytes = 0;
+  int64_t modified_s = 0;  // last written, seconds since the Unix epoch
 };
+
+// The size and time of the file at `path` (zero for what cannot be read).
+ModelFile StatModelFile(const std::string& path);
 
 // The .gguf files of `dir`, by name. NotFound/IoError naming the directory when it cannot be read.
 Result<std::vector<ModelFile>> ListModelDir(const std::string& dir);

@@ -131,6 +131,7 @@ std::vector<ModelEntry> ModelSwitcher::List() const {
         e.file_name = f.name;
         e.path = f.path;
         e.bytes = f.bytes;
+        e.modified_s = f.modified_s;
         e.state = state_of(e.id);
         out.push_back(std::move(e));
       }
@@ -141,10 +142,13 @@ std::vector<ModelEntry> ModelSwitcher::List() const {
   const std::string id = cur ? loaded : asleep_id;
   if (!id.empty() &&
       std::none_of(out.begin(), out.end(), [&](const ModelEntry& e) { return e.id == id; })) {
+    const ModelFile f = StatModelFile(path);
     ModelEntry e;
     e.id = id;
-    e.file_name = path.substr(path.find_last_of('/') + 1);
+    e.file_name = f.name;
     e.path = path;
+    e.bytes = f.bytes;
+    e.modified_s = f.modified_s;
     e.state = state_of(id);
     out.push_back(std::move(e));
   }
@@ -165,6 +169,7 @@ Result<std::shared_ptr<ServedModel>> ModelSwitcher::Acquire(const std::string& i
     std::shared_ptr<ServedModel> cur = ctx_.served();
     if (cur && !draining_ && (id.empty() || cur->model_id == id)) {
       last_used_ = Clock::now();
+      if (sleep_asked_ == cur->model_id) sleep_asked_.clear();  // wanted again: it stays
       return cur;
     }
     if (wanted_id_.empty()) {
@@ -207,13 +212,39 @@ void ModelSwitcher::Run() {
       SwitchTo(lock);
       continue;
     }
+    const auto switch_asked = [&] { return stop_ || !wanted_id_.empty(); };
+    if (!sleep_asked_.empty()) {
+      SleepAsked();
+      // Still busy: looked at again soon, the answer that asked being just out.
+      if (!sleep_asked_.empty()) cv_.wait_for(lock, std::chrono::milliseconds(10), switch_asked);
+      continue;
+    }
+    const auto asked = [&] { return switch_asked() || !sleep_asked_.empty(); };
     if (sleep_after_.count() > 0) {
       MaybeSleep(lock);
-      cv_.wait_for(lock, poll, [&] { return stop_ || !wanted_id_.empty(); });
+      cv_.wait_for(lock, poll, asked);
     } else {
-      cv_.wait(lock, [&] { return stop_ || !wanted_id_.empty(); });
+      cv_.wait(lock, asked);
     }
   }
+}
+
+void ModelSwitcher::SleepAsked() {
+  std::shared_ptr<ServedModel> cur = ctx_.served();
+  if (!cur || cur->model_id != sleep_asked_) {  // asleep already, or another model serves
+    sleep_asked_.clear();
+    return;
+  }
+  if (!Idle(*cur) || !Sleep(std::move(cur))) return;
+  spdlog::info("models: '{}' unloaded (keep_alive 0); the next request loads it again",
+               sleep_asked_);
+  sleep_asked_.clear();
+}
+
+void ModelSwitcher::SleepWhenIdle(const std::string& id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  sleep_asked_ = id;
+  cv_.notify_all();
 }
 
 void ModelSwitcher::SwitchTo(std::unique_lock<std::mutex>& lock) {
@@ -283,21 +314,36 @@ void ModelSwitcher::MaybeSleep(std::unique_lock<std::mutex>& /*lock: held throug
     return;
   }
   if (now - last_used_ < sleep_after_) return;
+  const std::string id = cur->model_id;
+  if (!Sleep(std::move(cur))) return;  // a reload is under way
+  spdlog::info("models: '{}' unloaded after {} s idle; the next request loads it again", id,
+               std::chrono::duration_cast<std::chrono::seconds>(sleep_after_).count());
+}
+
+bool ModelSwitcher::Sleep(std::shared_ptr<ServedModel> cur) {
   // mu_ is held: no request is handed the model while it is taken out.
   std::unique_lock<std::mutex> one_swap(ctx_.swap_mu, std::try_to_lock);
-  if (!one_swap.owns_lock() || ctx_.served() != cur) return;  // a reload is under way
+  if (!one_swap.owns_lock() || ctx_.served() != cur) return false;
   // Freed with mu_ still held, so that "sleeping" (sleeping(), List()) is said only once the
   // memory is given back; requests asking meanwhile wait the few ms it takes.
   ctx_.SwapServed(nullptr);
-  const std::string id = cur->model_id;
-  const std::string path = cur->path;
+  asleep_id_ = cur->model_id;
+  asleep_path_ = cur->path;
   cur.reset();
   ReturnFreedMemory();
-  asleep_id_ = id;
-  asleep_path_ = path;
-  one_swap.unlock();
-  spdlog::info("models: '{}' unloaded after {} s idle; the next request loads it again", id,
-               std::chrono::duration_cast<std::chrono::seconds>(sleep_after_).count());
+  return true;
+}
+
+Status ModelSwitcher::SleepNow(const std::string& id) {
+  std::unique_lock<std::mutex> lock(mu_);
+  std::shared_ptr<ServedModel> cur = ctx_.served();
+  if (!cur || cur->model_id != id) return Status::Ok();
+  if (!wanted_id_.empty() || !Idle(*cur) || !Sleep(std::move(cur))) {
+    return Unavailable("the model '" + id + "' is busy (running requests, or being switched); " +
+                       "retry the unload later");
+  }
+  spdlog::info("models: '{}' unloaded (keep_alive 0); the next request loads it again", id);
+  return Status::Ok();
 }
 
 }  // namespace sparrow::server

@@ -44,6 +44,7 @@ struct ModelEntry {
   std::string file_name;  // "stories260K.gguf"
   std::string path;
   int64_t bytes = 0;
+  int64_t modified_s = 0;  // the file last written, seconds since the Unix epoch
   ModelState state = ModelState::kAvailable;
 };
 
@@ -64,6 +65,13 @@ class ModelSwitcher {
   // The model loaded, or the one sleeping ("" only before the first model).
   std::string current_id() const;
   bool sleeping() const;
+  // Unloads `id` now, as an idle sleep does (the next request naming it loads it again):
+  // Ollama's keep_alive 0. Ok, doing nothing, when `id` is not the model loaded; Unavailable
+  // while a switch or a reload is under way, or while the model runs or queues requests.
+  Status SleepNow(const std::string& id);
+  // The same once `id` is idle (after the answer that asked; a request for it meanwhile keeps
+  // it loaded). Returns at once; the switcher's thread does it.
+  void SleepWhenIdle(const std::string& id);
 
   // Ends the thread; later Acquire calls that need a load get Unavailable. Idempotent.
   void Stop();
@@ -74,6 +82,10 @@ class ModelSwitcher {
   void SwitchTo(std::unique_lock<std::mutex>& lock);
   // Unloads the served model when it has been idle long enough (mu_ held).
   void MaybeSleep(std::unique_lock<std::mutex>& lock);
+  // Takes `cur` (the model served) out and frees it, unless a reload holds the swap (mu_ held).
+  bool Sleep(std::shared_ptr<ServedModel> cur);
+  // Unloads the model SleepWhenIdle named once it is idle (mu_ held).
+  void SleepAsked();
   // The entry `id` names, from models_dir or the served model; NotFound otherwise.
   Result<ModelEntry> Find(const std::string& id) const;
 
@@ -93,6 +105,7 @@ class ModelSwitcher {
   Status last_status_;           // and how it went; guarded by mu_
   std::string asleep_id_;        // the model unloaded for idleness, "" when one is loaded
   std::string asleep_path_;      // guarded by mu_
+  std::string sleep_asked_;      // SleepWhenIdle's model, "" when none; guarded by mu_
   Clock::time_point last_used_;  // a request last asked for the model or ran; guarded by mu_
   std::thread thread_;
 };

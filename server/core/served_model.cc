@@ -159,6 +159,7 @@ Result<std::shared_ptr<ServedModel>> LoadServedModel(const ServerConfig& config,
   auto m = std::make_shared<ServedModel>();
   m->path = path;
   SPARROW_ASSIGN_OR_RETURN(m->model, Model::Load(path));
+  m->digest = ModelDigest(m->model->file());
   SPARROW_ASSIGN_OR_RETURN(m->tokenizer, LoadTokenizer(m->model->file()));
   m->grammars = std::make_unique<OutputGrammarCache>(*m->tokenizer);
   m->model_id = model_id.empty() ? ModelIdFromPath(path) : model_id;

@@ -26,6 +26,7 @@ namespace sparrow::server {
 struct ServedModel {
   std::string model_id;  // what clients name in "model"
   std::string path;      // the GGUF file
+  std::string digest;    // ModelDigest of the file (16 hex digits), for the model listings
   // How chats are written and read (the template, its tool-call format, the markers' ids),
   // resolved once from the config's chat_template, chat_template_file or the GGUF's Jinja text.
   std::shared_ptr<const ChatFormat> chat;

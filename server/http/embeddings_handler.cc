@@ -1,15 +1,13 @@
 #include "server/http/embeddings_handler.h"
 
-#include <atomic>
-#include <boost/asio/post.hpp>
 #include <boost/asio/this_coro.hpp>
-#include <boost/asio/thread_pool.hpp>
 #include <charconv>
 
 #include "api/openai/openai_embeddings.h"
 #include "api/openai/openai_types.h"
 #include "server/core/engine_facade.h"
 #include "server/http/http_status.h"
+#include "server/http/prepare_pool.h"
 #include "server/http/wakeup.h"
 
 namespace sparrow::server {
@@ -92,32 +90,42 @@ HttpResponse Refusal(const HttpRequest& req, const GenerationError& err, bool dr
   return res;
 }
 
-// EngineFacade::Embed (tokenizing every input) on the server's preparation pool, while this
-// coroutine waits without holding its io thread.
-asio::awaitable<std::shared_ptr<EmbeddingJob>> Start(HttpExchange& ex, const EngineFacade& engine,
-                                                     const EmbeddingSpec& spec,
-                                                     std::shared_ptr<Wakeup> wakeup,
-                                                     GenerationError* err) {
-  auto on_ready = [wakeup] { wakeup->Notify(); };
-  asio::thread_pool* pool = ex.state != nullptr ? ex.state->prepare.get() : nullptr;
-  if (pool == nullptr) co_return engine.Embed(spec, on_ready, err);
-  struct Handoff {
-    std::shared_ptr<EmbeddingJob> job;
-    GenerationError err;
-    std::atomic<bool> done{false};
-  };
-  auto handoff = std::make_shared<Handoff>();
-  asio::post(*pool, [handoff, wakeup, engine, spec, on_ready] {
-    handoff->job = engine.Embed(spec, on_ready, &handoff->err);
-    handoff->done.store(true, std::memory_order_release);
-    wakeup->Notify();
-  });
-  while (!handoff->done.load(std::memory_order_acquire)) co_await wakeup->Wait(kPoll);
-  *err = std::move(handoff->err);
-  co_return std::move(handoff->job);
-}
-
 }  // namespace
+
+asio::awaitable<EmbeddingRun> RunEmbedding(HttpExchange& ex, const EmbeddingSpec& spec,
+                                           EngineLookup lookup) {
+  auto wakeup = std::make_shared<Wakeup>(co_await asio::this_coro::executor);
+  // The model named is looked up (and loaded when it is not) and every input tokenized on the
+  // preparation pool, never on an io thread.
+  auto start = [lookup = std::move(lookup), spec, wakeup] {
+    EmbeddingRun run;
+    Result<EngineFacade> engine = lookup(spec.model);
+    if (!engine.ok()) {
+      run.error = {engine.status(), spec.fields.model, ModelErrorCode(engine.status())};
+      return run;
+    }
+    run.engine = std::move(engine).value();
+    run.job = run.engine->Embed(
+        spec, [wakeup] { wakeup->Notify(); }, &run.error);
+    return run;
+  };
+  EmbeddingRun run = co_await RunOnPreparePool(ex, start);
+  if (run.job == nullptr) co_return run;
+  auto next_check = std::chrono::steady_clock::now() + kPoll;
+  while (!run.job->done()) {
+    if (std::chrono::steady_clock::now() >= next_check) {
+      if (ex.stream.PeerClosed()) {
+        run.job->Cancel();
+        run.client_left = true;
+        co_return run;
+      }
+      next_check = std::chrono::steady_clock::now() + kPoll;
+    }
+    co_await wakeup->Wait(kPoll);
+  }
+  if (Status st = run.job->status(); !st.ok()) run.error = {st, "", ""};
+  co_return run;
+}
 
 asio::awaitable<bool> HandleEmbeddings(HttpExchange& ex) {
   const HttpRequest& req = ex.req;
@@ -129,37 +137,24 @@ asio::awaitable<bool> HandleEmbeddings(HttpExchange& ex) {
   if (!ToSpec(req.body(), &spec, &base64, &err)) {
     co_return co_await WriteResponse(ex.stream, Refusal(req, err, false), log, timeout);
   }
-  // Kept until the job is done: its model holds the scheduler the inputs run on.
-  const EngineFacade engine = ex.ctx.engine();
-  log->model = engine.model_id();
-  auto wakeup = std::make_shared<Wakeup>(co_await asio::this_coro::executor);
-  std::shared_ptr<EmbeddingJob> job = co_await Start(ex, engine, spec, wakeup, &err);
-  if (job == nullptr) {
-    co_return co_await WriteResponse(ex.stream, Refusal(req, err, ex.ctx.draining.load()), log,
-                                     timeout);
+  auto lookup = [ctx = &ex.ctx](const std::string& model) { return ctx->EngineFor(model); };
+  EmbeddingRun run = co_await RunEmbedding(ex, spec, lookup);
+  if (run.engine) log->model = run.engine->model_id();
+  if (run.job) {
+    log->prompt_tokens = run.job->prompt_tokens();
+    log->cached_tokens = run.job->cached_tokens();
   }
-  log->prompt_tokens = job->prompt_tokens();
-  auto next_check = std::chrono::steady_clock::now() + kPoll;
-  while (!job->done()) {
-    if (std::chrono::steady_clock::now() >= next_check) {
-      if (ex.stream.PeerClosed()) {
-        job->Cancel();
-        log->status = kClientClosedRequest;
-        log->finish_reason = "cancelled";
-        co_return false;
-      }
-      next_check = std::chrono::steady_clock::now() + kPoll;
-    }
-    co_await wakeup->Wait(kPoll);
+  if (run.client_left) {
+    log->status = kClientClosedRequest;
+    log->finish_reason = "cancelled";
+    co_return false;
   }
-  log->cached_tokens = job->cached_tokens();
-  if (Status st = job->status(); !st.ok()) {
-    GenerationError failed{st, "", ""};
-    co_return co_await WriteResponse(ex.stream, Refusal(req, failed, ex.ctx.draining.load()), log,
-                                     timeout);
+  if (!run.error.status.ok()) {
+    co_return co_await WriteResponse(ex.stream, Refusal(req, run.error, ex.ctx.draining.load()),
+                                     log, timeout);
   }
-  std::string body =
-      ResponseText(engine.model_id(), job->TakeVectors(), base64, job->prompt_tokens());
+  std::string body = ResponseText(run.engine->model_id(), run.job->TakeVectors(), base64,
+                                  run.job->prompt_tokens());
   co_return co_await WriteResponse(
       ex.stream, JsonTextResponse(req, http::status::ok, std::move(body)), log, timeout);
 }

@@ -72,13 +72,6 @@ std::string ChoiceFinishReason(const Job& job, size_t i) {
   return reason;
 }
 
-ChatDelta Concat(ChatDelta a, const ChatDelta& b) {
-  a.reasoning += b.reasoning;
-  a.content += b.content;
-  a.tool_calls.insert(a.tool_calls.end(), b.tool_calls.begin(), b.tool_calls.end());
-  return a;
-}
-
 void NoteUsage(const Job& job, RequestLog* log) {
   log->prompt_tokens = static_cast<int64_t>(job.prep.gen.prompt.size());
   log->completion_tokens = 0;

@@ -6,6 +6,7 @@
 #include "server/http/dashboard_routes.h"
 #include "server/http/embeddings_handler.h"
 #include "server/http/generation_handler.h"
+#include "server/http/ollama_handler.h"
 #include "server/http/responses_handler.h"
 
 namespace sparrow::server {
@@ -185,6 +186,7 @@ HttpRouter MakeSparrowRouter() {
   r.Add({http::verb::post, "/v1/chat/completions", AuthScope::kApiKey, Generation(true)});
   r.Add({http::verb::post, "/v1/embeddings", AuthScope::kApiKey, HandleEmbeddings});
   AddResponsesRoutes(r);
+  AddOllamaRoutes(r);
   AddAdminRoutes(r);
   AddDashboardRoutes(r);
   return r;

@@ -65,8 +65,8 @@ class HttpRouter {
 };
 
 // The routes of sparrowd: /health, /metrics, /v1/models[/id], /v1/completions,
-// /v1/chat/completions, /v1/embeddings, /v1/responses[/id] (responses_handler.h), and the admin
-// API under /admin/v1/ (admin_routes.h).
+// /v1/chat/completions, /v1/embeddings, /v1/responses[/id] (responses_handler.h), Ollama's API
+// under /api/ and at / (ollama_handler.h), and the admin API under /admin/v1/ (admin_routes.h).
 HttpRouter MakeSparrowRouter();
 
 }  // namespace sparrow::server

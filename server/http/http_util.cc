@@ -76,10 +76,11 @@ boost::asio::awaitable<bool> WriteResponse(HttpStream& stream, HttpResponse res,
 
 boost::asio::awaitable<bool> StartEventStream(HttpStream& stream, const HttpRequest& req,
                                               const std::string& request_id, RequestLog* log,
-                                              std::chrono::milliseconds timeout) {
+                                              std::chrono::milliseconds timeout,
+                                              const char* content_type) {
   const bool chunked = req.version() >= 11;
   http::response<http::empty_body> res(http::status::ok, req.version());
-  res.set(http::field::content_type, "text/event-stream");
+  res.set(http::field::content_type, content_type);
   res.set(http::field::cache_control, "no-cache");
   res.set(http::field::server, "sparrowd");
   if (!request_id.empty()) res.set("X-Request-Id", request_id);

@@ -46,9 +46,11 @@ boost::asio::awaitable<bool> WriteResponse(HttpStream& stream, HttpResponse res,
 // Server-sent events. StartEventStream writes the head of a text/event-stream response:
 // chunked on HTTP/1.1; on HTTP/1.0 (no chunked encoding) the body ends when the connection
 // closes. `request_id` ("" for none) goes out as X-Request-Id. False if the client is gone.
+// Other streams of lines (Ollama's NDJSON) name their own `content_type`.
 boost::asio::awaitable<bool> StartEventStream(HttpStream& stream, const HttpRequest& req,
                                               const std::string& request_id, RequestLog* log,
-                                              std::chrono::milliseconds timeout);
+                                              std::chrono::milliseconds timeout,
+                                              const char* content_type = "text/event-stream");
 // Writes `bytes` (whole events) as one chunk, or as they are on HTTP/1.0. False when the client
 // is gone or read nothing for `timeout`.
 boost::asio::awaitable<bool> WriteEventBytes(HttpStream& stream, const std::string& bytes,

@@ -1,7 +1,7 @@
-// libFuzzer target for the OpenAI request parser: any byte string, as the body of either
-// endpoint, must give a parsed request or an InvalidArgument naming what is wrong. An exception
-// escaping the parser (the class of bug that once dropped connections silently) aborts, and so
-// does an accepted body nested deeper than kMaxJsonDepth (the later walks recurse per level:
+// libFuzzer target for the OpenAI and Ollama request parsers: any byte string, as the body of
+// any of their endpoints, must give a parsed request or an InvalidArgument naming what is wrong. An
+// exception escaping the parser (the class of bug that once dropped connections silently) aborts,
+// and so does an accepted body nested deeper than kMaxJsonDepth (the later walks recurse per level:
 // 150,000 levels once crashed sparrowd).
 #include <cstdint>
 #include <cstdio>
@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "api/ollama/ollama_request.h"
 #include "api/openai/json_limits.h"
 #include "api/openai/openai_types.h"
 
@@ -63,5 +64,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   CheckParsed(sparrow::openai::ParseChatCompletionRequest(*j, &param), param, "chat");
   param.clear();
   CheckParsed(sparrow::openai::ParseCompletionRequest(*j, &param), param, "completions");
+  namespace ollama = sparrow::ollama;
+  param.clear();
+  CheckParsed(ollama::ParseChatRequest(*j, &param), param, "ollama chat");
+  param.clear();
+  CheckParsed(ollama::ParseGenerateRequest(*j, &param), param, "ollama generate");
+  param.clear();
+  CheckParsed(ollama::ParseEmbedRequest(*j, &param), param, "ollama embed");
+  param.clear();
+  CheckParsed(ollama::ParseLegacyEmbedRequest(*j, &param), param, "ollama embeddings");
+  param.clear();
+  CheckParsed(ollama::ParseShowRequest(*j, &param), param, "ollama show");
   return 0;
 }

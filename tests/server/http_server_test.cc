@@ -66,6 +66,16 @@ class HttpServerTest : public ::testing::Test {
     delete golden_;
   }
   uint16_t port() const { return server_->port; }
+  // The scheduler's counters once nothing runs, waits or holds KV blocks (looked at for 10 s).
+  SchedulerStats WaitUntilIdle() const {
+    SchedulerStats s;
+    for (int i = 0; i < 500; ++i) {
+      s = server_->ctx->served()->scheduler->Stats();
+      if (s.running == 0 && s.waiting == 0 && s.kv.used_blocks == 0) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return s;
+  }
   static json Greedy(int max_tokens = 48) {
     return json{{"model", "stories260K"},
                 {"prompt", "Once upon a time"},
@@ -297,17 +307,27 @@ TEST_F(HttpServerTest, DisconnectMidStreamFreesKvBlocks) {
   body["stream"] = true;
   const std::string got = testing::SendAndWalkAway(port(), "/v1/completions", body.dump(), 300);
   EXPECT_NE(got.find("200 OK"), std::string::npos);
-  SchedulerStats s;
-  for (int i = 0; i < 500; ++i) {
-    s = server_->ctx->served()->scheduler->Stats();
-    if (s.running == 0 && s.waiting == 0 && s.kv.used_blocks == 0) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  const SchedulerStats s = WaitUntilIdle();
   EXPECT_EQ(s.running, 0);
   EXPECT_EQ(s.kv.used_blocks, 0);
   EXPECT_EQ(s.requests_cancelled, cancelled_before + 1);
   // The server is still healthy afterwards.
   EXPECT_EQ(PostJson(port(), "/v1/completions", Greedy(4)).status, 200);
+}
+
+// Ollama's NDJSON stream: a client that walks away mid-answer cancels it as an SSE one does.
+TEST_F(HttpServerTest, OllamaStreamDisconnectFreesKvBlocks) {
+  const int64_t cancelled_before = server_->ctx->served()->scheduler->Stats().requests_cancelled;
+  const json body = {{"model", "stories260K"},
+                     {"prompt", "Once upon a time"},
+                     {"raw", true},
+                     {"options", {{"temperature", 0}}}};  // streams by default, to the context
+  const std::string got = testing::SendAndWalkAway(port(), "/api/generate", body.dump(), 300);
+  EXPECT_NE(got.find("application/x-ndjson"), std::string::npos) << got;
+  const SchedulerStats s = WaitUntilIdle();
+  EXPECT_EQ(s.running, 0);
+  EXPECT_EQ(s.kv.used_blocks, 0);
+  EXPECT_EQ(s.requests_cancelled, cancelled_before + 1);
 }
 
 // 32 streams at once: more than max_running (16), so half wait in the queue and are admitted
@@ -439,6 +459,12 @@ TEST(HttpServerQueueTest, FullQueueAnswers429WithRetryAfter) {
   EXPECT_EQ(ready.status, 503);
   EXPECT_EQ(ready.Json()["reason"], "queue_full") << ready.body;
   EXPECT_EQ(r.Json()["error"]["type"], "rate_limit_error");
+  // Ollama's routes refuse alike, in Ollama's shape.
+  auto ollama = PostJson(server.port, "/api/generate",
+                         json{{"model", "stories260K"}, {"prompt", "Once"}, {"stream", false}});
+  EXPECT_EQ(ollama.status, 429) << ollama.body;
+  EXPECT_EQ(ollama.headers["retry-after"], "1");
+  ASSERT_TRUE(ollama.Json()["error"].is_string()) << ollama.body;
 }
 
 }  // namespace

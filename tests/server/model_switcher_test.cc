@@ -1,7 +1,8 @@
 // ModelSwitcher in process (models_dir of two real tiny models): EngineFor loads the model a
 // request names in place of the served one, concurrent callers for both models each get their
 // own, names outside the directory are NotFound, and a file that fails to load leaves the old
-// model served. (Idle sleep and RSS are in sparrowd_models_test, against the real process.)
+// model served; SleepNow (keep_alive 0) unloads it until the next request. (Idle sleep and RSS
+// are in sparrowd_models_test, against the real process.)
 #include "server/core/model_switcher.h"
 
 #include <gtest/gtest.h>
@@ -117,6 +118,29 @@ TEST(ModelSwitcherTest, UnknownNamesAreNotFoundAndABrokenFileLeavesTheOldModel) 
   const auto again = ctx->EngineFor("");
   ASSERT_TRUE(again.ok());
   EXPECT_EQ(again->model_id(), "b");
+}
+
+// Ollama's keep_alive 0: the model is unloaded at once and the next request loads it again;
+// another model's name, or a model that is not loaded, leaves things as they are.
+TEST(ModelSwitcherTest, SleepNowAndWhenIdleUnloadAndTheNextRequestLoadsAgain) {
+  auto ctx = MakeContext();
+  ASSERT_NE(ctx, nullptr);
+  ASSERT_TRUE(ctx->switcher->SleepNow("a").ok());  // not the loaded one
+  EXPECT_FALSE(ctx->switcher->sleeping());
+  ASSERT_TRUE(ctx->switcher->SleepNow("b").ok());
+  EXPECT_TRUE(ctx->switcher->sleeping());
+  EXPECT_FALSE(ctx->LoadedEngine().has_value());
+  EXPECT_TRUE(ctx->switcher->SleepNow("b").ok());  // asleep already
+  auto engine = ctx->EngineFor("b");
+  ASSERT_TRUE(engine.ok()) << engine.status().ToString();
+  EXPECT_FALSE(Answer(*engine).empty());
+  EXPECT_FALSE(ctx->switcher->sleeping());
+  // Asked to sleep once idle, the switcher's thread does it (looked at until it has).
+  ctx->switcher->SleepWhenIdle("b");
+  for (int i = 0; i < 500 && !ctx->switcher->sleeping(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_TRUE(ctx->switcher->sleeping());
 }
 
 }  // namespace
