@@ -182,8 +182,10 @@ Status BindBundledFfn(Binder& b, const std::string& p, const ModelConfig& c,
 }
 
 // q, k and v: three matrices, or one fused attn_qkv whose rows are q's, then k's, then v's (each
-// bound as a view of its rows), its bias split the same way.
-Status BindQkv(Binder& b, const std::string& p, const ModelConfig& c, LayerWeights& l) {
+// bound as a view of its rows), its bias split the same way; their biases where the file has
+// them (required: the separate ones must be there).
+Status BindQkv(Binder& b, const std::string& p, const ModelConfig& c, bool bias_required,
+               LayerWeights& l) {
   if (b.Has(p + "attn_qkv.weight")) {
     const int64_t q = c.q_dim(), kv = c.kv_dim();
     SPARROW_ASSIGN_OR_RETURN(kernels::WeightMatrix qkv,
@@ -207,6 +209,9 @@ Status BindQkv(Binder& b, const std::string& p, const ModelConfig& c, LayerWeigh
       l.wk, b.Matrix(p + "attn_k.weight", c.n_embd, c.kv_dim(), "n_embd x n_head_kv*head_dim"));
   SPARROW_ASSIGN_OR_RETURN(
       l.wv, b.Matrix(p + "attn_v.weight", c.n_embd, c.kv_dim(), "n_embd x n_head_kv*head_dim"));
+  SPARROW_ASSIGN_OR_RETURN(l.bq, b.Vector(p + "attn_q.bias", c.q_dim(), bias_required));
+  SPARROW_ASSIGN_OR_RETURN(l.bk, b.Vector(p + "attn_k.bias", c.kv_dim(), bias_required));
+  SPARROW_ASSIGN_OR_RETURN(l.bv, b.Vector(p + "attn_v.bias", c.kv_dim(), bias_required));
   return Status::Ok();
 }
 
@@ -295,14 +300,9 @@ Result<ModelWeights> BindEncoderWeights(Binder& b, const GgufFile& file, const M
   for (int64_t i = 0; i < c.n_layer; ++i) {
     const std::string p = "blk." + std::to_string(i) + ".";
     LayerWeights& l = w.layers[i];
-    SPARROW_RETURN_IF_ERROR(BindQkv(b, p, c, l));
+    SPARROW_RETURN_IF_ERROR(BindQkv(b, p, c, /*bias_required=*/false, l));  // as llama.cpp
     SPARROW_ASSIGN_OR_RETURN(
         l.wo, b.Matrix(p + "attn_output.weight", c.q_dim(), c.n_embd, "n_head*head_dim x n_embd"));
-    if (l.bq.empty()) {  // biases where the file has them, as llama.cpp
-      SPARROW_ASSIGN_OR_RETURN(l.bq, b.Vector(p + "attn_q.bias", c.q_dim(), false));
-      SPARROW_ASSIGN_OR_RETURN(l.bk, b.Vector(p + "attn_k.bias", c.kv_dim(), false));
-      SPARROW_ASSIGN_OR_RETURN(l.bv, b.Vector(p + "attn_v.bias", c.kv_dim(), false));
-    }
     SPARROW_RETURN_IF_ERROR(BindEncoderLayer(b, p, c, l));
   }
   SPARROW_RETURN_IF_ERROR(b.CheckAllUsed(c));
@@ -368,15 +368,9 @@ Result<ModelWeights> BindModelWeights(const GgufFile& file, const ModelConfig& c
     const std::string p = "blk." + std::to_string(i) + ".";
     LayerWeights& l = w.layers[i];
     SPARROW_ASSIGN_OR_RETURN(l.attn_norm, b.Vector(p + "attn_norm.weight", c.n_embd, true));
-    SPARROW_RETURN_IF_ERROR(BindQkv(b, p, c, l));
+    SPARROW_RETURN_IF_ERROR(BindQkv(b, p, c, c.arch->attn_qkv_bias, l));
     SPARROW_ASSIGN_OR_RETURN(
         l.wo, b.Matrix(p + "attn_output.weight", c.q_dim(), c.n_embd, "n_head*head_dim x n_embd"));
-    const bool bias = c.arch->attn_qkv_bias;
-    if (l.bq.empty()) {  // not split from a fused attn_qkv.bias
-      SPARROW_ASSIGN_OR_RETURN(l.bq, b.Vector(p + "attn_q.bias", c.q_dim(), bias));
-      SPARROW_ASSIGN_OR_RETURN(l.bk, b.Vector(p + "attn_k.bias", c.kv_dim(), bias));
-      SPARROW_ASSIGN_OR_RETURN(l.bv, b.Vector(p + "attn_v.bias", c.kv_dim(), bias));
-    }
     // A family's own tensors are bound only for it: anywhere else they are unused, an error.
     if (c.arch->qk_norm) {
       const bool whole = c.arch->qk_norm_whole;

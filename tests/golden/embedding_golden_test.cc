@@ -3,7 +3,6 @@
 // cache type), pooled as the case says and L2-normalised, within 1e-4 per component. A file
 // with "synthetic" names a synthetic_arch.h model, written here to a temporary file.
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <cmath>
 #include <cstdio>
@@ -39,21 +38,12 @@ TEST_P(EmbeddingGoldenTest, MatchesLlamaEmbedding) {
   if (g.contains("synthetic")) {
     const auto family = testing::ParseArchFamily(g.at("synthetic").at("family").get<std::string>());
     ASSERT_TRUE(family.has_value()) << g.at("synthetic");
-    path = (std::filesystem::temp_directory_path() /
-            ("sparrow-embedding-golden-" + std::to_string(::getpid()) + "-" + GetParam() + ".gguf"))
-               .string();
+    path = testing::TempPath(GetParam() + ".gguf");  // removed when the test process exits
     const Status st =
         testing::WriteArchModel({*family, g.at("synthetic").at("seed").get<uint64_t>()}, path);
     if (!st.ok() && st.code() == StatusCode::kNotFound) GTEST_SKIP() << st.ToString();
     ASSERT_TRUE(st.ok()) << st.ToString();
   }
-  struct RemoveAfter {
-    std::string path;
-    bool remove;
-    ~RemoveAfter() {
-      if (remove) std::filesystem::remove(path);
-    }
-  } cleanup{path, g.contains("synthetic")};
   if (!testing::FileExists(path)) GTEST_SKIP() << path << " is missing";
   auto m = Model::Load(path);
   ASSERT_TRUE(m.ok()) << m.status().ToString();
@@ -96,13 +86,7 @@ TEST_P(EmbeddingGoldenTest, MatchesLlamaEmbedding) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Files, EmbeddingGoldenTest, ::testing::ValuesIn(GoldenFiles()),
-                         [](const auto& info) {
-                           std::string n = info.param.substr(0, info.param.size() - 5);
-                           for (char& ch : n) {
-                             if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
-                           }
-                           return n;
-                         });
+                         [](const auto& info) { return testing::GtestName(info.param); });
 
 }  // namespace
 }  // namespace sparrow
