@@ -43,6 +43,27 @@ void RmsNorm(const float* x, const float* w, int64_t n, float eps, float* out) {
   }
 }
 
+void LayerNorm(const float* x, const float* w, const float* b, int64_t n, float eps, float* out) {
+  double sum = 0.0;
+  for (int64_t i = 0; i < n; ++i) sum += static_cast<double>(x[i]);
+  const float mean = static_cast<float>(sum) / static_cast<float>(n);
+  double sum2 = 0.0;
+  for (int64_t i = 0; i < n; ++i) {
+    const float d = x[i] - mean;
+    out[i] = d;
+    sum2 += static_cast<double>(d * d);
+  }
+  const float variance = static_cast<float>(sum2 / static_cast<double>(n));
+  const float scale = 1.0f / std::sqrt(variance + eps);
+  for (int64_t i = 0; i < n; ++i) out[i] *= scale;
+  if (w) {
+    for (int64_t i = 0; i < n; ++i) out[i] *= w[i];
+  }
+  if (b) {
+    for (int64_t i = 0; i < n; ++i) out[i] += b[i];
+  }
+}
+
 void AddInPlace(float* dst, const float* src, int64_t n) {
   for (int64_t i = 0; i < n; ++i) dst[i] += src[i];
 }

@@ -14,8 +14,16 @@ inline void RmsNormRows(float* x, int64_t rows, int64_t len, const float* w, flo
   for (int64_t r = 0; r < rows; ++r) RmsNorm(&x[r * len], w, len, eps, &x[r * len]);
 }
 
+// out = (x - mean(x)) / sqrt(var(x) + eps) * w + b (ggml_norm, then ggml_mul and ggml_add: the
+// sums in double, the rest in float); `w` and `b` may be null.
+void LayerNorm(const float* x, const float* w, const float* b, int64_t n, float eps, float* out);
+
 // dst += src.
 void AddInPlace(float* dst, const float* src, int64_t n);
+// Each of `rows` rows of `len` floats at x plus `bias` (len floats).
+inline void AddToRows(float* x, int64_t rows, int64_t len, const float* bias) {
+  for (int64_t r = 0; r < rows; ++r) AddInPlace(&x[r * len], bias, len);
+}
 
 // x *= s.
 void ScaleInPlace(float* x, int64_t n, float s);

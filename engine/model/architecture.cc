@@ -6,9 +6,10 @@ namespace sparrow {
 namespace {
 
 constexpr const ArchSpec* kArchs[] = {
-    &families::kLlama, &families::kMistral,  &families::kBamboo,  &families::kQwen2,
-    &families::kQwen3, &families::kQwen3Moe, &families::kGemma2,  &families::kGemma3,
-    &families::kPhi3,  &families::kOlmoe,    &families::kSmollm3, &families::kSmallthinker,
+    &families::kLlama, &families::kMistral,   &families::kBamboo,  &families::kQwen2,
+    &families::kQwen3, &families::kQwen3Moe,  &families::kGemma2,  &families::kGemma3,
+    &families::kPhi3,  &families::kOlmoe,     &families::kSmollm3, &families::kSmallthinker,
+    &families::kBert,  &families::kNomicBert,
 };
 
 }  // namespace

@@ -18,12 +18,13 @@ enum class RopeStyle {
   kNeox,    // GPT-NeoX style: rotates (i, i + n_rot/2) — qwen2, qwen3, gemma
 };
 
-// The gated feed-forward's activation: h = act_gate(gate . x) * act_up(up . x).
+// The feed-forward's activation: h = act_gate(gate . x) * act_up(up . x) for the gated kinds.
 enum class FfnKind {
   kSwiGlu,    // silu(gate) * up — llama, qwen2, mistral
   kReluGlu,   // relu(gate) * up — ReluLLaMA, ProSparse (arch 'llama' in a PowerInfer file)
   kDReluGlu,  // relu(gate) * relu(up) — dReLU: Bamboo, TurboSparse
   kGeGlu,     // gelu_tanh(gate) * up — gemma
+  kGelu,      // gelu_tanh(up . x), no gate — bert
 };
 
 struct ArchSpec {
@@ -39,6 +40,14 @@ struct ArchSpec {
   bool rope_freqs = false;     // may carry rope_freqs.weight (per-dimension factors, Llama 3.1)
   bool fused_gate_up = false;  // ffn_up holds the gate rows, then the up rows (Phi-3)
   bool router_on_layer_input = false;  // the router reads the layer's input (SmallThinker)
+  // An encoder (BERT): the input rows are the token's embedding plus token type 0's
+  // (token_types) and, with abs_positions, the position's (position_embd), LayerNormed
+  // (token_embd_norm); each block adds attention's output to its input and LayerNorms the sum
+  // (attn_output_norm), then the FFN's (layer_output_norm), every norm with a bias; no output
+  // norm or head: the last block's rows are the hidden states an embedding pools. Its attention
+  // sees the whole input unless `<name>.attention.causal` says otherwise.
+  bool encoder = false;
+  bool abs_positions = false;  // position_embd: one learned row per position (n_ctx_train rows)
   // Reads the hyper-parameters this family adds (keys under "<name>."), after the common ones.
   Status (*read_hparams)(const GgufFile& f, const std::string& prefix, ModelConfig& c) = nullptr;
 };

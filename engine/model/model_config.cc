@@ -113,6 +113,11 @@ Result<ModelConfig> ReadModelConfig(const GgufFile& f) {
   c.rope_freq_base = static_cast<float>(base);
 
   SPARROW_RETURN_IF_ERROR(ReadRopeScaling(f, p, c));
+  SPARROW_ASSIGN_OR_RETURN(c.causal, f.GetBoolOr(p + "attention.causal", true));
+  if (!c.causal && !c.arch->encoder) {
+    return Unsupported(p + "attention.causal is false for '" + std::string(arch) +
+                       "', a decoder; only encoders may attend to later positions");
+  }
 
   // The vocabulary size comes from the token list; the embedding tensor must agree (checked by the
   // weights).

@@ -24,6 +24,10 @@ struct ModelConfig {
   int64_t head_dim = 0;  // {arch}.attention.key_length, default n_embd / n_head
   int64_t n_rot = 0;     // {arch}.rope.dimension_count, default head_dim
   float rms_eps = 1e-5f;
+  float norm_eps = 1e-12f;  // LayerNorm's ({arch}.attention.layer_norm_epsilon: encoders)
+  // {arch}.attention.causal: each token attends to the positions up to its own; false (an
+  // encoder's) to every position of its input, which is then computed whole in one pass.
+  bool causal = true;
   float rope_freq_base = 10000.0f;
   float rope_freq_scale = 1.0f;  // 1 / rope.scaling.factor (linear and YaRN scaling)
   // YaRN (rope.scaling.type yarn): positions past the original context are interpolated in the
@@ -67,6 +71,8 @@ struct ModelConfig {
   float sparse_threshold = 0.0f;  // powerinfer.sparse_threshold
 
   int64_t q_dim() const { return n_head * head_dim; }
+  // An encoder-only model: no output head, it serves embeddings, not generations.
+  bool embedding_only() const { return arch->encoder; }
   bool is_swa(int64_t il) const { return !swa_layers.empty() && swa_layers[il] != 0; }
   bool uses_rope(int64_t il) const { return no_rope_layers.empty() || no_rope_layers[il] == 0; }
   int64_t kv_dim() const { return n_head_kv * head_dim; }

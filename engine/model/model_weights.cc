@@ -182,8 +182,10 @@ Status BindBundledFfn(Binder& b, const std::string& p, const ModelConfig& c,
 }
 
 // q, k and v: three matrices, or one fused attn_qkv whose rows are q's, then k's, then v's (each
-// bound as a view of its rows).
-Status BindQkv(Binder& b, const std::string& p, const ModelConfig& c, LayerWeights& l) {
+// bound as a view of its rows), its bias split the same way; their biases where the file has
+// them (required: the separate ones must be there).
+Status BindQkv(Binder& b, const std::string& p, const ModelConfig& c, bool bias_required,
+               LayerWeights& l) {
   if (b.Has(p + "attn_qkv.weight")) {
     const int64_t q = c.q_dim(), kv = c.kv_dim();
     SPARROW_ASSIGN_OR_RETURN(kernels::WeightMatrix qkv,
@@ -192,6 +194,13 @@ Status BindQkv(Binder& b, const std::string& p, const ModelConfig& c, LayerWeigh
     l.wq = RowRange(qkv, 0, q);
     l.wk = RowRange(qkv, q, kv);
     l.wv = RowRange(qkv, q + kv, kv);
+    SPARROW_ASSIGN_OR_RETURN(std::vector<float> bias,
+                             b.Vector(p + "attn_qkv.bias", q + 2 * kv, false));
+    if (!bias.empty()) {
+      l.bq.assign(bias.begin(), bias.begin() + q);
+      l.bk.assign(bias.begin() + q, bias.begin() + q + kv);
+      l.bv.assign(bias.begin() + q + kv, bias.end());
+    }
     return Status::Ok();
   }
   SPARROW_ASSIGN_OR_RETURN(
@@ -200,6 +209,9 @@ Status BindQkv(Binder& b, const std::string& p, const ModelConfig& c, LayerWeigh
       l.wk, b.Matrix(p + "attn_k.weight", c.n_embd, c.kv_dim(), "n_embd x n_head_kv*head_dim"));
   SPARROW_ASSIGN_OR_RETURN(
       l.wv, b.Matrix(p + "attn_v.weight", c.n_embd, c.kv_dim(), "n_embd x n_head_kv*head_dim"));
+  SPARROW_ASSIGN_OR_RETURN(l.bq, b.Vector(p + "attn_q.bias", c.q_dim(), bias_required));
+  SPARROW_ASSIGN_OR_RETURN(l.bk, b.Vector(p + "attn_k.bias", c.kv_dim(), bias_required));
+  SPARROW_ASSIGN_OR_RETURN(l.bv, b.Vector(p + "attn_v.bias", c.kv_dim(), bias_required));
   return Status::Ok();
 }
 
@@ -233,10 +245,75 @@ Status BindBundledExperts(Binder& b, const std::string& p, const ModelConfig& c,
   return Status::Ok();
 }
 
+// An encoder's input rows: token type 0's row, the position rows, the input LayerNorm.
+Status BindEncoderInputs(Binder& b, const ModelConfig& c, ModelWeights& w) {
+  SPARROW_ASSIGN_OR_RETURN(const GgufTensorInfo* types, b.Find("token_types.weight", false));
+  if (types) {
+    if (types->dims.size() != 2 || types->dims[0] != static_cast<uint64_t>(c.n_embd) ||
+        types->dims[1] == 0) {
+      return Corrupt("tensor 'token_types.weight' has shape " + Shape(types->dims) + ", expected " +
+                     std::to_string(c.n_embd) + " x n_token_types");
+    }
+    w.token_type0.resize(static_cast<size_t>(c.n_embd));
+    kernels::DequantizeRow(types->type, types->data, w.token_type0.data(), c.n_embd);
+  }
+  if (c.arch->abs_positions) {
+    SPARROW_ASSIGN_OR_RETURN(w.position_embd, b.Matrix("position_embd.weight", c.n_embd,
+                                                       c.n_ctx_train, "n_embd x context_length"));
+  }
+  SPARROW_ASSIGN_OR_RETURN(w.token_embd_norm, b.Vector("token_embd_norm.weight", c.n_embd, true));
+  SPARROW_ASSIGN_OR_RETURN(w.token_embd_norm_b, b.Vector("token_embd_norm.bias", c.n_embd, true));
+  return Status::Ok();
+}
+
+// An encoder layer's tensors (BindQkv's aside): attn_output and the two LayerNorms after the
+// residual sums, with biases; the FFN ungated (up, down) or SwiGLU, its biases where present.
+Status BindEncoderLayer(Binder& b, const std::string& p, const ModelConfig& c, LayerWeights& l) {
+  const int64_t d = c.n_embd;
+  SPARROW_ASSIGN_OR_RETURN(l.bo, b.Vector(p + "attn_output.bias", d, false));
+  SPARROW_ASSIGN_OR_RETURN(l.attn_out_norm, b.Vector(p + "attn_output_norm.weight", d, true));
+  SPARROW_ASSIGN_OR_RETURN(l.attn_out_norm_b, b.Vector(p + "attn_output_norm.bias", d, true));
+  if (c.ffn_kind != FfnKind::kGelu) {
+    SPARROW_ASSIGN_OR_RETURN(l.ffn_gate,
+                             b.Matrix(p + "ffn_gate.weight", d, c.n_ff, "n_embd x n_ff"));
+  }
+  SPARROW_ASSIGN_OR_RETURN(l.ffn_up, b.Matrix(p + "ffn_up.weight", d, c.n_ff, "n_embd x n_ff"));
+  SPARROW_ASSIGN_OR_RETURN(l.ffn_up_b, b.Vector(p + "ffn_up.bias", c.n_ff, false));
+  SPARROW_ASSIGN_OR_RETURN(l.ffn_down, b.Matrix(p + "ffn_down.weight", c.n_ff, d, "n_ff x n_embd"));
+  SPARROW_ASSIGN_OR_RETURN(l.ffn_down_b, b.Vector(p + "ffn_down.bias", d, false));
+  SPARROW_ASSIGN_OR_RETURN(l.layer_out_norm, b.Vector(p + "layer_output_norm.weight", d, true));
+  SPARROW_ASSIGN_OR_RETURN(l.layer_out_norm_b, b.Vector(p + "layer_output_norm.bias", d, true));
+  return Status::Ok();
+}
+
+// An encoder (ArchSpec::encoder): no output head, no neuron or expert bundles.
+Result<ModelWeights> BindEncoderWeights(Binder& b, const GgufFile& file, const ModelConfig& c) {
+  if (HasNeuronBundles(file) || HasExpertBundles(file) || c.powerinfer) {
+    return Unsupported("a converted or PowerInfer file of the encoder architecture '" +
+                       std::string(c.arch->name) + "'");
+  }
+  ModelWeights w;
+  SPARROW_ASSIGN_OR_RETURN(w.token_embd,
+                           b.Matrix("token_embd.weight", c.n_embd, c.n_vocab, "n_embd x n_vocab"));
+  SPARROW_RETURN_IF_ERROR(BindEncoderInputs(b, c, w));
+  w.layers.resize(c.n_layer);
+  for (int64_t i = 0; i < c.n_layer; ++i) {
+    const std::string p = "blk." + std::to_string(i) + ".";
+    LayerWeights& l = w.layers[i];
+    SPARROW_RETURN_IF_ERROR(BindQkv(b, p, c, /*bias_required=*/false, l));  // as llama.cpp
+    SPARROW_ASSIGN_OR_RETURN(
+        l.wo, b.Matrix(p + "attn_output.weight", c.q_dim(), c.n_embd, "n_head*head_dim x n_embd"));
+    SPARROW_RETURN_IF_ERROR(BindEncoderLayer(b, p, c, l));
+  }
+  SPARROW_RETURN_IF_ERROR(b.CheckAllUsed(c));
+  return w;
+}
+
 }  // namespace
 
 Result<ModelWeights> BindModelWeights(const GgufFile& file, const ModelConfig& c) {
   Binder b(file);
+  if (c.arch->encoder) return BindEncoderWeights(b, file, c);
   ModelWeights w;
   SPARROW_ASSIGN_OR_RETURN(w.token_embd,
                            b.Matrix("token_embd.weight", c.n_embd, c.n_vocab, "n_embd x n_vocab"));
@@ -291,13 +368,9 @@ Result<ModelWeights> BindModelWeights(const GgufFile& file, const ModelConfig& c
     const std::string p = "blk." + std::to_string(i) + ".";
     LayerWeights& l = w.layers[i];
     SPARROW_ASSIGN_OR_RETURN(l.attn_norm, b.Vector(p + "attn_norm.weight", c.n_embd, true));
-    SPARROW_RETURN_IF_ERROR(BindQkv(b, p, c, l));
+    SPARROW_RETURN_IF_ERROR(BindQkv(b, p, c, c.arch->attn_qkv_bias, l));
     SPARROW_ASSIGN_OR_RETURN(
         l.wo, b.Matrix(p + "attn_output.weight", c.q_dim(), c.n_embd, "n_head*head_dim x n_embd"));
-    const bool bias = c.arch->attn_qkv_bias;
-    SPARROW_ASSIGN_OR_RETURN(l.bq, b.Vector(p + "attn_q.bias", c.q_dim(), bias));
-    SPARROW_ASSIGN_OR_RETURN(l.bk, b.Vector(p + "attn_k.bias", c.kv_dim(), bias));
-    SPARROW_ASSIGN_OR_RETURN(l.bv, b.Vector(p + "attn_v.bias", c.kv_dim(), bias));
     // A family's own tensors are bound only for it: anywhere else they are unused, an error.
     if (c.arch->qk_norm) {
       const bool whole = c.arch->qk_norm_whole;

@@ -21,6 +21,12 @@ struct LayerWeights {
   std::vector<float> attn_q_norm, attn_k_norm;       // head_dim each; empty without QK-norm
   std::vector<float> attn_post_norm, ffn_post_norm;  // n_embd each; empty without post norms
   std::vector<float> ffn_norm;
+  // Encoders (ArchSpec::encoder): attn_output's bias, and the LayerNorms after attention's and
+  // the FFN's residual sums (attn_output_norm, layer_output_norm) with their biases; attn_norm
+  // and ffn_norm are then empty. The FFN's biases: empty where the file has none.
+  std::vector<float> bo;
+  std::vector<float> attn_out_norm, attn_out_norm_b, layer_out_norm, layer_out_norm_b;
+  std::vector<float> ffn_up_b, ffn_down_b;
   // Mixture of experts: the router (n_expert rows of n_embd) and every expert's matrices in one
   // matrix each, expert e's rows after expert e-1's: gate and up n_expert * n_ff_exp rows of
   // n_embd, down n_expert * n_embd rows of n_ff_exp (ExpertRows takes one expert's). The dense
@@ -42,6 +48,13 @@ struct ModelWeights {
   std::vector<float> output_norm;
   kernels::WeightMatrix output;  // token_embd when the file has no output.weight (tied)
   bool tied_output = false;
+  // Encoders: no output norm or head (output.data null); instead the input rows' token type 0
+  // row (empty without token_types), the position rows (with ArchSpec::abs_positions: n_ctx_train
+  // rows of n_embd) and the input LayerNorm.
+  std::vector<float> token_type0;
+  kernels::WeightMatrix position_embd;
+  std::vector<float> token_embd_norm, token_embd_norm_b;
+  bool has_output() const { return output.data != nullptr; }
   std::vector<LayerWeights> layers;
   // Files converted to neuron bundles (neuron_bundles.h) or, for mixture-of-experts models, to
   // expert bundles (expert_bundles.h; layout->experts): where each layer's records are. The

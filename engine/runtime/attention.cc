@@ -9,9 +9,9 @@
 
 namespace sparrow {
 
-void CausalAttention(const AttentionShape& s, const float* q, KvCache& cache, int64_t layer,
-                     int64_t start_pos, int64_t n, float* out, kernels::ThreadPool* pool,
-                     std::vector<float>& scratch) {
+void SequenceAttention(const AttentionShape& s, const float* q, KvCache& cache, int64_t layer,
+                       int64_t start_pos, int64_t n, float* out, kernels::ThreadPool* pool,
+                       std::vector<float>& scratch) {
   const int64_t q_dim = s.n_head * s.head_dim;
   const int64_t group = s.n_head / s.n_head_kv;
   const int64_t n_ctx = start_pos + n;
@@ -50,8 +50,9 @@ void CausalAttention(const AttentionShape& s, const float* q, KvCache& cache, in
     const int64_t t = idx / s.n_head;
     const int64_t h = idx % s.n_head;
     const int64_t kv_head = h / group;  // this head's kv head inside a cache row
-    // Causal: this token and everything before it, or only the window's most recent part.
-    const int64_t end = start_pos + t + 1;
+    // Causal: this token and everything before it, or only the window's most recent part;
+    // otherwise the whole input.
+    const int64_t end = s.causal ? start_pos + t + 1 : n_ctx;
     const int64_t first = s.window > 0 ? std::max<int64_t>(0, end - s.window) : 0;
     const int64_t n_keys = end - first;
     float* scores = scratch.data() + static_cast<int64_t>(thread) * n_ctx;

@@ -25,6 +25,9 @@ void GatedActivation(FfnKind kind, float* gate, const float* up, int64_t n) {
     case FfnKind::kGeGlu:
       kernels::GeGlu(gate, up, n, gate);
       return;
+    case FfnKind::kGelu:  // no gate: h = gelu(up)
+      kernels::Gelu(up, n, gate);
+      return;
   }
 }
 
@@ -67,11 +70,14 @@ void DenseFfn::ComputeLayer(int64_t il, const LayerWeights& l, const FfnInput& i
   const size_t size = static_cast<size_t>(n * c.n_ff);
   if (gate_.size() < size) gate_.resize(size);
   if (up_.size() < size) up_.resize(size);
-  kernels::MatMul(l.ffn_gate, normed, n, c.n_embd, gate_.data(), c.n_ff, pool_);
+  const bool gated = c.ffn_kind != FfnKind::kGelu;
+  if (gated) kernels::MatMul(l.ffn_gate, normed, n, c.n_embd, gate_.data(), c.n_ff, pool_);
   kernels::MatMul(l.ffn_up, normed, n, c.n_embd, up_.data(), c.n_ff, pool_);
-  if (observer_) observer_->OnPreActivations(il, in, gate_.data(), up_.data());
+  if (!l.ffn_up_b.empty()) kernels::AddToRows(up_.data(), n, c.n_ff, l.ffn_up_b.data());
+  if (observer_ && gated) observer_->OnPreActivations(il, in, gate_.data(), up_.data());
   GatedActivation(c.ffn_kind, gate_.data(), up_.data(), n * c.n_ff);
   DenseDown(c, l, gate_.data(), n, out, all_rows_, pool_);
+  if (!l.ffn_down_b.empty()) kernels::AddToRows(out, n, c.n_embd, l.ffn_down_b.data());
   for (int64_t t = 0; in.decode != nullptr && t < n; ++t) {
     if (in.decode[t] == 0) continue;
     ++counters_.decode_tokens;

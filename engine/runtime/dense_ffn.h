@@ -1,6 +1,7 @@
 #pragma once
-// DenseFfn: every neuron of the gated FFN, by whole-matrix products:
-// down(act_gate(gate . x) * act_up(up . x)), with the activations of the model's FfnKind.
+// DenseFfn: every neuron of the FFN, by whole-matrix products:
+// down(act_gate(gate . x) * act_up(up . x)), with the activations of the model's FfnKind (BERT's
+// ungated down(gelu(up . x))), plus the up and down biases where the model has them.
 #include <vector>
 
 #include "engine/model/model.h"
@@ -41,7 +42,8 @@ class DenseFfn : public FeedForward {
 // thresholds; times up it is GatedActivation bit for bit). Only these two kinds.
 void GateActivation(FfnKind kind, float* gate, int64_t n);
 
-// h = act_gate(gate) * act_up(up) for the model's kind, in place into gate.
+// h = act_gate(gate) * act_up(up) for the model's kind, in place into gate (kGelu: gelu(up), the
+// gate unread).
 void GatedActivation(FfnKind kind, float* gate, const float* up, int64_t n);
 
 // out (n rows of n_embd) = down . h (n rows of n_ff) for every neuron: by ffn_down, or where a

@@ -94,6 +94,12 @@ Status ForwardPass::Prepare(std::span<const Segment> segments, Flight& f) {
                         std::to_string(sg.cache->capacity()) + " tokens");
     }
     SPARROW_RETURN_IF_ERROR(CheckKvTypes(sg.cache->types(), c_.head_dim));
+    if (c_.arch->encoder) SPARROW_RETURN_IF_ERROR(CheckEncoderSegment(sg));
+    if (!sg.hidden && !model_.weights().has_output()) {
+      return InvalidArgument(
+          "the model has no output head (an embedding model): it computes "
+          "hidden states, not logits");
+    }
     for (int32_t id : sg.tokens) {
       if (id < 0 || id >= c_.n_vocab) {
         return OutOfRange("token id " + std::to_string(id) + " is outside the vocabulary of " +
@@ -142,6 +148,10 @@ Status ForwardPass::Prepare(std::span<const Segment> segments, Flight& f) {
 Status ForwardPass::SetRemoteLayers(std::vector<std::shared_ptr<RemoteLayers>> ranges,
                                     int64_t micro_batches) {
   if (!flights_.empty()) return Internal("remote layers changed with batches in flight");
+  if (c_.arch->encoder && !ranges.empty()) {
+    return Unsupported("remote layers for the encoder architecture '" + std::string(c_.arch->name) +
+                       "'");
+  }
   std::sort(ranges.begin(), ranges.end(),
             [](const auto& a, const auto& b) { return a->first_layer() < b->first_layer(); });
   std::vector<RemoteLayers*> whole, sliced;
@@ -342,6 +352,7 @@ Status ForwardPass::Submit(std::span<const Segment> segments) {
     t0 += len;
   }
   if (c_.embed_scale != 0.0f) kernels::ScaleInPlace(f->x.data(), f->n * c_.n_embd, c_.embed_scale);
+  if (c_.arch->encoder) EncoderInput(*f);
   if (remote_.empty()) {
     LocalLayers(*f, 0, c_.n_layer);
     flights_.push_back(std::move(f));
@@ -415,8 +426,12 @@ Status ForwardPass::Collect(std::vector<float>* logits, std::vector<Status>* fai
     const int64_t len = static_cast<int64_t>(sg.tokens.size());
     for (int64_t t = sg.all_logits ? 0 : len - 1; t < len; ++t) {
       float* out = sg.hidden ? &(*hidden)[hrow++ * c_.n_embd] : &xn_[row++ * c_.n_embd];
-      kernels::RmsNorm(&f.x[(t0 + t) * c_.n_embd], w.output_norm.data(), c_.n_embd, c_.rms_eps,
-                       out);
+      const float* x = &f.x[(t0 + t) * c_.n_embd];
+      if (c_.arch->encoder) {  // its last block's LayerNorm was the output norm
+        std::copy_n(x, c_.n_embd, out);
+      } else {
+        kernels::RmsNorm(x, w.output_norm.data(), c_.n_embd, c_.rms_eps, out);
+      }
     }
     t0 += len;
   }
@@ -462,8 +477,8 @@ void ForwardPass::Attention(int64_t il, const Heads& h, Flight& f, int64_t t_fir
     if (c_.q_scale != 0.0f) kernels::ScaleInPlace(q, qd, c_.q_scale);
   }
   const AttentionShape shape{
-      h.n_head,           h.n_head_kv,    hd, c_.q_scale != 0.0f ? 1.0f : 0.0f,
-      swa ? c_.n_swa : 0, c_.attn_softcap};
+      h.n_head,           h.n_head_kv,     hd,       c_.q_scale != 0.0f ? 1.0f : 0.0f,
+      swa ? c_.n_swa : 0, c_.attn_softcap, c_.causal};
   // Keys and values join each sequence's cache (a slice's heads at the start of each row);
   // attention stays within the sequence.
   int64_t t0 = 0;
@@ -474,17 +489,22 @@ void ForwardPass::Attention(int64_t il, const Heads& h, Flight& f, int64_t t_fir
       StoreKvRow(kv_types.k, &k_[(t0 + t) * kvd], sg.cache->KeyRow(il, sg.start_pos + t), kvd);
       StoreKvRow(kv_types.v, &v_[(t0 + t) * kvd], sg.cache->ValueRow(il, sg.start_pos + t), kvd);
     }
-    CausalAttention(shape, &q_[t0 * qd], *sg.cache, il, sg.start_pos, len, &att_[t0 * qd], pool_,
-                    attn_scratch_);
+    SequenceAttention(shape, &q_[t0 * qd], *sg.cache, il, sg.start_pos, len, &att_[t0 * qd], pool_,
+                      attn_scratch_);
     t0 += len;
   }
   kernels::MatMul(*h.wo, att_.data(), n, qd, out, d, pool_);
+  if (h.bo && !h.bo->empty()) kernels::AddToRows(out, n, d, h.bo->data());
 }
 
 void ForwardPass::Layer(int64_t il, Flight& f, int64_t t_first, int64_t n,
                         std::span<const Segment> segments) {
   if (split_ && il >= split_->first && il < split_->end) {
     SplitLayer(il, f, t_first, n, segments);
+    return;
+  }
+  if (c_.arch->encoder) {
+    EncoderLayer(il, f, t_first, n, segments);
     return;
   }
   const LayerWeights& l = model_.weights().layers[il];

@@ -1,6 +1,7 @@
 #pragma once
 // ForwardPass: computes a batch of consecutive tokens of one sequence through the transformer
-// (RMSNorm, RoPE, grouped-query attention, a gated FFN dense or sparse) and returns logits.
+// (RMSNorm, RoPE, grouped-query attention, a gated FFN dense or sparse) and returns logits; or,
+// for an encoder (BERT: post-norm LayerNorm blocks, no output head), the hidden states.
 // Owns reusable scratch; one ForwardPass per thread of use (not thread-safe), many may
 // share one Model.
 #include <cstdint>
@@ -144,6 +145,7 @@ class ForwardPass {
     int64_t n_head = 0, n_head_kv = 0;
     const kernels::WeightMatrix *wq, *wk, *wv, *wo;
     const std::vector<float>*bq, *bk, *bv;
+    const std::vector<float>* bo = nullptr;  // the output projection's bias (encoders)
   };
 
   // The layers in order as runs computed here (remote null) or by one remote range.
@@ -168,6 +170,13 @@ class ForwardPass {
   void StageSegments(std::span<const Segment> segments);  // into stage_segments_
   // Layer il for f's tokens t_first..t_first + n - 1, which `segments` hold.
   void Layer(int64_t il, Flight& f, int64_t t_first, int64_t n, std::span<const Segment> segments);
+  // An encoder's (encoder_layer.cc): its input rows from the token rows in f.x, and its
+  // post-norm layer.
+  void EncoderInput(Flight& f);
+  void EncoderLayer(int64_t il, Flight& f, int64_t t_first, int64_t n,
+                    std::span<const Segment> segments);
+  // Why an encoder cannot run `sg` (it must hold its whole input, within the position rows).
+  Status CheckEncoderSegment(const Segment& sg) const;
   // The heads' attention from the normed input `in` to their output projection `out` (which may
   // be `in`: it is read first).
   void Attention(int64_t il, const Heads& h, Flight& f, int64_t t_first, int64_t n,

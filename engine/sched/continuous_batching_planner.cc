@@ -39,6 +39,11 @@ void ContinuousBatchingPlanner::PushFront(std::unique_ptr<Sequence> s) {
   waiting_.push_front(std::move(s));
 }
 
+void ContinuousBatchingPlanner::Publish(Sequence& s) {
+  // An encoder's keys depend on the whole input: no other prompt may reuse them.
+  if (opts_.causal) s.kv->PublishFullBlocks(s.tokens, s.n_computed);
+}
+
 void ContinuousBatchingPlanner::MarkFinished(Sequence& s, FinishReason reason, Status status) {
   if (s.done) return;
   s.done = true;
@@ -47,7 +52,7 @@ void ContinuousBatchingPlanner::MarkFinished(Sequence& s, FinishReason reason, S
   for (auto it = s.followers.rbegin(); it != s.followers.rend(); ++it) PushFront(std::move(*it));
   s.followers.clear();
   if (s.kv) {
-    s.kv->PublishFullBlocks(s.tokens, s.n_computed);  // later turns of a chat reuse them
+    Publish(s);  // later turns of a chat reuse them
     s.kv->ReleaseAll();
   }
   s.spec.draft_kv.Reset();
@@ -116,9 +121,11 @@ void ContinuousBatchingPlanner::Admit(StepPlan* plan) {
     seq->kv = std::make_unique<SequenceKv>(kv_);
     const int64_t n = static_cast<int64_t>(seq->tokens.size());
     // At least the last token is computed, so it yields logits. An embedding that pools every
-    // row computes them all. (Its keys and values are a generation's: every family's attention
-    // is causal, so publishing them below serves later prompts correctly.)
-    const int64_t cached = seq->reuses_prefix() ? seq->kv->AttachPrefix(seq->tokens, n - 1) : 0;
+    // row computes them all. (With causal attention its keys and values are a generation's, so
+    // publishing them serves later prompts correctly; an encoder's are neither reused nor
+    // published.)
+    const int64_t cached =
+        seq->reuses_prefix() && opts_.causal ? seq->kv->AttachPrefix(seq->tokens, n - 1) : 0;
     if (!seq->kv->Reserve(n)) {
       seq->kv.reset();
       if (running_.empty()) {
@@ -207,9 +214,14 @@ void ContinuousBatchingPlanner::FormBatch(const StepLimits& limits,
   for (auto& s : running_) {
     const int64_t n = static_cast<int64_t>(s->tokens.size());
     if (s->n_computed < n - 1 && ready(*s) && budget > 0) {
-      const int64_t len = std::min(budget, n - s->n_computed);
+      int64_t len = std::min(budget, n - s->n_computed);
+      if (!opts_.causal && len < n - s->n_computed) {
+        // An encoder's input goes whole: alone in a step when it exceeds the budget.
+        if (plan->prompt_computed > 0) continue;
+        len = n - s->n_computed;
+      }
       add(*s, s->n_computed, len);
-      budget -= len;
+      budget -= std::min(budget, len);
       plan->prompt_computed += len;
     }
   }
@@ -280,7 +292,7 @@ StepUpdate ContinuousBatchingPlanner::Update(const StepPlan& plan, const StepOut
     s.n_computed += plan.segments[i].n_tokens;
     s.spec.draft_kv.Keep(s.n_computed);
     const int64_t n = static_cast<int64_t>(s.tokens.size());
-    s.kv->PublishFullBlocks(s.tokens, s.n_computed);
+    Publish(s);
     if (s.n_computed < n) continue;  // mid-prompt chunk: no token yet
     if (s.embedding()) {
       // Its prompt is its whole work: the engine loop has handed the sink its vector.
@@ -356,7 +368,7 @@ void ContinuousBatchingPlanner::LandVerified(Sequence& s, const PlannedSegment& 
     if (Append(s, choices[k])) ++up->generated;
   }
   if (cancelled) MarkFinished(s, FinishReason::kCancelled);
-  if (!s.done) s.kv->PublishFullBlocks(s.tokens, s.n_computed);
+  if (!s.done) Publish(s);
   s.spec.draft.clear();
 }
 
@@ -383,7 +395,7 @@ bool ContinuousBatchingPlanner::Append(Sequence& s, const TokenChoice& choice) {
 bool ContinuousBatchingPlanner::ShiftContext(Sequence& s) {
   const ContextCut cut = PlanContextShift(s.n_computed, s.req.n_keep, opts_.n_ctx);
   if (cut.discard < 1) return false;
-  s.kv->PublishFullBlocks(s.tokens, s.n_computed);  // the kept head is found again below
+  Publish(s);  // the kept head is found again below
   s.kv->ReleaseAll();
   s.tokens.erase(s.tokens.begin() + cut.keep, s.tokens.begin() + cut.keep + cut.discard);
   const int64_t n = static_cast<int64_t>(s.tokens.size());
@@ -400,7 +412,7 @@ Sequence* ContinuousBatchingPlanner::PreemptNewest() {
   std::unique_ptr<Sequence> s = std::move(*it);
   running_.erase(std::next(it).base());
   // Its full blocks stay in the prefix cache: the recompute may find them there.
-  s->kv->PublishFullBlocks(s->tokens, s->n_computed);
+  Publish(*s);
   s->kv->ReleaseAll();
   s->kv.reset();
   s->spec.draft_kv.Reset();

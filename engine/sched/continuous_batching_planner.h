@@ -33,6 +33,10 @@ struct PlannerOptions {
   // drops half of the rest and goes on (llama.cpp's context shift: context_shift.h); off: it
   // finishes with kContext.
   bool context_shift = false;
+  // The model's attention (ModelConfig::causal). Non-causal (an encoder's): a prompt is computed
+  // whole in one step (alone when it exceeds the token budget), and its keys and values are
+  // never taken from or given to the prefix cache.
+  bool causal = true;
 };
 
 class ContinuousBatchingPlanner final : public StepPlanner {
@@ -57,6 +61,8 @@ class ContinuousBatchingPlanner final : public StepPlanner {
   // Marks `s` done with `reason`: publishes its full blocks, releases the rest, and queues its
   // group's members (they can no longer fork from it) as requests of their own.
   void MarkFinished(Sequence& s, FinishReason reason, Status status = Status::Ok());
+  // Gives s's full blocks to the prefix cache (with causal attention only).
+  void Publish(Sequence& s);
   // Moves the running sequences that are done to `out`.
   void SweepDone(std::vector<std::unique_ptr<Sequence>>* out);
   void Admit(StepPlan* plan);

@@ -95,6 +95,7 @@ Scheduler::Scheduler(const Model& model, kernels::ThreadPool* pool, SchedulerOpt
     stats_.spec_kv_bytes = spec_->kv_bytes();
   }
   planner.context_shift = opts_.context_shift;
+  planner.causal = model_.config().causal;
   planner_ = std::make_unique<ContinuousBatchingPlanner>(&kv_, std::move(planner));
   stats_.kv = kv_.Stats();  // an idle server reports its pool, not zeros
   thread_ = std::thread([this] { Loop(); });
@@ -108,6 +109,16 @@ Status Scheduler::Validate(const GenerationRequest& request) const {
   if (!request.sink) return InvalidArgument("request has no sink");
   const int64_t n = static_cast<int64_t>(request.prompt.size());
   if (n == 0) return InvalidArgument("the prompt is empty");
+  const ModelConfig& c = model_.config();
+  if (c.embedding_only() && !request.embedding) {
+    return InvalidArgument("the model '" + c.name + "' is an embedding model (" +
+                           std::string(c.arch->name) + "): it computes embeddings, not text");
+  }
+  // An encoder's learned positions end at its training context.
+  if (c.arch->abs_positions && n > c.n_ctx_train) {
+    return InvalidArgument("the input has " + std::to_string(n) + " tokens but the model has " +
+                           std::to_string(c.n_ctx_train) + " positions");
+  }
   for (int32_t id : request.prompt) {
     if (id < 0 || id >= model_.config().n_vocab) {
       return InvalidArgument("token id " + std::to_string(id) + " is outside the vocabulary of " +

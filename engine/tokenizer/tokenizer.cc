@@ -1,5 +1,5 @@
-// The one Tokenizer implementation: the llama.cpp pipeline over a Vocab. The SPM and BPE
-// paths differ only in how a text fragment is encoded.
+// The one Tokenizer implementation: the llama.cpp pipeline over a Vocab. The SPM, BPE and
+// WordPiece paths differ only in how a text fragment is encoded and how a text is framed.
 #include "engine/tokenizer/tokenizer.h"
 
 #include <utility>
@@ -9,6 +9,7 @@
 #include "engine/tokenizer/special_partition.h"
 #include "engine/tokenizer/spm_encoder.h"
 #include "engine/tokenizer/vocab_gguf.h"
+#include "engine/tokenizer/wpm_encoder.h"
 
 namespace sparrow {
 namespace {
@@ -62,7 +63,9 @@ class VocabTokenizer final : public Tokenizer {
                               std::span<const tokenizer::TextRange> literal) const {
     std::vector<TokenId> out;
     const bool spm = vocab_.type() == VocabType::kSpm;
-    if (add_special && vocab_.add_bos()) out.push_back(vocab_.special(SpecialToken::kBos));
+    const bool wpm = vocab_.type() == VocabType::kWpm;
+    // WordPiece frames every text [CLS] ... [SEP] (the vocabulary has both: Vocab::Create).
+    if (add_special && (vocab_.add_bos() || wpm)) out.push_back(vocab_.special(SpecialToken::kBos));
     // SPM puts a space in front of the text and after every special token.
     bool after_special = true;
     std::string buf;
@@ -74,6 +77,10 @@ class VocabTokenizer final : public Tokenizer {
         continue;
       }
       const std::string_view part = text.substr(f.offset, f.length);
+      if (wpm) {
+        tokenizer::WpmEncode(vocab_, part, &out);
+        continue;
+      }
       if (!spm) {
         tokenizer::BpeEncode(vocab_, part, &out);
         continue;
@@ -84,7 +91,11 @@ class VocabTokenizer final : public Tokenizer {
       tokenizer::SpmEncode(vocab_, tokenizer::EscapeSpmSpaces(buf), &out);
       after_special = false;
     }
-    if (add_special && vocab_.add_eos()) out.push_back(vocab_.special(SpecialToken::kEos));
+    if (add_special && wpm) {
+      out.push_back(vocab_.special(SpecialToken::kSep));
+    } else if (add_special && vocab_.add_eos()) {
+      out.push_back(vocab_.special(SpecialToken::kEos));
+    }
     return out;
   }
 

@@ -1,8 +1,8 @@
 #pragma once
 // Tokenizer: text <-> token ids for one model vocabulary, behaving exactly like llama.cpp
-// (c392e509) for SentencePiece-style ("llama") and byte-level BPE ("gpt2") vocabularies read
-// from GGUF metadata. Implementations are immutable after loading: every method is const and
-// safe to call from many threads at once.
+// (c392e509) for SentencePiece-style ("llama") and byte-level BPE ("gpt2") vocabularies, and
+// like d32676d7 for WordPiece ("bert"), read from GGUF metadata. Implementations are immutable
+// after loading: every method is const and safe to call from many threads at once.
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -21,7 +21,8 @@ class Tokenizer {
  public:
   virtual ~Tokenizer() = default;
 
-  // llama_tokenize: add_special adds BOS/EOS as the vocabulary asks (add_bos()/add_eos());
+  // llama_tokenize: add_special adds BOS/EOS as the vocabulary asks (add_bos()/add_eos()), or
+  // for WordPiece always [CLS] (BOS) before and [SEP] after;
   // parse_special lets control tokens written in the text become those tokens. User-defined
   // tokens are matched in the text either way, as in llama.cpp.
   virtual std::vector<TokenId> Tokenize(std::string_view text, bool add_special,

@@ -182,4 +182,15 @@ uint32_t ToLowerCodepoint(uint32_t cpt) {
   return static_cast<uint32_t>(utf8proc_tolower(static_cast<utf8proc_int32_t>(cpt)));
 }
 
+uint32_t NfdFirstCodepoint(uint32_t cpt) {
+  if (cpt > 0x10FFFF) return cpt;
+  // Canonical decompositions are a few code points long (Hangul 3, the longest 4).
+  constexpr utf8proc_ssize_t kRoom = 16;
+  utf8proc_int32_t out[kRoom];
+  int boundclass = 0;
+  const utf8proc_ssize_t n = utf8proc_decompose_char(static_cast<utf8proc_int32_t>(cpt), out, kRoom,
+                                                     UTF8PROC_DECOMPOSE, &boundclass);
+  return n >= 1 && n <= kRoom ? static_cast<uint32_t>(out[0]) : cpt;
+}
+
 }  // namespace sparrow::tokenizer

@@ -53,5 +53,9 @@ CodepointFlags GetCodepointFlags(uint32_t cpt);
 bool IsUnicodeWhitespace(uint32_t cpt);
 // Simple (one-to-one) lowercase mapping; `cpt` itself when there is none.
 uint32_t ToLowerCodepoint(uint32_t cpt);
+// The first code point of the canonical decomposition (NFD) of `cpt`, `cpt` itself when it has
+// none: llama.cpp's unicode_cpts_normalize_nfd, which maps each code point to one (so "é" gives
+// "e", its accent dropped rather than split off).
+uint32_t NfdFirstCodepoint(uint32_t cpt);
 
 }  // namespace sparrow::tokenizer

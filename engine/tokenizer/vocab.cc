@@ -108,11 +108,18 @@ Result<Vocab> Vocab::Create(VocabData data) {
     if (data.pre.empty()) {
       v.warnings_.push_back("tokenizer.ggml.pre is missing; using the 'default' pre-tokenizer");
     }
+  } else if (data.model == "bert") {
+    // llama.cpp ignores tokenizer.ggml.pre for WordPiece.
+    v.type_ = VocabType::kWpm;
+    v.add_bos_ = true;  // [CLS]
+    v.clean_spaces_ = true;
   } else {
     return Unsupported("tokenizer.ggml.model '" + data.model +
-                       "' is not supported (supported: 'llama', 'gpt2')");
+                       "' is not supported (supported: 'llama', 'gpt2', 'bert')");
   }
   if (data.add_space_prefix) v.add_space_prefix_ = *data.add_space_prefix;
+  if (data.lowercase) v.lowercase_ = *data.lowercase;
+  v.strip_accents_ = data.strip_accents.value_or(v.lowercase_);
 
   SPARROW_RETURN_IF_ERROR(v.InitTokens(data));
   if (v.type_ == VocabType::kBpe) SPARROW_RETURN_IF_ERROR(v.InitMerges(data));
@@ -147,6 +154,7 @@ Status Vocab::InitTokens(VocabData& data) {
       text_[i] = "[EMPTY_" + std::to_string(i) + "]";
       warnings_.push_back("empty token at index " + std::to_string(i));
     }
+    max_token_len_ = std::max(max_token_len_, static_cast<int32_t>(text_[i].size()));
     auto [it, inserted] = token_to_id_.emplace(text_[i], static_cast<TokenId>(i));
     if (!inserted) {
       return Corrupt("tokenizer.ggml.tokens: token " + std::to_string(i) + " '" + text_[i] +
@@ -203,7 +211,7 @@ int32_t Vocab::BpeRank(std::string_view left, std::string_view right) const {
 }
 
 TokenId Vocab::ByteToken(uint8_t byte) const {
-  if (type_ == VocabType::kBpe) return Find(tokenizer::ByteToUnicodeUtf8(byte));
+  if (type_ != VocabType::kSpm) return Find(tokenizer::ByteToUnicodeUtf8(byte));
   static constexpr char kHex[] = "0123456789ABCDEF";
   const char name[6] = {'<', '0', 'x', kHex[byte >> 4], kHex[byte & 15], '>'};
   const TokenId id = Find(std::string_view(name, 6));
@@ -224,7 +232,7 @@ void Vocab::BuildPieces() {
     if (a & (kAttrUnknown | kAttrControl | kAttrUserDefined)) {
       pieces_[i] = t;
     } else if (a & kAttrNormal) {
-      pieces_[i] = type_ == VocabType::kSpm ? UnescapeSpm(t) : DecodeByteLevel(t);
+      pieces_[i] = type_ == VocabType::kBpe ? DecodeByteLevel(t) : UnescapeSpm(t);
     } else if ((a & kAttrByte) && type_ == VocabType::kSpm) {
       pieces_[i] = std::string(1, static_cast<char>(ParseByteToken(t)));
     }

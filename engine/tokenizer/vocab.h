@@ -1,9 +1,9 @@
 #pragma once
 // Vocab: a validated tokenizer vocabulary with the special-token and end-of-generation rules of
-// llama.cpp (c392e509) applied: per-type defaults, metadata overrides (out-of-range ids are
-// ignored), EOT/EOM/FIM detection by token text, and per-token attributes. Built once by
-// Vocab::Create from plain data (VocabData, filled from GGUF by ReadVocabData or by hand in
-// tests); immutable afterwards and safe to share between threads.
+// llama.cpp (c392e509; WordPiece as d32676d7) applied: per-type defaults, metadata overrides
+// (out-of-range ids are ignored), EOT/EOM/FIM detection by token text, and per-token attributes.
+// Built once by Vocab::Create from plain data (VocabData, filled from GGUF by ReadVocabData or by
+// hand in tests); immutable afterwards and safe to share between threads.
 #include <array>
 #include <cstdint>
 #include <optional>
@@ -50,6 +50,7 @@ enum TokenAttr : uint32_t {
 enum class VocabType {
   kSpm,  // tokenizer.ggml.model = "llama": SentencePiece-style, scores, byte fallback
   kBpe,  // tokenizer.ggml.model = "gpt2": byte-level BPE with merges
+  kWpm,  // tokenizer.ggml.model = "bert": WordPiece, word starts written with a leading U+2581
 };
 
 enum class SpecialToken {
@@ -84,6 +85,9 @@ struct VocabData {
   // token; other values outside the vocabulary are ignored with a warning, as llama.cpp does.
   std::vector<std::pair<SpecialToken, int64_t>> special_ids;
   std::optional<bool> add_bos, add_eos, add_space_prefix;
+  // tokenizer.ggml.normalizer.lowercase / strip_accents (WordPiece's BertNormalizer); the
+  // accents follow lowercase unless the file says.
+  std::optional<bool> lowercase, strip_accents;
 };
 
 class Vocab {
@@ -114,6 +118,11 @@ class Vocab {
   bool add_bos() const { return add_bos_; }
   bool add_eos() const { return add_eos_; }
   bool add_space_prefix() const { return add_space_prefix_; }
+  // WordPiece's text normalisation.
+  bool lowercase() const { return lowercase_; }
+  bool strip_accents() const { return strip_accents_; }
+  // The longest token text in bytes (WordPiece's longest match starts there).
+  int32_t max_token_len() const { return max_token_len_; }
   bool ignore_merges() const { return ignore_merges_; }
   bool clean_spaces() const { return clean_spaces_; }
 
@@ -153,6 +162,9 @@ class Vocab {
   bool add_bos_ = false;
   bool add_eos_ = false;
   bool add_space_prefix_ = false;
+  bool lowercase_ = true;
+  bool strip_accents_ = true;
+  int32_t max_token_len_ = 0;
   bool ignore_merges_ = false;
   bool clean_spaces_ = false;
   std::vector<TokenId> special_tokens_;

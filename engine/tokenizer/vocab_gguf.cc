@@ -113,6 +113,9 @@ Result<VocabData> Read(const GgufFile& f) {
   SPARROW_ASSIGN_OR_RETURN(d.add_eos, ReadOptionalBool(f, "tokenizer.ggml.add_eos_token"));
   SPARROW_ASSIGN_OR_RETURN(d.add_space_prefix,
                            ReadOptionalBool(f, "tokenizer.ggml.add_space_prefix"));
+  SPARROW_ASSIGN_OR_RETURN(d.lowercase, ReadOptionalBool(f, "tokenizer.ggml.normalizer.lowercase"));
+  SPARROW_ASSIGN_OR_RETURN(d.strip_accents,
+                           ReadOptionalBool(f, "tokenizer.ggml.normalizer.strip_accents"));
   return d;
 }
 

@@ -72,6 +72,12 @@ Status Vocab::InitSpecials(const VocabData& data, const tokenizer::PreTokenizerC
     set(SpecialToken::kBos, 1);
     set(SpecialToken::kEos, 2);
     set(SpecialToken::kUnk, 0);
+  } else if (type_ == VocabType::kWpm) {  // BERT's [CLS], [UNK], [SEP], [PAD], [MASK]
+    set(SpecialToken::kBos, 101);
+    set(SpecialToken::kUnk, 100);
+    set(SpecialToken::kSep, 102);
+    set(SpecialToken::kPad, 0);
+    set(SpecialToken::kMask, 103);
   } else {
     set(SpecialToken::kBos, pre.clears_bos ? kNoToken : 11);
     set(SpecialToken::kEos, 11);
@@ -116,6 +122,17 @@ Status Vocab::InitSpecials(const VocabData& data, const tokenizer::PreTokenizerC
   }
   if (add_eos_ && special(SpecialToken::kEos) == kNoToken) {
     return Corrupt("the vocabulary asks for an EOS token (add_eos_token) but has none");
+  }
+  // With special tokens, WordPiece frames every text as [CLS] ... [SEP] whatever
+  // add_bos_token and add_eos_token say (llama.cpp), and writes unknown words as [UNK].
+  if (type_ == VocabType::kWpm && special(SpecialToken::kBos) == kNoToken) {
+    return Corrupt("a 'bert' vocabulary needs a BOS ([CLS]) token and has none");
+  }
+  if (type_ == VocabType::kWpm && special(SpecialToken::kSep) == kNoToken) {
+    return Corrupt("a 'bert' vocabulary needs a separator ([SEP]) token and has none");
+  }
+  if (type_ == VocabType::kWpm && special(SpecialToken::kUnk) == kNoToken) {
+    return Corrupt("a 'bert' vocabulary needs an unknown ([UNK]) token and has none");
   }
 
   for (TokenId id = 0; id < size(); ++id) {

@@ -212,6 +212,13 @@ bool ResolveGeneration(const ServedModel& m, const GenerationSpec& spec, Resolve
                        GenerationError* error) {
   const GenerationSpec::FieldNames& f = spec.fields;
   if (!CheckRequestedModel(m, spec.model, f.model, error)) return false;
+  if (m.model->config().embedding_only()) {
+    return Fail(error,
+                InvalidArgument("model '" + m.model_id + "' is an embedding model (" +
+                                std::string(m.model->config().arch->name) +
+                                "): it serves /v1/embeddings, not text generation"),
+                f.model, "model_not_supported");
+  }
   OutputFormat tool_calls;
   if (!Tokens(m, spec, out, &tool_calls, error)) return false;
   const std::string& prompt_field = spec.kind == PromptKind::kChat ? f.messages : f.prompt;

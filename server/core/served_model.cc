@@ -223,6 +223,12 @@ Result<std::shared_ptr<ServedModel>> LoadServedModel(const ServerConfig& config,
   if (Status st = CheckKvTypes(opts.kv_types, m->model->config().head_dim); !st.ok()) {
     return InvalidArgument("config: 'cache_type_k'/'cache_type_v': " + st.message());
   }
+  // An encoder's keys and values last one pass over its input: F32, as llama.cpp computes them
+  // (it keeps no cache for them), whatever the cache types say.
+  if (!m->model->config().causal && opts.kv_types != KvTypes{TensorType::kF32, TensorType::kF32}) {
+    spdlog::info("model '{}': an encoder's keys and values are kept in f32", m->model_id);
+    opts.kv_types = {TensorType::kF32, TensorType::kF32};
+  }
   opts.max_running = config.max_running;
   opts.context_shift = config.context_shift != 0;
   m->context_shift = opts.context_shift;

@@ -1,6 +1,7 @@
 // Embeddings against llama.cpp's llama-embedding (tests/golden/embeddings/*.json, made as its
 // README says): every case's text, through the scheduler as sparrowd runs it (the reference's KV
-// cache type), pooled as the case says and L2-normalised, within 1e-4 per component.
+// cache type), pooled as the case says and L2-normalised, within 1e-4 per component. A file
+// with "synthetic" names a synthetic_arch.h model, written here to a temporary file.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -11,6 +12,7 @@
 #include "engine/sched/scheduler.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "tests/util/collecting_sink.h"
+#include "tests/util/synthetic_arch.h"
 #include "tests/util/test_paths.h"
 
 namespace sparrow {
@@ -32,7 +34,16 @@ class EmbeddingGoldenTest : public ::testing::TestWithParam<std::string> {};
 TEST_P(EmbeddingGoldenTest, MatchesLlamaEmbedding) {
   const auto g = nlohmann::json::parse(
       testing::ReadFileOrDie(std::string(SPARROW_EMBEDDING_GOLDEN_DIR) + "/" + GetParam()));
-  const std::string path = testing::SharedDir() + "/" + g.at("model").get<std::string>();
+  std::string path = testing::SharedDir() + "/" + g.at("model").get<std::string>();
+  if (g.contains("synthetic")) {
+    const auto family = testing::ParseArchFamily(g.at("synthetic").at("family").get<std::string>());
+    ASSERT_TRUE(family.has_value()) << g.at("synthetic");
+    path = testing::TempPath(GetParam() + ".gguf");  // removed when the test process exits
+    const Status st =
+        testing::WriteArchModel({*family, g.at("synthetic").at("seed").get<uint64_t>()}, path);
+    if (!st.ok() && st.code() == StatusCode::kNotFound) GTEST_SKIP() << st.ToString();
+    ASSERT_TRUE(st.ok()) << st.ToString();
+  }
   if (!testing::FileExists(path)) GTEST_SKIP() << path << " is missing";
   auto m = Model::Load(path);
   ASSERT_TRUE(m.ok()) << m.status().ToString();
@@ -75,13 +86,7 @@ TEST_P(EmbeddingGoldenTest, MatchesLlamaEmbedding) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Files, EmbeddingGoldenTest, ::testing::ValuesIn(GoldenFiles()),
-                         [](const auto& info) {
-                           std::string n = info.param.substr(0, info.param.size() - 5);
-                           for (char& ch : n) {
-                             if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
-                           }
-                           return n;
-                         });
+                         [](const auto& info) { return testing::GtestName(info.param); });
 
 }  // namespace
 }  // namespace sparrow

@@ -13,6 +13,9 @@ namespace sparrow::testing {
 namespace {
 
 constexpr uint64_t kEmbd = 256, kFf = 512, kExpertFf = 128, kHeadDim = 64, kVocab = 512;
+constexpr uint64_t kBertVocab = 30522;  // ggml-vocab-bert-bge.gguf's
+constexpr std::string_view kDecoderVocab = "stories260K.gguf";
+constexpr std::string_view kEncoderVocab = "vocab/ggml-vocab-bert-bge.gguf";
 constexpr uint32_t kHead = 4, kHeadKv = 2, kCtx = 512, kExperts = 8, kExpertsUsed = 2;
 
 // How a tensor's values are drawn from uniform u in [-1, 1).
@@ -25,6 +28,7 @@ enum class Fill {
   kRopeLong,   // in [1, 8], as far from 1 as Phi-3.5's long factors
   kTiedEmbd,   // u * 0.006, and
   kTiedNorm,   // 50 + 5 u for output_norm: see Embeddings()
+  kBias,       // 0.1 u
 };
 
 // Adds metadata and tensors in file order. Each tensor's values depend on (seed, name) only:
@@ -36,6 +40,7 @@ class Builder {
       : w_(w), arch_(std::move(arch)), seed_(seed) {}
 
   std::string Key(std::string_view k) const { return arch_ + "." + std::string(k); }
+  void Bool(std::string_view k, bool v) { w_.AddBool(Key(k), v); }
   void U32(std::string_view k, uint32_t v) { w_.AddU32(Key(k), v); }
   void F32(std::string_view k, float v) { w_.AddF32(Key(k), v); }
   void Str(std::string_view k, std::string_view v) { w_.AddString(Key(k), v); }
@@ -76,6 +81,9 @@ class Builder {
           break;
         case Fill::kTiedNorm:
           x = 50.0f + 5.0f * u;
+          break;
+        case Fill::kBias:
+          x = 0.1f * u;
           break;
       }
     }
@@ -248,6 +256,74 @@ void LlamaYarn(Builder& b) {
   b.U32("rope.scaling.original_context_length", 64);
 }
 
+// The encoders (bert, nomic-bert): bge-small's layout at a tenth of its size (embedding 128, 4
+// heads of 32, FFN 256, 2 layers), bge's WordPiece vocabulary (30522 tokens, 2 token types),
+// every LayerNorm with its bias, non-causal attention. BERT: learned positions (512), q/k/v,
+// output and FFN biases, GELU, CLS pooling; nomic-bert: fused QKV, NeoX rotary (base 1000),
+// SwiGLU, no biases but the norms', mean pooling.
+constexpr uint64_t kEncEmbd = 128, kEncFf = 256, kEncTypes = 2;
+constexpr uint32_t kEncHead = 4, kEncLayers = 2;
+
+std::string BlkBias(int il, std::string_view t) {
+  return "blk." + std::to_string(il) + "." + std::string(t) + ".bias";
+}
+
+void EncoderKeys(Builder& b, uint32_t n_ctx, uint32_t pooling) {
+  b.U32("context_length", n_ctx);
+  b.U32("embedding_length", kEncEmbd);
+  b.U32("feed_forward_length", kEncFf);
+  b.U32("block_count", kEncLayers);
+  b.U32("attention.head_count", kEncHead);
+  b.F32("attention.layer_norm_epsilon", 1e-12f);
+  b.Bool("attention.causal", false);
+  b.U32("pooling_type", pooling);
+}
+
+void LayerNormTensors(Builder& b, const std::string& stem) {
+  b.Tensor(stem + ".weight", {kEncEmbd}, Fill::kNorm);
+  b.Tensor(stem + ".bias", {kEncEmbd}, Fill::kBias);
+}
+
+void EncoderInputs(Builder& b, bool positions, uint32_t n_ctx) {
+  b.Tensor("token_embd.weight", {kEncEmbd, kBertVocab}, Fill::kEmbedding);
+  b.Tensor("token_types.weight", {kEncEmbd, kEncTypes}, Fill::kEmbedding);
+  if (positions) b.Tensor("position_embd.weight", {kEncEmbd, n_ctx}, Fill::kEmbedding);
+  LayerNormTensors(b, "token_embd_norm");
+}
+
+void Bert(Builder& b) {
+  constexpr uint32_t kBertCtx = 512;
+  EncoderKeys(b, kBertCtx, /*pooling=*/2);
+  EncoderInputs(b, true, kBertCtx);
+  for (int il = 0; il < static_cast<int>(kEncLayers); ++il) {
+    for (const char* t : {"attn_q", "attn_k", "attn_v", "attn_output"}) {
+      b.Tensor(Blk(il, t), {kEncEmbd, kEncEmbd}, Fill::kMatrix);
+      b.Tensor(BlkBias(il, t), {kEncEmbd}, Fill::kBias);
+    }
+    LayerNormTensors(b, "blk." + std::to_string(il) + ".attn_output_norm");
+    b.Tensor(Blk(il, "ffn_up"), {kEncEmbd, kEncFf}, Fill::kMatrix);
+    b.Tensor(BlkBias(il, "ffn_up"), {kEncFf}, Fill::kBias);
+    b.Tensor(Blk(il, "ffn_down"), {kEncFf, kEncEmbd}, Fill::kMatrix);
+    b.Tensor(BlkBias(il, "ffn_down"), {kEncEmbd}, Fill::kBias);
+    LayerNormTensors(b, "blk." + std::to_string(il) + ".layer_output_norm");
+  }
+}
+
+void NomicBert(Builder& b) {
+  EncoderKeys(b, 2048, /*pooling=*/1);
+  b.F32("rope.freq_base", 1000.0f);
+  EncoderInputs(b, false, 0);
+  for (int il = 0; il < static_cast<int>(kEncLayers); ++il) {
+    b.Tensor(Blk(il, "attn_qkv"), {kEncEmbd, 3 * kEncEmbd}, Fill::kMatrix);
+    b.Tensor(Blk(il, "attn_output"), {kEncEmbd, kEncEmbd}, Fill::kMatrix);
+    LayerNormTensors(b, "blk." + std::to_string(il) + ".attn_output_norm");
+    b.Tensor(Blk(il, "ffn_up"), {kEncEmbd, kEncFf}, Fill::kMatrix);
+    b.Tensor(Blk(il, "ffn_gate"), {kEncEmbd, kEncFf}, Fill::kMatrix);
+    b.Tensor(Blk(il, "ffn_down"), {kEncFf, kEncEmbd}, Fill::kMatrix);
+    LayerNormTensors(b, "blk." + std::to_string(il) + ".layer_output_norm");
+  }
+}
+
 // Each family: its file name part, general.architecture, general.name and writer. Mixtral files
 // say "llama". llama.cpp gives Phi-3 vocabularies special-token attributes when the name says
 // "phi3", which needs tokens stories260K lacks; so that file is "synthetic-random-phi".
@@ -257,6 +333,7 @@ struct Family {
   std::string_view arch;
   std::string_view general_name;
   void (*build)(Builder&);
+  std::string_view vocab = kDecoderVocab;  // the model file whose tokenizer it takes
 };
 constexpr Family kFamilies[] = {
     {ArchFamily::kPhi3, "phi3", "phi3", "synthetic-random-phi", Phi3},
@@ -267,6 +344,9 @@ constexpr Family kFamilies[] = {
     {ArchFamily::kSmallthinker, "smallthinker", "smallthinker", "synthetic-random-smallthinker",
      Smallthinker},
     {ArchFamily::kLlamaYarn, "llamayarn", "llama", "synthetic-random-llama-yarn", LlamaYarn},
+    {ArchFamily::kBert, "bert", "bert", "synthetic-random-bert", Bert, kEncoderVocab},
+    {ArchFamily::kNomicBert, "nomic-bert", "nomic-bert", "synthetic-random-nomic-bert", NomicBert,
+     kEncoderVocab},
 };
 
 const Family& FamilyOf(ArchFamily f) {
@@ -291,9 +371,9 @@ std::optional<ArchFamily> ParseArchFamily(std::string_view name) {
 }
 
 Result<GgufWriter> MakeArchModel(const ArchModelSpec& spec) {
-  const std::string vocab_path = ModelPath("stories260K.gguf");
-  SPARROW_ASSIGN_OR_RETURN(std::unique_ptr<GgufFile> vocab, GgufFile::Open(vocab_path));
   const Family& fam = FamilyOf(spec.family);
+  const std::string vocab_path = ModelPath(std::string(fam.vocab));
+  SPARROW_ASSIGN_OR_RETURN(std::unique_ptr<GgufFile> vocab, GgufFile::Open(vocab_path));
   const std::string arch(fam.arch);
   GgufWriter w;
   w.AddString("general.architecture", arch);

@@ -3,7 +3,8 @@
 // mixtral, olmoe, smollm3, smallthinker), in the layout llama.cpp d32676d7 loads: its tensor
 // names, shapes and metadata keys. Dimensions as in ../shared/arch/README.md (embedding 256,
 // FFN 512, 4 heads, 2 KV heads of 64, context 512, RMS epsilon 1e-6, rope base 10000) and the
-// tokenizer of stories260K.gguf. tests/golden/arch/README.md says what each family exercises.
+// tokenizer of stories260K.gguf (the encoders: synthetic_arch.cc says their shape).
+// tests/golden/arch/README.md says what each family exercises.
 // Pure functions of the spec (the same seed gives the same bytes); thread-safe.
 #include <cstdint>
 #include <optional>
@@ -15,7 +16,17 @@
 
 namespace sparrow::testing {
 
-enum class ArchFamily { kPhi3, kGemma2, kMixtral, kOlmoe, kSmollm3, kSmallthinker, kLlamaYarn };
+enum class ArchFamily {
+  kPhi3,
+  kGemma2,
+  kMixtral,
+  kOlmoe,
+  kSmollm3,
+  kSmallthinker,
+  kLlamaYarn,
+  kBert,       // an encoder: bge's layout and vocabulary (ggml-vocab-bert-bge.gguf), tiny
+  kNomicBert,  // the same with nomic-bert's rotary, fused QKV and SwiGLU
+};
 
 std::string_view ArchFamilyName(ArchFamily f);  // "phi3", ..., as in the file names
 std::optional<ArchFamily> ParseArchFamily(std::string_view name);

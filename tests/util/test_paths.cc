@@ -2,6 +2,7 @@
 
 #include <sys/stat.h>
 
+#include <cctype>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -32,6 +33,14 @@ std::string ReadFileOrDie(const std::string& path) {
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();
+}
+
+std::string GtestName(const std::string& file_name) {
+  std::string n = file_name.substr(0, file_name.rfind('.'));
+  for (char& ch : n) {
+    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+  }
+  return n;
 }
 
 }  // namespace sparrow::testing

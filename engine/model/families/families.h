@@ -20,5 +20,7 @@ extern const ArchSpec kOlmoe;
 // smol.cc: smollm3 (every fourth layer without RoPE), smallthinker (router before attention,
 // sigmoid gating, ReLU experts).
 extern const ArchSpec kSmollm3, kSmallthinker;
+// bert.cc: bert (bge, all-MiniLM) and nomic-bert (rotary, SwiGLU): encoders, for embeddings.
+extern const ArchSpec kBert, kNomicBert;
 
 }  // namespace sparrow::families

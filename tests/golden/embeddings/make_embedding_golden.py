@@ -7,7 +7,12 @@ the project: its path is an argument, never built or committed here.
 
   make_embedding_golden.py --llama-embedding PATH --shared-dir ../shared \
       --model models/stories260K.gguf --n-ctx 128 --pooling mean,cls,last --out FILE.json \
-      [--cache-type f32] [--reference "llama.cpp c392e509"] [--extra "-fa off"] TEXT...
+      [--cache-type f32] [--reference "llama.cpp c392e509"] [--extra "-fa off"] \
+      [--synthetic FAMILY --seed N] TEXT...
+
+With --synthetic, the model is a synthetic_arch.h file (tests/util) written by
+`write_arch_model FAMILY FILE SEED` beforehand; the golden says so, and the test writes the same
+file itself.
 """
 import argparse
 import json
@@ -42,6 +47,8 @@ def main():
                          "weights, which llama.cpp does with an F16 cache and Sparrow does not)")
     ap.add_argument("--reference", default="llama.cpp c392e509")
     ap.add_argument("--extra", default="", help="further llama-embedding flags")
+    ap.add_argument("--synthetic", default="", help="the synthetic_arch.h family of the model")
+    ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--out", required=True)
     ap.add_argument("texts", nargs="+")
     a = ap.parse_args()
@@ -64,6 +71,9 @@ def main():
         "cache_type": a.cache_type,
         "cases": cases,
     }
+    if a.synthetic:
+        golden["synthetic"] = {"family": a.synthetic, "seed": a.seed}
+        golden["made_with"] = f"write_arch_model {a.synthetic} {a.model} {a.seed}"
     with open(a.out, "w") as f:
         json.dump(golden, f, indent=1)
         f.write("\n")

@@ -31,6 +31,34 @@ TEST(VecOpsTest, RmsNormMatchesDoubleReference) {
   EXPECT_NEAR(ms / n, 1.0, 1e-5);
 }
 
+// Mean 0 and variance 1 before the weight and bias, against a double reference; in place too.
+TEST(VecOpsTest, LayerNormMatchesDoubleReference) {
+  const int64_t n = 131;
+  auto x = testing::RandomRow(n, 3);
+  for (float& v : x) v = 3.0f * v + 0.5f;  // an offset for the mean to remove
+  const auto w = testing::RandomRow(n, 4);
+  const auto b = testing::RandomRow(n, 5);
+  const float eps = 1e-12f;
+  std::vector<float> out(n);
+  LayerNorm(x.data(), w.data(), b.data(), n, eps, out.data());
+  double mean = 0, var = 0;
+  for (float v : x) mean += v;
+  mean /= n;
+  for (float v : x) var += (v - mean) * (v - mean);
+  var /= n;
+  for (int64_t i = 0; i < n; ++i) {
+    const double want = (x[i] - mean) / std::sqrt(var + eps) * w[i] + b[i];
+    EXPECT_NEAR(out[i], want, 1e-5 * std::fabs(want) + 1e-6);
+  }
+  std::vector<float> y = x;
+  LayerNorm(y.data(), nullptr, nullptr, n, eps, y.data());
+  double m2 = 0, s2 = 0;
+  for (float v : y) m2 += v;
+  for (float v : y) s2 += static_cast<double>(v) * v;
+  EXPECT_NEAR(m2 / n, 0.0, 1e-6);
+  EXPECT_NEAR(s2 / n, 1.0, 1e-5);
+}
+
 TEST(VecOpsTest, SiluAndSwiGlu) {
   const float x[] = {0.0f, 1.0f, -1.0f, 20.0f, -20.0f};
   float y[5];

@@ -101,8 +101,8 @@ TEST_P(AttentionTest, MatchesNaiveReference) {
   for (float& v : q) v = nd(rng);
   std::vector<float> out(c.n * qd), scratch;
   kernels::ThreadPool pool(c.threads);
-  CausalAttention(c.shape, q.data(), cache, 1, c.start, c.n, out.data(),
-                  c.threads > 1 ? &pool : nullptr, scratch);
+  SequenceAttention(c.shape, q.data(), cache, 1, c.start, c.n, out.data(),
+                    c.threads > 1 ? &pool : nullptr, scratch);
   auto want = Reference(c.shape, q, cache, 1, c.start, c.n);
   for (size_t i = 0; i < out.size(); ++i) ASSERT_NEAR(out[i], want[i], 1e-4) << i;
 }

@@ -148,6 +148,9 @@ std::vector<std::vector<double>> ReferenceLogits(const Model& model,
                    (1 + std::tanh(std::sqrt(2 / M_PI) * (g[i] + 0.044715 * g[i] * g[i] * g[i]))) *
                    u[i];
             break;
+          case FfnKind::kGelu:  // an encoder's: this decoder reference never sees it
+            ADD_FAILURE() << "ungated FFN in a decoder";
+            break;
         }
         if (c.powerinfer && logit[i] < c.sparse_threshold) g[i] = 0;
       }

@@ -57,10 +57,11 @@ class StepPlannerTest : public ::testing::Test {
  protected:
   void Make(int64_t blocks, int64_t max_running = 16, int64_t n_ctx = 256, double target_ms = 0,
             std::function<void(std::span<Sequence* const>)> propose = nullptr,
-            bool context_shift = false) {
+            bool context_shift = false, bool causal = true) {
     pool_ = std::make_unique<KvBlockPool>(1, 4, kBlock, blocks);
     PlannerOptions o;
     o.context_shift = context_shift;
+    o.causal = causal;
     o.n_ctx = n_ctx;
     o.max_running = max_running;
     o.step_time_target_ms = target_ms;
@@ -171,6 +172,32 @@ TEST_F(StepPlannerTest, LongPromptsArePrefilledInChunksWithinTheBudget) {
   EXPECT_EQ(plan.decoded, 1);
   EXPECT_EQ(plan.segments[1].n_tokens, 4);
   EXPECT_EQ(plan.prompt_computed, 4);
+}
+
+// An encoder (non-causal attention) computes each input whole in one step, alone when it exceeds
+// the budget, and neither reuses nor publishes its blocks (its keys depend on the whole input).
+TEST_F(StepPlannerTest, AnEncoderComputesEachInputWholeAndSharesNoBlocks) {
+  Make(/*blocks=*/32, 16, 256, 0, nullptr, false, /*causal=*/false);
+  auto embedding = [](std::vector<int32_t> prompt) {
+    auto s = Seq(std::move(prompt), 1);
+    s->req.embedding = PoolingType::kLast;  // would reuse a prefix with causal attention
+    return s;
+  };
+  planner_->Enqueue(embedding(Prompt(12, 10)));
+  planner_->Enqueue(embedding(Prompt(3, 100)));
+  planner_->Enqueue(embedding(Prompt(12, 10)));
+  const int64_t want[][2] = {{0, 12}, {0, 3}, {0, 12}};  // one input a step, whole
+  for (const auto& [pos, len] : want) {
+    StepPlan plan = Schedule(/*budget=*/5);
+    ASSERT_EQ(plan.segments.size(), 1u);
+    EXPECT_EQ(plan.segments[0].pos, pos);
+    EXPECT_EQ(plan.segments[0].n_tokens, len);
+    EXPECT_TRUE(plan.segments[0].samplers.empty());
+    StepUpdate up = planner_->Update(plan, Ran(plan, 77));
+    EXPECT_EQ(up.finished.size(), 1u);
+    EXPECT_EQ(pool_->Stats().cached_blocks, 0) << "an encoder's blocks are never published";
+  }
+  EXPECT_FALSE(planner_->has_work());
 }
 
 TEST_F(StepPlannerTest, ThePromptBesideDecodingStreamsIsCappedByTheStepTimeModel) {

@@ -80,6 +80,7 @@ TEST_P(LlamaVocabVectors, DetokenizeRoundTrips) {
   if (!testing::FileExists(path + ".inp")) GTEST_SKIP() << path << " not present";
   auto tok = LoadTokenizerFromPath(path);
   ASSERT_NE(tok, nullptr);
+  if (tok->type() == VocabType::kWpm) GTEST_SKIP() << "WordPiece lowercases: not inverted";
   if (tok->type() == VocabType::kBpe &&
       tok->Detokenize(tok->Tokenize("a ,", false), false) != "a ,") {
     GTEST_SKIP() << "clean_spaces vocabulary: detokenized text is tidied, not inverted";
@@ -94,8 +95,8 @@ TEST_P(LlamaVocabVectors, DetokenizeRoundTrips) {
 
 INSTANTIATE_TEST_SUITE_P(AllVocabs, LlamaVocabVectors,
                          ::testing::Values("llama-spm", "phi-3", "gpt-2", "deepseek-llm",
-                                           "deepseek-coder", "falcon", "mpt", "refact",
-                                           "starcoder"),
+                                           "deepseek-coder", "falcon", "mpt", "refact", "starcoder",
+                                           "bert-bge"),
                          [](const auto& info) {
                            std::string name = info.param;
                            for (char& c : name)
@@ -103,15 +104,31 @@ INSTANTIATE_TEST_SUITE_P(AllVocabs, LlamaVocabVectors,
                            return name;
                          });
 
-TEST(LlamaVocab, BertIsUnsupportedNamingTheModel) {
+// WordPiece (bge): [CLS] ... [SEP] with special tokens, "##" continuations, lowercased text
+// without accents, and pieces that detokenize to the normalised words.
+TEST(LlamaVocab, BertFramesAndNormalises) {
   const std::string path = ModelPath("vocab/ggml-vocab-bert-bge.gguf");
   if (!testing::FileExists(path)) GTEST_SKIP();
-  auto file = GgufFile::Open(path);
-  ASSERT_TRUE(file.ok()) << file.status().ToString();
-  auto tok = LoadTokenizer(**file);
-  ASSERT_FALSE(tok.ok());
-  EXPECT_EQ(tok.status().code(), StatusCode::kUnsupported);
-  EXPECT_NE(tok.status().message().find("'bert'"), std::string::npos) << tok.status().ToString();
+  auto tok = LoadTokenizerFromPath(path);
+  ASSERT_NE(tok, nullptr);
+  EXPECT_EQ(tok->type(), VocabType::kWpm);
+  const std::vector<TokenId> plain = tok->Tokenize("H\xC3\xA9llo, WORLD", false);
+  EXPECT_EQ(plain, tok->Tokenize("hello , world", false));
+  std::vector<TokenId> framed = {101};
+  framed.insert(framed.end(), plain.begin(), plain.end());
+  framed.push_back(102);
+  EXPECT_EQ(tok->Tokenize("H\xC3\xA9llo, WORLD", true), framed);
+  // llama.cpp keeps the first word's space (a WordPiece vocabulary adds no space prefix).
+  EXPECT_EQ(tok->Detokenize(plain, false), " hello, world");
+  // A word no token starts becomes [UNK]; a continuation is a token without the "▁".
+  EXPECT_EQ(tok->Tokenize("\xEA\x93\x90\xEA\x93\x91", false), std::vector<TokenId>{100});
+  const std::vector<TokenId> long_word = tok->Tokenize("tokenization", false);
+  ASSERT_GE(long_word.size(), 2u);
+  EXPECT_EQ(tok->token_text(long_word[0]).substr(0, 3), "\xE2\x96\x81");
+  EXPECT_NE(tok->token_text(long_word[1]).substr(0, 3), "\xE2\x96\x81");
+  // Control tokens written in the text become those tokens only with parse_special.
+  EXPECT_EQ(tok->Tokenize("[SEP]", false, true), std::vector<TokenId>{102});
+  EXPECT_NE(tok->Tokenize("[SEP]", false, false), std::vector<TokenId>{102});
 }
 
 // Vocabularies without reference vectors still load and round-trip plain text.

@@ -84,5 +84,15 @@ TEST(Unicode, Lowercase) {
   EXPECT_EQ(ToLowerCodepoint(0x110000), 0x110000u);
 }
 
+// One code point per code point, as llama.cpp's table: the decomposition's first.
+TEST(Unicode, NfdFirstCodepoint) {
+  EXPECT_EQ(NfdFirstCodepoint(0xE9), static_cast<uint32_t>('e'));    // e acute
+  EXPECT_EQ(NfdFirstCodepoint(0x1E17), static_cast<uint32_t>('e'));  // e macron acute: two marks
+  EXPECT_EQ(NfdFirstCodepoint(0xAC00), 0x1100u);                     // Hangul GA: its leading jamo
+  EXPECT_EQ(NfdFirstCodepoint('a'), static_cast<uint32_t>('a'));
+  EXPECT_EQ(NfdFirstCodepoint(0x4E00), 0x4E00u);
+  EXPECT_EQ(NfdFirstCodepoint(0x110000), 0x110000u);
+}
+
 }  // namespace
 }  // namespace sparrow::tokenizer

@@ -101,10 +101,74 @@ TEST(Vocab, MalformedTokensAreCorrupt) {
   ExpectError(Vocab::Create(std::move(no_merges)), StatusCode::kCorrupt, "merges");
 }
 
+// A WordPiece vocabulary: [PAD], 99 fillers, [UNK], [CLS], [SEP], [MASK] where BERT has them,
+// then `words`.
+VocabData WpmData(std::vector<std::string> words) {
+  VocabData d;
+  d.model = "bert";
+  d.tokens.push_back("[PAD]");
+  for (int i = 1; i < 100; ++i) d.tokens.push_back("[unused" + std::to_string(i) + "]");
+  for (const char* s : {"[UNK]", "[CLS]", "[SEP]", "[MASK]"}) d.tokens.push_back(s);
+  d.token_types.assign(d.tokens.size(), static_cast<int32_t>(TokenType::kNormal));
+  for (int id : {0, 100, 101, 102, 103})
+    d.token_types[id] = static_cast<int32_t>(TokenType::kControl);
+  for (std::string& w : words) {
+    d.tokens.push_back(std::move(w));
+    d.token_types.push_back(static_cast<int32_t>(TokenType::kNormal));
+  }
+  return d;
+}
+
+TEST(Vocab, WpmDefaults) {
+  auto v = Vocab::Create(WpmData({"\xE2\x96\x81hello", "##"}));
+  ASSERT_TRUE(v.ok()) << v.status().ToString();
+  EXPECT_EQ(v->type(), VocabType::kWpm);
+  EXPECT_EQ(v->special(SpecialToken::kBos), 101);
+  EXPECT_EQ(v->special(SpecialToken::kEos), kNoToken);
+  EXPECT_EQ(v->special(SpecialToken::kUnk), 100);
+  EXPECT_EQ(v->special(SpecialToken::kSep), 102);
+  EXPECT_EQ(v->special(SpecialToken::kPad), 0);
+  EXPECT_EQ(v->special(SpecialToken::kMask), 103);
+  EXPECT_TRUE(v->add_bos());
+  EXPECT_FALSE(v->add_eos());
+  EXPECT_FALSE(v->add_space_prefix());
+  EXPECT_TRUE(v->clean_spaces());
+  EXPECT_TRUE(v->lowercase());
+  EXPECT_TRUE(v->strip_accents());
+  EXPECT_TRUE(v->eog_ids().empty());
+  EXPECT_EQ(v->max_token_len(), 10);  // "[unused99]"
+  EXPECT_EQ(v->piece_with_special(104), " hello");
+}
+
+TEST(Vocab, WpmNormalizerFollowsTheFile) {
+  VocabData d = WpmData({});
+  d.lowercase = false;
+  auto v = Vocab::Create(std::move(d));
+  ASSERT_TRUE(v.ok()) << v.status().ToString();
+  EXPECT_FALSE(v->lowercase());
+  EXPECT_FALSE(v->strip_accents());  // follows lowercase unless the file says
+  VocabData e = WpmData({});
+  e.strip_accents = false;
+  auto w = Vocab::Create(std::move(e));
+  ASSERT_TRUE(w.ok());
+  EXPECT_TRUE(w->lowercase());
+  EXPECT_FALSE(w->strip_accents());
+}
+
+TEST(Vocab, WpmWithoutClsOrSepIsCorrupt) {
+  VocabData d = WpmData({});
+  d.special_ids.emplace_back(SpecialToken::kSep, kNoSpecialId);
+  ExpectError(Vocab::Create(std::move(d)), StatusCode::kCorrupt, "[SEP]");
+  VocabData small;
+  small.model = "bert";
+  small.tokens = {"[PAD]", "a"};
+  ExpectError(Vocab::Create(std::move(small)), StatusCode::kCorrupt, "[CLS]");
+}
+
 TEST(Vocab, UnsupportedModelsNameTheValue) {
-  VocabData bert = SpmData({});
-  bert.model = "bert";
-  ExpectError(Vocab::Create(std::move(bert)), StatusCode::kUnsupported, "'bert'");
+  VocabData t5 = SpmData({});
+  t5.model = "t5";
+  ExpectError(Vocab::Create(std::move(t5)), StatusCode::kUnsupported, "'t5'");
   ExpectError(Vocab::Create(BpeData({}, {}, "made-up")), StatusCode::kUnsupported, "'made-up'");
 }
 
