@@ -39,6 +39,9 @@ struct ArchSpec {
   bool rope_freqs = false;     // may carry rope_freqs.weight (per-dimension factors, Llama 3.1)
   bool fused_gate_up = false;  // ffn_up holds the gate rows, then the up rows (Phi-3)
   bool router_on_layer_input = false;  // the router reads the layer's input (SmallThinker)
+  // Pooling rank reads the last token's row (not the first) and ends with a softmax over the
+  // labels (Qwen3-Reranker's yes/no rule; llama.cpp's build_pooling).
+  bool rank_last_softmax = false;
   // Reads the hyper-parameters this family adds (keys under "<name>."), after the common ones.
   Status (*read_hparams)(const GgufFile& f, const std::string& prefix, ModelConfig& c) = nullptr;
 };

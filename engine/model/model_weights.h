@@ -7,6 +7,7 @@
 
 #include "engine/common/result.h"
 #include "engine/kernels/matmul.h"
+#include "engine/model/classifier_head.h"
 #include "engine/model/model_config.h"
 #include "engine/model/neuron_bundles.h"
 
@@ -43,6 +44,7 @@ struct ModelWeights {
   kernels::WeightMatrix output;  // token_embd when the file has no output.weight (tied)
   bool tied_output = false;
   std::vector<LayerWeights> layers;
+  ClassifierHead classifier;  // rerankers' cls / cls.output tensors; absent elsewhere
   // Files converted to neuron bundles (neuron_bundles.h) or, for mixture-of-experts models, to
   // expert bundles (expert_bundles.h; layout->experts): where each layer's records are. The
   // stacked expert matrices are then absent (data null).

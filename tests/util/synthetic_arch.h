@@ -3,7 +3,9 @@
 // mixtral, olmoe, smollm3, smallthinker), in the layout llama.cpp d32676d7 loads: its tensor
 // names, shapes and metadata keys. Dimensions as in ../shared/arch/README.md (embedding 256,
 // FFN 512, 4 heads, 2 KV heads of 64, context 512, RMS epsilon 1e-6, rope base 10000) and the
-// tokenizer of stories260K.gguf. tests/golden/arch/README.md says what each family exercises.
+// tokenizer of stories260K.gguf. tests/golden/arch/README.md says what each family exercises;
+// the two Qwen3 rerankers (Qwen3-Reranker's layout: pooling type rank, a yes/no cls.output, no
+// output matrix) are tests/golden/rerank/README.md's.
 // Pure functions of the spec (the same seed gives the same bytes); thread-safe.
 #include <cstdint>
 #include <optional>
@@ -15,7 +17,17 @@
 
 namespace sparrow::testing {
 
-enum class ArchFamily { kPhi3, kGemma2, kMixtral, kOlmoe, kSmollm3, kSmallthinker, kLlamaYarn };
+enum class ArchFamily {
+  kPhi3,
+  kGemma2,
+  kMixtral,
+  kOlmoe,
+  kSmollm3,
+  kSmallthinker,
+  kLlamaYarn,
+  kQwen3Rerank,       // with a tokenizer.chat_template.rerank (and no BOS, as Qwen3's)
+  kQwen3RerankPlain,  // without: [BOS] query [EOS] document [EOS]
+};
 
 std::string_view ArchFamilyName(ArchFamily f);  // "phi3", ..., as in the file names
 std::optional<ArchFamily> ParseArchFamily(std::string_view name);

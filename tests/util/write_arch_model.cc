@@ -10,10 +10,12 @@
 int main(int argc, char** argv) {
   using sparrow::testing::ArchModelSpec;
   if (argc < 3 || argc > 4) {
-    std::fprintf(stderr,
-                 "usage: %s FAMILY OUT.gguf [SEED]\n"
-                 "FAMILY: phi3, gemma2, mixtral, olmoe, smollm3, smallthinker; SEED default 1\n",
-                 argv[0]);
+    std::fprintf(
+        stderr,
+        "usage: %s FAMILY OUT.gguf [SEED]\n"
+        "FAMILY: phi3, gemma2, mixtral, olmoe, smollm3, smallthinker, llamayarn, qwen3rerank,\n"
+        "qwen3rerankplain; SEED default 1\n",
+        argv[0]);
     return 2;
   }
   const auto family = sparrow::testing::ParseArchFamily(argv[1]);
