@@ -5,27 +5,18 @@
 
 #include <cmath>
 #include <cstdio>
-#include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "engine/sched/scheduler.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "tests/util/collecting_sink.h"
+#include "tests/util/golden.h"
 #include "tests/util/test_paths.h"
 
 namespace sparrow {
 namespace {
 
 constexpr double kTolerance = 1e-4;  // per component, the bound
-
-std::vector<std::string> GoldenFiles() {
-  std::vector<std::string> out;
-  for (const auto& e : std::filesystem::directory_iterator(SPARROW_EMBEDDING_GOLDEN_DIR)) {
-    if (e.path().extension() == ".json") out.push_back(e.path().filename().string());
-  }
-  std::sort(out.begin(), out.end());
-  return out;
-}
 
 class EmbeddingGoldenTest : public ::testing::TestWithParam<std::string> {};
 
@@ -74,14 +65,9 @@ TEST_P(EmbeddingGoldenTest, MatchesLlamaEmbedding) {
   std::printf("%s: %zu cases, max |difference| %.3g\n", GetParam().c_str(), i, file_worst);
 }
 
-INSTANTIATE_TEST_SUITE_P(Files, EmbeddingGoldenTest, ::testing::ValuesIn(GoldenFiles()),
-                         [](const auto& info) {
-                           std::string n = info.param.substr(0, info.param.size() - 5);
-                           for (char& ch : n) {
-                             if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
-                           }
-                           return n;
-                         });
+INSTANTIATE_TEST_SUITE_P(Files, EmbeddingGoldenTest,
+                         ::testing::ValuesIn(testing::JsonFileNames(SPARROW_EMBEDDING_GOLDEN_DIR)),
+                         [](const auto& info) { return testing::GoldenParamName(info.param); });
 
 }  // namespace
 }  // namespace sparrow

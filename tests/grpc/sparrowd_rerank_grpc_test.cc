@@ -4,6 +4,7 @@
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "sparrow/v1/sparrow.grpc.pb.h"
@@ -46,7 +47,7 @@ TEST(SparrowdRerankGrpcTest, ScoresMatchTheGoldenBestFirst) {
   grpc::ClientContext ctx;
   const grpc::Status st = stub->Rerank(&ctx, req, &res);
   ASSERT_TRUE(st.ok()) << st.error_message();
-  EXPECT_EQ(res.model(), "grpc-rerank-qwen3rerank");
+  EXPECT_EQ(res.model(), std::filesystem::path(path).stem().string());
   EXPECT_GT(res.prompt_tokens(), 0);
   ASSERT_EQ(res.results_size(), 2);
   // The best two of the golden's scores, in order.

@@ -4,6 +4,7 @@
 // and a model without a classification head (stories260K) refused as such.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "tests/util/sparrowd_process.h"
@@ -47,6 +48,7 @@ class SparrowdRerankTest : public ::testing::Test {
     if (!testing::FileExists(testing::ModelPath("stories260K.gguf"))) return;
     const std::string path = testing::TempPath("sparrowd-rerank-qwen3rerank.gguf");
     ASSERT_TRUE(testing::WriteArchModel({testing::ArchFamily::kQwen3Rerank, 1}, path).ok());
+    model_id_ = std::filesystem::path(path).stem().string();
     server_ = Start(path).release();
   }
   static void TearDownTestSuite() {
@@ -57,8 +59,10 @@ class SparrowdRerankTest : public ::testing::Test {
     if (server_ == nullptr) GTEST_SKIP() << "stories260K.gguf (the tokenizer) is missing";
   }
   static SparrowdProcess* server_;
+  static std::string model_id_;  // the file's name without .gguf
 };
 SparrowdProcess* SparrowdRerankTest::server_ = nullptr;
+std::string SparrowdRerankTest::model_id_;
 
 TEST_F(SparrowdRerankTest, ScoresEqualLlamaCppSortedBestFirst) {
   const json g = json::parse(
@@ -76,7 +80,7 @@ TEST_F(SparrowdRerankTest, ScoresEqualLlamaCppSortedBestFirst) {
   const Answer a = Post(*server_, "/v1/rerank", {{"query", query}, {"documents", docs}});
   ASSERT_EQ(a.status, 200) << a.body.dump();
   EXPECT_EQ(a.body["object"], "list");
-  EXPECT_EQ(a.body["model"], "sparrowd-rerank-qwen3rerank");
+  EXPECT_EQ(a.body["model"], model_id_);
   EXPECT_GT(a.body["usage"]["prompt_tokens"].get<int64_t>(), 0);
   EXPECT_EQ(a.body["usage"]["total_tokens"], a.body["usage"]["prompt_tokens"]);
   const json& results = a.body["results"];
