@@ -136,8 +136,9 @@ const std::vector<KeySpec>& Keys() {
        &ServerConfig::reasoning_format},
       {"pooling",
        "Embeddings (/v1/embeddings, gRPC Embed): mean, cls or last pooling of the prompt's final "
-       "hidden states (none: per token, which those APIs refuse); '': the GGUF's pooling_type, "
-       "else last",
+       "hidden states (none: per token, which those APIs refuse; rank: a reranker's scores, "
+       "which they refuse too, /v1/rerank ranks whatever this says); '': the GGUF's "
+       "pooling_type, else last",
        &ServerConfig::pooling},
       {"allow_forced_output",
        "1: a request's forced_output makes the model answer with that text (tests of tool-call "

@@ -51,8 +51,9 @@ struct ServerConfig {
   // Thinking in chat answers: "deepseek" moves <think>...</think> to reasoning_content,
   // "none" leaves it inline (llama-server's names); a request's reasoning_format wins.
   std::string reasoning_format = "deepseek";
-  // Embeddings: how a prompt's hidden states become one vector, none | mean | cls | last
-  // (llama.cpp's --pooling); "" -> the GGUF's pooling_type, else last (a decoder's last token).
+  // Embeddings: how a prompt's hidden states become one vector, none | mean | cls | last | rank
+  // (llama.cpp's --pooling; rank is a reranker's, which /v1/rerank uses whatever this says);
+  // "" -> the GGUF's pooling_type, else last (a decoder's last token).
   std::string pooling;
   // 1: requests may set forced_output (the answer is a given text; for tests only).
   int64_t allow_forced_output = 0;

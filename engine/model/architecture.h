@@ -48,6 +48,9 @@ struct ArchSpec {
   // sees the whole input unless `<name>.attention.causal` says otherwise.
   bool encoder = false;
   bool abs_positions = false;  // position_embd: one learned row per position (n_ctx_train rows)
+  // Pooling rank reads the last token's row (not the first) and ends with a softmax over the
+  // labels (Qwen3-Reranker's yes/no rule; llama.cpp's build_pooling).
+  bool rank_last_softmax = false;
   // Reads the hyper-parameters this family adds (keys under "<name>."), after the common ones.
   Status (*read_hparams)(const GgufFile& f, const std::string& prefix, ModelConfig& c) = nullptr;
 };

@@ -245,6 +245,33 @@ Status BindBundledExperts(Binder& b, const std::string& p, const ModelConfig& c,
   return Status::Ok();
 }
 
+// A reranker's classification head (classifier_head.h), in any family: the tensors it has.
+Status BindClassifierHead(Binder& b, const GgufFile& f, const ModelConfig& c, ClassifierHead* h) {
+  const std::string labels_key = std::string(c.arch->name) + ".classifier.output_labels";
+  int64_t n_labels = 1;
+  if (f.Find(labels_key) != nullptr) {
+    SPARROW_ASSIGN_OR_RETURN(const GgufArray* a, f.GetArray(labels_key));
+    if (a->elem_type != GgufValueType::kString || a->size == 0) {
+      return Corrupt(labels_key + " must be a non-empty array of strings");
+    }
+    h->labels.assign(a->strings.begin(), a->strings.end());
+    n_labels = static_cast<int64_t>(a->size);
+  }
+  if (b.Has("cls.weight")) {
+    SPARROW_ASSIGN_OR_RETURN(h->dense,
+                             b.Matrix("cls.weight", c.n_embd, c.n_embd, "n_embd x n_embd"));
+    SPARROW_ASSIGN_OR_RETURN(h->dense_bias, b.Vector("cls.bias", c.n_embd, false));
+  }
+  if (b.Has("cls.output.weight")) {
+    SPARROW_ASSIGN_OR_RETURN(h->out, b.Matrix("cls.output.weight", c.n_embd, n_labels,
+                                              "n_embd x one row per classifier label"));
+    SPARROW_ASSIGN_OR_RETURN(h->out_bias, b.Vector("cls.output.bias", n_labels, false));
+  }
+  h->row = c.arch->rank_last_softmax ? PoolingType::kLast : PoolingType::kCls;
+  h->softmax = c.arch->rank_last_softmax;
+  return Status::Ok();
+}
+
 // An encoder's input rows: token type 0's row, the position rows, the input LayerNorm.
 Status BindEncoderInputs(Binder& b, const ModelConfig& c, ModelWeights& w) {
   SPARROW_ASSIGN_OR_RETURN(const GgufTensorInfo* types, b.Find("token_types.weight", false));
@@ -305,6 +332,7 @@ Result<ModelWeights> BindEncoderWeights(Binder& b, const GgufFile& file, const M
         l.wo, b.Matrix(p + "attn_output.weight", c.q_dim(), c.n_embd, "n_head*head_dim x n_embd"));
     SPARROW_RETURN_IF_ERROR(BindEncoderLayer(b, p, c, l));
   }
+  SPARROW_RETURN_IF_ERROR(BindClassifierHead(b, file, c, &w.classifier));  // bge-reranker
   SPARROW_RETURN_IF_ERROR(b.CheckAllUsed(c));
   return w;
 }
@@ -413,6 +441,7 @@ Result<ModelWeights> BindModelWeights(const GgufFile& file, const ModelConfig& c
                                b.Matrix(p + "ffn_down.weight", c.n_ff, c.n_embd, "n_ff x n_embd"));
     }
   }
+  SPARROW_RETURN_IF_ERROR(BindClassifierHead(b, file, c, &w.classifier));
   SPARROW_RETURN_IF_ERROR(b.CheckAllUsed(c));
   return w;
 }

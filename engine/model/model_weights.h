@@ -7,6 +7,7 @@
 
 #include "engine/common/result.h"
 #include "engine/kernels/matmul.h"
+#include "engine/model/classifier_head.h"
 #include "engine/model/model_config.h"
 #include "engine/model/neuron_bundles.h"
 
@@ -56,6 +57,7 @@ struct ModelWeights {
   std::vector<float> token_embd_norm, token_embd_norm_b;
   bool has_output() const { return output.data != nullptr; }
   std::vector<LayerWeights> layers;
+  ClassifierHead classifier;  // rerankers' cls / cls.output tensors; absent elsewhere
   // Files converted to neuron bundles (neuron_bundles.h) or, for mixture-of-experts models, to
   // expert bundles (expert_bundles.h; layout->experts): where each layer's records are. The
   // stacked expert matrices are then absent (data null).

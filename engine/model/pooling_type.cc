@@ -16,13 +16,15 @@ const char* PoolingName(PoolingType p) {
       return "cls";
     case PoolingType::kLast:
       return "last";
+    case PoolingType::kRank:
+      return "rank";
   }
   return "none";
 }
 
 std::optional<PoolingType> PoolingFromName(std::string_view name) {
-  for (PoolingType p :
-       {PoolingType::kNone, PoolingType::kMean, PoolingType::kCls, PoolingType::kLast}) {
+  for (PoolingType p : {PoolingType::kNone, PoolingType::kMean, PoolingType::kCls,
+                        PoolingType::kLast, PoolingType::kRank}) {
     if (name == PoolingName(p)) return p;
   }
   return std::nullopt;
@@ -38,6 +40,8 @@ std::optional<PoolingType> PoolingFromGguf(uint64_t value) {
       return PoolingType::kCls;
     case 3:
       return PoolingType::kLast;
+    case 4:
+      return PoolingType::kRank;
     default:
       return std::nullopt;
   }

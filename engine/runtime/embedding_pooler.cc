@@ -4,17 +4,25 @@
 #include <cmath>
 
 #include "engine/common/check.h"
+#include "engine/runtime/rank_scores.h"
 
 namespace sparrow {
 
 EmbeddingPooler::EmbeddingPooler(PoolingType type, int64_t n_embd, int64_t n_tokens)
-    : type_(type), n_embd_(n_embd), n_tokens_(n_tokens) {
-  SPARROW_CHECK(n_embd > 0 && n_tokens > 0);
-  if (type_ == PoolingType::kNone) {
+    : row_(type), n_embd_(n_embd), n_tokens_(n_tokens) {
+  SPARROW_CHECK(n_embd > 0 && n_tokens > 0 && type != PoolingType::kRank);
+  if (row_ == PoolingType::kNone) {
     rows_.assign(static_cast<size_t>(n_tokens * n_embd), 0.0f);
   } else {
     sum_.assign(static_cast<size_t>(n_embd), 0.0);
   }
+}
+
+EmbeddingPooler::EmbeddingPooler(const ClassifierHead& head, int64_t n_embd, int64_t n_tokens)
+    : row_(head.row), head_(&head), n_embd_(n_embd), n_tokens_(n_tokens) {
+  SPARROW_CHECK(n_embd > 0 && n_tokens > 0 && head.present());
+  SPARROW_CHECK(row_ == PoolingType::kCls || row_ == PoolingType::kLast);
+  sum_.assign(static_cast<size_t>(n_embd), 0.0);
 }
 
 void EmbeddingPooler::Add(int64_t pos, int64_t n, std::span<const float> rows) {
@@ -25,7 +33,7 @@ void EmbeddingPooler::Add(int64_t pos, int64_t n, std::span<const float> rows) {
     std::fill(sum_.begin(), sum_.end(), 0.0);
     count_ = 0;
   }
-  switch (type_) {
+  switch (row_) {
     case PoolingType::kNone:
       std::copy(rows.begin(), rows.end(), rows_.begin() + pos * n_embd_);
       break;
@@ -41,12 +49,15 @@ void EmbeddingPooler::Add(int64_t pos, int64_t n, std::span<const float> rows) {
     case PoolingType::kLast:
       std::copy_n(rows.begin(), n_embd_, sum_.begin());
       break;
+    case PoolingType::kRank:  // never a row policy: the head's row is kCls or kLast
+      SPARROW_CHECK(false && "rank is not a row policy");
+      break;
   }
 }
 
 std::vector<float> EmbeddingPooler::Finish() const {
   std::vector<float> out;
-  if (type_ == PoolingType::kNone) {
+  if (row_ == PoolingType::kNone) {
     out = rows_;
     for (int64_t t = 0; t < n_tokens_; ++t) {
       NormalizeL2({&out[t * n_embd_], static_cast<size_t>(n_embd_)});
@@ -54,8 +65,9 @@ std::vector<float> EmbeddingPooler::Finish() const {
     return out;
   }
   out.resize(static_cast<size_t>(n_embd_));
-  const double scale = type_ == PoolingType::kMean && count_ > 0 ? 1.0 / count_ : 1.0;
+  const double scale = row_ == PoolingType::kMean && count_ > 0 ? 1.0 / count_ : 1.0;
   for (int64_t i = 0; i < n_embd_; ++i) out[i] = static_cast<float>(sum_[i] * scale);
+  if (head_ != nullptr) return RankScores(*head_, out);
   NormalizeL2(out);
   return out;
 }

@@ -58,7 +58,8 @@ class RequestSink {
   // A sampled token. Returning false stops the request with kStop (e.g. a stop string matched).
   virtual bool OnToken(const TokenEvent& event) = 0;
   // An embedding request's result (GenerationRequest::embedding), once, before OnFinish: n_embd
-  // floats of unit length (kNone: one such row per prompt token). Generations never get it.
+  // floats of unit length (kNone: one such row per prompt token; kRank: the classification
+  // head's scores, ClassifierHead::n_scores). Generations never get it.
   virtual void OnEmbedding(std::vector<float> embedding) { (void)embedding; }
   // Called exactly once, last.
   virtual void OnFinish(const FinishInfo& info) = 0;
@@ -96,8 +97,9 @@ struct GenerationRequest {
   // Set: an embedding request, pooled this way. Its prompt is computed like any prompt (beside
   // generations, in the same batches) and no token is sampled: the sink gets OnEmbedding, then
   // OnFinish with kStop and no completion tokens; the prompt may fill the whole context, and the
-  // sampling fields are not used. It reuses cached prefix blocks only for kLast (the other
-  // poolings need every token's row). Never part of a group.
+  // sampling fields are not used. It reuses cached prefix blocks only for kLast and a kRank by
+  // the last token (the other poolings need every token's row). kRank needs the model's
+  // classification head. Never part of a group.
   std::optional<PoolingType> embedding;
   std::shared_ptr<RequestSink> sink;
 };

@@ -125,6 +125,11 @@ Status Scheduler::Validate(const GenerationRequest& request) const {
                              std::to_string(model_.config().n_vocab));
     }
   }
+  if (request.embedding == PoolingType::kRank && !model_.weights().classifier.present()) {
+    return InvalidArgument(
+        "pooling rank needs a classification head (cls.weight or cls.output.weight), which this "
+        "model does not have");
+  }
   // A generation needs room for one token after its prompt; an embedding only for the prompt.
   const int64_t positions = request.embedding ? n : n + 1;
   if (positions > opts_.n_ctx) {
@@ -186,7 +191,10 @@ Status Scheduler::SubmitGroup(std::vector<GenerationRequest> requests) {
   std::unique_ptr<Sequence> leader;
   for (GenerationRequest& r : requests) {
     std::unique_ptr<Sequence> seq = NewSequence(std::move(r), now);
-    if (seq->req.embedding) {
+    if (seq->req.embedding == PoolingType::kRank) {
+      seq->pooler = std::make_unique<EmbeddingPooler>(model_.weights().classifier,
+                                                      model_.config().n_embd, seq->n_prompt);
+    } else if (seq->req.embedding) {
       seq->pooler = std::make_unique<EmbeddingPooler>(*seq->req.embedding, model_.config().n_embd,
                                                       seq->n_prompt);
     } else {

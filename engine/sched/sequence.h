@@ -51,8 +51,8 @@ struct Sequence {
   bool embedding() const { return req.embedding.has_value(); }
   // Whether cached prefix blocks may stand in for computing the prompt's first tokens: always
   // for a generation (only the last row's logits are read); for an embedding only when it pools
-  // the last row alone.
-  bool reuses_prefix() const { return !req.embedding || *req.embedding == PoolingType::kLast; }
+  // the last row alone (last, and rank by the last token).
+  bool reuses_prefix() const { return pooler == nullptr || !pooler->wants_every_row(); }
 };
 
 // A queued sequence for `request` (its prompt as its tokens, submitted `now`), without a sampler.

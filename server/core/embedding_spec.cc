@@ -32,6 +32,15 @@ bool ResolveEmbedding(const ServedModel& m, const EmbeddingSpec& spec, ResolvedE
                           : "start the server with --pooling mean, cls or last")),
         f.pooling);
   }
+  if (out->pooling == PoolingType::kRank) {
+    return RefuseRequest(
+        error,
+        InvalidArgument(std::string("pooling 'rank' gives relevance scores, not embeddings; ") +
+                        (spec.pooling ? "ask for '" + f.pooling + "' mean, cls or last"
+                                      : "this model is a reranker: use the rerank API, or start "
+                                        "the server with --pooling mean, cls or last")),
+        f.pooling);
+  }
   const int64_t n_embd = m.model->config().n_embd;
   out->dimensions = spec.dimensions.value_or(n_embd);
   if (out->dimensions < 1 || out->dimensions > n_embd) {

@@ -101,8 +101,26 @@ Status EngineFacade::Submit(const ResolvedGeneration& g,
 std::shared_ptr<EmbeddingJob> EngineFacade::Embed(const EmbeddingSpec& spec,
                                                   std::function<void()> on_ready,
                                                   GenerationError* error) const {
+  return StartJob([&](ResolvedEmbedding* r) { return ResolveEmbedding(*model_, spec, r, error); },
+                  std::move(on_ready), error);
+}
+
+std::shared_ptr<EmbeddingJob> EngineFacade::Rerank(const RerankSpec& spec,
+                                                   std::function<void()> on_ready,
+                                                   GenerationError* error) const {
+  return StartJob([&](ResolvedEmbedding* r) { return ResolveRerank(*model_, spec, r, error); },
+                  std::move(on_ready), error);
+}
+
+std::shared_ptr<EmbeddingJob> EngineFacade::StartJob(
+    const std::function<bool(ResolvedEmbedding*)>& resolve, std::function<void()> on_ready,
+    GenerationError* error) const {
+  if (!model_) {
+    error->status = why_;
+    return nullptr;
+  }
   ResolvedEmbedding resolved;
-  if (!ResolveEmbedding(*model_, spec, &resolved, error)) return nullptr;
+  if (!resolve(&resolved)) return nullptr;
   if (ctx_->draining.load()) {
     error->status =
         Unavailable("the server is draining (an operator stopped admissions); retry later");

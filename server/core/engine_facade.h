@@ -24,6 +24,7 @@
 #include "server/core/embedding_spec.h"
 #include "server/core/generation_spec.h"
 #include "server/core/metrics.h"
+#include "server/core/rerank_spec.h"
 #include "server/core/streaming_sink.h"
 
 namespace sparrow::server {
@@ -92,6 +93,11 @@ class EngineFacade {
   // job is done, and calls EmbeddingJob::Cancel when its client goes away.
   std::shared_ptr<EmbeddingJob> Embed(const EmbeddingSpec& spec, std::function<void()> on_ready,
                                       GenerationError* error) const;
+  // The relevance of each of the spec's documents to its query (rerank_spec.h: the bounds, a
+  // model with a classification head), as an embedding job of pooling rank whose vectors are
+  // the head's scores (the first is the relevance); otherwise as Embed.
+  std::shared_ptr<EmbeddingJob> Rerank(const RerankSpec& spec, std::function<void()> on_ready,
+                                       GenerationError* error) const;
   // The pooling an embedding gets when the request names none (ServedModel::pooling).
   PoolingType pooling() const;
 
@@ -101,6 +107,12 @@ class EngineFacade {
   Result<uint64_t> ReportPressure(PressureLevel level, const std::string& source) const;
 
  private:
+  // What Embed and Rerank share: `resolve` (false: refused, `*error` filled), the drain, the
+  // job and its first window.
+  std::shared_ptr<EmbeddingJob> StartJob(const std::function<bool(ResolvedEmbedding*)>& resolve,
+                                         std::function<void()> on_ready,
+                                         GenerationError* error) const;
+
   std::shared_ptr<ServedModel> model_;
   const ServerContext* ctx_;
   Status why_;  // with a null model_: why there is none

@@ -193,6 +193,7 @@ Result<std::shared_ptr<ServedModel>> LoadServedModel(const ServerConfig& config,
   m->allow_forced_output = config.allow_forced_output != 0;
   m->pooling = PoolingFromName(config.pooling)
                    .value_or(FilePooling(m->model->file()).value_or(PoolingType::kLast));
+  m->rerank = RerankFormat::FromFile(m->model->file());
 
   // What the process holds before any pool: its runtime and libraries, the vocabulary, the chat
   // template; the model's pages it has read so far are the weights' part.

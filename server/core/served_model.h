@@ -19,6 +19,7 @@
 #include "server/chat/chat_format.h"
 #include "server/chat/reasoning_splitter.h"
 #include "server/core/output_grammar.h"
+#include "server/core/rerank_format.h"
 #include "server/core/worker_ranges.h"
 
 namespace sparrow::server {
@@ -38,6 +39,8 @@ struct ServedModel {
   bool context_shift = false;
   // Embeddings: the config's pooling, else the GGUF's pooling_type, else last (a decoder's).
   PoolingType pooling = PoolingType::kLast;
+  // Rerank: how a (query, document) pair is written as one prompt (the GGUF's rerank template).
+  RerankFormat rerank;
   // The process's own resident bytes beside the model's (runtime, libraries, vocabulary), as
   // measured when it was loaded: the memory budget's baseline.
   uint64_t baseline_bytes = 0;

@@ -134,6 +134,14 @@ grpc::ServerUnaryReactor* SparrowService::Embed(grpc::CallbackServerContext* con
   return EmbedReactor::Start(ctx_, *request, response);
 }
 
+grpc::ServerUnaryReactor* SparrowService::Rerank(grpc::CallbackServerContext* context,
+                                                 const v1::RerankRequest* request,
+                                                 v1::RerankResponse* response) {
+  grpc::Status auth = Authorize(ctx_, *context, AuthScope::kApiKey, "Rerank", nullptr);
+  if (!auth.ok()) return Done(context, auth);
+  return EmbedReactor::StartRerank(ctx_, *request, response);
+}
+
 grpc::ServerUnaryReactor* SparrowService::ReportMemoryPressure(
     grpc::CallbackServerContext* context, const v1::ReportMemoryPressureRequest* request,
     v1::ReportMemoryPressureResponse* response) {

@@ -31,6 +31,9 @@ class SparrowService final : public v1::Sparrow::CallbackService {
   grpc::ServerUnaryReactor* Embed(grpc::CallbackServerContext* context,
                                   const v1::EmbedRequest* request,
                                   v1::EmbedResponse* response) override;
+  grpc::ServerUnaryReactor* Rerank(grpc::CallbackServerContext* context,
+                                   const v1::RerankRequest* request,
+                                   v1::RerankResponse* response) override;
   grpc::ServerUnaryReactor* ReportMemoryPressure(
       grpc::CallbackServerContext* context, const v1::ReportMemoryPressureRequest* request,
       v1::ReportMemoryPressureResponse* response) override;

@@ -9,29 +9,17 @@
 #include "server/http/http_status.h"
 #include "server/http/prepare_pool.h"
 #include "server/http/wakeup.h"
+#include "server/http/embedding_job_http.h"
 
 namespace sparrow::server {
 namespace {
 
 namespace asio = boost::asio;
-constexpr auto kPoll = std::chrono::milliseconds(250);
-constexpr int kClientClosedRequest = 499;  // nginx's convention, as for generations
 
 // The request's JSON in engine terms; false with `*error` filled.
 bool ToSpec(const std::string& body, EmbeddingSpec* spec, bool* base64, GenerationError* error) {
-  std::string param;
-  auto json = openai::ParseRequestBody(body, &param);
-  if (!json.ok()) {
-    error->status = json.status();
-    error->param = param;
-    return false;
-  }
-  auto r = openai::ParseEmbeddingsRequest(*json, &param);
-  if (!r.ok()) {
-    error->status = r.status();
-    error->param = param;
-    return false;
-  }
+  auto r = ParseOpenAiBody(body, &openai::ParseEmbeddingsRequest, error);
+  if (!r) return false;
   spec->model = std::move(r->model);
   spec->texts = std::move(r->texts);
   spec->token_lists = std::move(r->token_lists);
@@ -75,19 +63,6 @@ std::string ResponseText(const std::string& model, const std::vector<std::vector
          std::to_string(prompt_tokens) + R"(,"total_tokens":)" + std::to_string(prompt_tokens) +
          "}}";
   return out;
-}
-
-HttpResponse Refusal(const HttpRequest& req, const GenerationError& err, bool draining) {
-  const Status& s = err.status;
-  const bool full = s.code() == StatusCode::kResourceExhausted;
-  const bool unavailable = s.code() == StatusCode::kUnavailable;
-  HttpResponse res = ErrorResponse(req, HttpStatusFor(s.code()), s.message(), err.param,
-                                   !err.code.empty() ? err.code
-                                   : full            ? "queue_full"
-                                   : unavailable     ? (draining ? "draining" : "")
-                                                     : "");
-  if (full || unavailable) res.set(http::field::retry_after, "1");
-  return res;
 }
 
 }  // namespace
@@ -135,7 +110,7 @@ asio::awaitable<bool> HandleEmbeddings(HttpExchange& ex) {
   bool base64 = false;
   GenerationError err;
   if (!ToSpec(req.body(), &spec, &base64, &err)) {
-    co_return co_await WriteResponse(ex.stream, Refusal(req, err, false), log, timeout);
+    co_return co_await WriteResponse(ex.stream, JobRefusal(req, err, false), log, timeout);
   }
   auto lookup = [ctx = &ex.ctx](const std::string& model) { return ctx->EngineFor(model); };
   EmbeddingRun run = co_await RunEmbedding(ex, spec, lookup);
@@ -150,7 +125,7 @@ asio::awaitable<bool> HandleEmbeddings(HttpExchange& ex) {
     co_return false;
   }
   if (!run.error.status.ok()) {
-    co_return co_await WriteResponse(ex.stream, Refusal(req, run.error, ex.ctx.draining.load()),
+    co_return co_await WriteResponse(ex.stream, JobRefusal(req, run.error, ex.ctx.draining.load()),
                                      log, timeout);
   }
   std::string body = ResponseText(run.engine->model_id(), run.job->TakeVectors(), base64,

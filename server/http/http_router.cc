@@ -7,6 +7,7 @@
 #include "server/http/embeddings_handler.h"
 #include "server/http/generation_handler.h"
 #include "server/http/ollama_handler.h"
+#include "server/http/rerank_handler.h"
 #include "server/http/responses_handler.h"
 
 namespace sparrow::server {
@@ -185,6 +186,10 @@ HttpRouter MakeSparrowRouter() {
   r.Add({http::verb::post, "/v1/completions", AuthScope::kApiKey, Generation(false)});
   r.Add({http::verb::post, "/v1/chat/completions", AuthScope::kApiKey, Generation(true)});
   r.Add({http::verb::post, "/v1/embeddings", AuthScope::kApiKey, HandleEmbeddings});
+  // llama-server's four names for one endpoint.
+  for (const char* path : {"/v1/rerank", "/rerank", "/v1/reranking", "/reranking"}) {
+    r.Add({http::verb::post, path, AuthScope::kApiKey, HandleRerank});
+  }
   AddResponsesRoutes(r);
   AddOllamaRoutes(r);
   AddAdminRoutes(r);

@@ -6,28 +6,19 @@
 
 #include <cmath>
 #include <cstdio>
-#include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "engine/sched/scheduler.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "tests/util/collecting_sink.h"
 #include "tests/util/synthetic_arch.h"
+#include "tests/util/golden.h"
 #include "tests/util/test_paths.h"
 
 namespace sparrow {
 namespace {
 
 constexpr double kTolerance = 1e-4;  // per component, the bound
-
-std::vector<std::string> GoldenFiles() {
-  std::vector<std::string> out;
-  for (const auto& e : std::filesystem::directory_iterator(SPARROW_EMBEDDING_GOLDEN_DIR)) {
-    if (e.path().extension() == ".json") out.push_back(e.path().filename().string());
-  }
-  std::sort(out.begin(), out.end());
-  return out;
-}
 
 class EmbeddingGoldenTest : public ::testing::TestWithParam<std::string> {};
 

@@ -192,6 +192,9 @@ class Calls {
         send("POST", "/v1/chat/completions",
              R"({"messages":[{"role":"user","content":"Hi"}],"max_tokens":1})");
     http["POST /v1/embeddings"] = send("POST", "/v1/embeddings", R"({"input":"Once"})");
+    // stories260K has no classification head: past the key check, a 400 saying so.
+    http["POST /v1/rerank"] =
+        send("POST", "/v1/rerank", R"({"query":"Once","documents":["upon"]})");
     http["GET {any other path}"] = get("/no-such-route");
     http["GET /admin/v1/status"] = get("/admin/v1/status");
     http["GET /admin/v1/requests"] = get("/admin/v1/requests");
@@ -277,6 +280,12 @@ class Calls {
       v1::EmbedRequest req;
       req.add_texts("Once");
       grpc["sparrow.v1.Sparrow/Embed"] = Rpc(app, &v1::Sparrow::Stub::Embed, req);
+    }
+    {
+      v1::RerankRequest req;  // past the key check: INVALID_ARGUMENT, stories260K has no head
+      req.set_query("Once");
+      req.add_documents("upon");
+      grpc["sparrow.v1.Sparrow/Rerank"] = Rpc(app, &v1::Sparrow::Stub::Rerank, req);
     }
     {
       v1::ReportMemoryPressureRequest req;

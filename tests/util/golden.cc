@@ -1,6 +1,7 @@
 #include "tests/util/golden.h"
 
 #include <algorithm>
+#include <cctype>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
@@ -79,6 +80,24 @@ std::string GoldenModelPath(const GoldenFile& g) {
     if (FileExists(p)) return p;
   }
   return "";
+}
+
+std::vector<std::string> JsonFileNames(const std::string& dir) {
+  std::vector<std::string> out;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    if (e.path().extension() == ".json") out.push_back(e.path().filename().string());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::string GoldenParamName(const std::string& file_name) {
+  std::string n =
+      file_name.ends_with(".json") ? file_name.substr(0, file_name.size() - 5) : file_name;
+  for (char& ch : n) {
+    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+  }
+  return n;
 }
 
 }  // namespace sparrow::testing

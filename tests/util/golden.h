@@ -45,4 +45,11 @@ std::vector<std::string> ListGoldenPaths(const std::string& dir);
 std::string GoldenModelPath(const GoldenFile& g);
 std::string HexToBytes(const std::string& hex);
 
+// The *.json file names (no folder) in `dir`, a folder of the source tree such as
+// tests/golden/embeddings; sorted.
+std::vector<std::string> JsonFileNames(const std::string& dir);
+// A golden file's name as a GoogleTest parameter name: without ".json", every character but
+// letters and digits as '_'.
+std::string GoldenParamName(const std::string& file_name);
+
 }  // namespace sparrow::testing

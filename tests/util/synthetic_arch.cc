@@ -2,7 +2,9 @@
 
 #include <cmath>
 #include <memory>
+#include <optional>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "engine/common/check.h"
@@ -44,6 +46,7 @@ class Builder {
   void U32(std::string_view k, uint32_t v) { w_.AddU32(Key(k), v); }
   void F32(std::string_view k, float v) { w_.AddF32(Key(k), v); }
   void Str(std::string_view k, std::string_view v) { w_.AddString(Key(k), v); }
+  void Strs(std::string_view k, const std::vector<std::string>& v) { w_.AddStringArray(Key(k), v); }
 
   void Tensor(const std::string& name, std::vector<uint64_t> dims, Fill fill) {
     uint64_t n = 1;
@@ -323,6 +326,40 @@ void NomicBert(Builder& b) {
     LayerNormTensors(b, "blk." + std::to_string(il) + ".layer_output_norm");
   }
 }
+// Qwen3-Reranker as llama.cpp's converter writes it: qwen3 layers (per-head QK-norm), pooling
+// type rank, labels yes/no, and the LM head's "yes" and "no" rows as cls.output (so no output
+// matrix: llama.cpp then ties it to token_embd).
+void Qwen3Rerank(Builder& b) {
+  constexpr uint32_t kLayers = 2;
+  CommonKeys(b, kLayers, kFf, kHeadKv);
+  b.U32("pooling_type", 4);
+  b.Strs("classifier.output_labels", {"yes", "no"});
+  b.Tensor("token_embd.weight", {kEmbd, kVocab}, Fill::kEmbedding);
+  b.Tensor("output_norm.weight", {kEmbd}, Fill::kNorm);
+  b.Tensor("cls.output.weight", {kEmbd, 2}, Fill::kOutput);
+  for (int il = 0; il < static_cast<int>(kLayers); ++il) {
+    Attention(b, il, kHeadKv);
+    b.Tensor(Blk(il, "attn_q_norm"), {kHeadDim}, Fill::kNorm);
+    b.Tensor(Blk(il, "attn_k_norm"), {kHeadDim}, Fill::kNorm);
+    DenseFfn(b, il);
+  }
+}
+
+// Tokenizer keys a family sets over stories260K's (which has neither add_bos_token nor
+// add_eos_token: SentencePiece's defaults, BOS and no EOS).
+struct TokenizerKeys {
+  std::optional<bool> add_bos, add_eos;
+  std::string_view rerank_template;  // "" none
+};
+
+// A rerank template short enough for stories260K's vocabulary to keep pairs small; its words
+// are text, so both llama.cpp's paths (llama-server: no BOS added; llama-embedding: the
+// vocabulary's) agree only without a BOS, as Qwen3's vocabulary has none.
+constexpr TokenizerKeys kRerankTemplated{
+    .add_bos = false, .rerank_template = "Query: {query}\nDocument: {document}\nRelevant:"};
+// [BOS] query [EOS] document [EOS]: llama-embedding's "query\tdocument" then writes the same
+// tokens as llama-server's pair (an EOS between only when the vocabulary adds one).
+constexpr TokenizerKeys kRerankPlain{.add_eos = true};
 
 // Each family: its file name part, general.architecture, general.name and writer. Mixtral files
 // say "llama". llama.cpp gives Phi-3 vocabularies special-token attributes when the name says
@@ -334,6 +371,7 @@ struct Family {
   std::string_view general_name;
   void (*build)(Builder&);
   std::string_view vocab = kDecoderVocab;  // the model file whose tokenizer it takes
+  TokenizerKeys tokenizer = {};
 };
 constexpr Family kFamilies[] = {
     {ArchFamily::kPhi3, "phi3", "phi3", "synthetic-random-phi", Phi3},
@@ -347,6 +385,10 @@ constexpr Family kFamilies[] = {
     {ArchFamily::kBert, "bert", "bert", "synthetic-random-bert", Bert, kEncoderVocab},
     {ArchFamily::kNomicBert, "nomic-bert", "nomic-bert", "synthetic-random-nomic-bert", NomicBert,
      kEncoderVocab},
+    {ArchFamily::kQwen3Rerank, "qwen3rerank", "qwen3", "synthetic-random-qwen3-reranker",
+     Qwen3Rerank, kDecoderVocab, kRerankTemplated},
+    {ArchFamily::kQwen3RerankPlain, "qwen3rerankplain", "qwen3",
+     "synthetic-random-qwen3-reranker-plain", Qwen3Rerank, kDecoderVocab, kRerankPlain},
 };
 
 const Family& FamilyOf(ArchFamily f) {
@@ -382,10 +424,20 @@ Result<GgufWriter> MakeArchModel(const ArchModelSpec& spec) {
   Builder b(w, arch, spec.seed);
   fam.build(b);
   // Metadata and tensors are separate sections: these keys follow the family's own.
+  const TokenizerKeys& tk = fam.tokenizer;
   for (const auto& [key, value] : vocab->metadata()) {
+    if ((tk.add_bos && key == "tokenizer.ggml.add_bos_token") ||
+        (tk.add_eos && key == "tokenizer.ggml.add_eos_token")) {
+      continue;
+    }
     if (key.starts_with("tokenizer.")) {
       SPARROW_RETURN_IF_ERROR(w.AddCopy(key, value).WithContext(vocab_path));
     }
+  }
+  if (tk.add_bos) w.AddBool("tokenizer.ggml.add_bos_token", *tk.add_bos);
+  if (tk.add_eos) w.AddBool("tokenizer.ggml.add_eos_token", *tk.add_eos);
+  if (!tk.rerank_template.empty()) {
+    w.AddString("tokenizer.chat_template.rerank", tk.rerank_template);
   }
   return w;
 }

@@ -4,7 +4,9 @@
 // names, shapes and metadata keys. Dimensions as in ../shared/arch/README.md (embedding 256,
 // FFN 512, 4 heads, 2 KV heads of 64, context 512, RMS epsilon 1e-6, rope base 10000) and the
 // tokenizer of stories260K.gguf (the encoders: synthetic_arch.cc says their shape).
-// tests/golden/arch/README.md says what each family exercises.
+// tests/golden/arch/README.md says what each family exercises;
+// the two Qwen3 rerankers (Qwen3-Reranker's layout: pooling type rank, a yes/no cls.output, no
+// output matrix) are tests/golden/rerank/README.md's.
 // Pure functions of the spec (the same seed gives the same bytes); thread-safe.
 #include <cstdint>
 #include <optional>
@@ -26,6 +28,8 @@ enum class ArchFamily {
   kLlamaYarn,
   kBert,       // an encoder: bge's layout and vocabulary (ggml-vocab-bert-bge.gguf), tiny
   kNomicBert,  // the same with nomic-bert's rotary, fused QKV and SwiGLU
+  kQwen3Rerank,       // with a tokenizer.chat_template.rerank (and no BOS, as Qwen3's)
+  kQwen3RerankPlain,  // without: [BOS] query [EOS] document [EOS]
 };
 
 std::string_view ArchFamilyName(ArchFamily f);  // "phi3", ..., as in the file names

@@ -19,7 +19,8 @@ Status ReadQwen3MoeHparams(const GgufFile& f, const std::string& p, ModelConfig&
 }  // namespace
 
 const ArchSpec kQwen2{.name = "qwen2", .rope_style = RopeStyle::kNeox, .attn_qkv_bias = true};
-const ArchSpec kQwen3{.name = "qwen3", .rope_style = RopeStyle::kNeox, .qk_norm = true};
+const ArchSpec kQwen3{
+    .name = "qwen3", .rope_style = RopeStyle::kNeox, .qk_norm = true, .rank_last_softmax = true};
 const ArchSpec kQwen3Moe{.name = "qwen3moe",
                          .rope_style = RopeStyle::kNeox,
                          .qk_norm = true,

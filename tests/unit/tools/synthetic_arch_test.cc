@@ -15,8 +15,9 @@ namespace sparrow::testing {
 namespace {
 
 constexpr ArchFamily kAll[] = {
-    ArchFamily::kPhi3,    ArchFamily::kGemma2,       ArchFamily::kMixtral,  ArchFamily::kOlmoe,
-    ArchFamily::kSmollm3, ArchFamily::kSmallthinker, ArchFamily::kLlamaYarn};
+    ArchFamily::kPhi3,      ArchFamily::kGemma2,      ArchFamily::kMixtral,
+    ArchFamily::kOlmoe,     ArchFamily::kSmollm3,     ArchFamily::kSmallthinker,
+    ArchFamily::kLlamaYarn, ArchFamily::kQwen3Rerank, ArchFamily::kQwen3RerankPlain};
 
 std::vector<uint8_t> Bytes(ArchFamily f, uint64_t seed) {
   auto w = MakeArchModel({f, seed});
@@ -39,7 +40,8 @@ TEST(SyntheticArch, SameSeedSameBytesAndNamesRoundTrip) {
     auto f = GgufFile::FromMemory(a);
     ASSERT_TRUE(f.ok()) << name << ": " << f.status().ToString();
     const bool llama = fam == ArchFamily::kMixtral || fam == ArchFamily::kLlamaYarn;
-    const std::string arch = llama ? "llama" : name;
+    const bool rerank = fam == ArchFamily::kQwen3Rerank || fam == ArchFamily::kQwen3RerankPlain;
+    const std::string arch = llama ? "llama" : rerank ? "qwen3" : name;
     EXPECT_EQ(*(*f)->GetString("general.architecture"), arch);
     EXPECT_EQ((*(*f)->GetArray("tokenizer.ggml.tokens"))->size, 512u) << name;
     EXPECT_EQ(*(*f)->GetUInt(arch + ".embedding_length"), 256u) << name;
