@@ -6,15 +6,17 @@
 #include "api/openai/openai_embeddings.h"
 #include "api/openai/openai_types.h"
 #include "server/core/engine_facade.h"
+#include "server/http/embedding_job_http.h"
 #include "server/http/http_status.h"
 #include "server/http/prepare_pool.h"
 #include "server/http/wakeup.h"
-#include "server/http/embedding_job_http.h"
 
 namespace sparrow::server {
 namespace {
 
 namespace asio = boost::asio;
+constexpr auto kPoll = std::chrono::milliseconds(250);
+constexpr int kClientClosedRequest = 499;  // nginx's convention, as for generations
 
 // The request's JSON in engine terms; false with `*error` filled.
 bool ToSpec(const std::string& body, EmbeddingSpec* spec, bool* base64, GenerationError* error) {

@@ -11,8 +11,8 @@
 #include "engine/sched/scheduler.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "tests/util/collecting_sink.h"
-#include "tests/util/synthetic_arch.h"
 #include "tests/util/golden.h"
+#include "tests/util/synthetic_arch.h"
 #include "tests/util/test_paths.h"
 
 namespace sparrow {
@@ -76,8 +76,9 @@ TEST_P(EmbeddingGoldenTest, MatchesLlamaEmbedding) {
   std::printf("%s: %zu cases, max |difference| %.3g\n", GetParam().c_str(), i, file_worst);
 }
 
-INSTANTIATE_TEST_SUITE_P(Files, EmbeddingGoldenTest, ::testing::ValuesIn(GoldenFiles()),
-                         [](const auto& info) { return testing::GtestName(info.param); });
+INSTANTIATE_TEST_SUITE_P(Files, EmbeddingGoldenTest,
+                         ::testing::ValuesIn(testing::JsonFileNames(SPARROW_EMBEDDING_GOLDEN_DIR)),
+                         [](const auto& info) { return testing::GoldenParamName(info.param); });
 
 }  // namespace
 }  // namespace sparrow

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
+#include "tests/util/golden.h"
 #include "tests/util/sparrowd_process.h"
 #include "tests/util/synthetic_arch.h"
 #include "tests/util/test_paths.h"
@@ -104,7 +105,7 @@ TEST_P(SparrowdEncoderTest, EmbeddingsMatchLlamaCppAndGenerationsAreRefused) {
 
 INSTANTIATE_TEST_SUITE_P(Families, SparrowdEncoderTest,
                          ::testing::Values("synth-bert-f32.json", "synth-nomic-bert-f32.json"),
-                         [](const auto& info) { return testing::GtestName(info.param); });
+                         [](const auto& info) { return testing::GoldenParamName(info.param); });
 
 }  // namespace
 }  // namespace sparrow

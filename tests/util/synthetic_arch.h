@@ -26,8 +26,8 @@ enum class ArchFamily {
   kSmollm3,
   kSmallthinker,
   kLlamaYarn,
-  kBert,       // an encoder: bge's layout and vocabulary (ggml-vocab-bert-bge.gguf), tiny
-  kNomicBert,  // the same with nomic-bert's rotary, fused QKV and SwiGLU
+  kBert,              // an encoder: bge's layout and vocabulary (ggml-vocab-bert-bge.gguf), tiny
+  kNomicBert,         // the same with nomic-bert's rotary, fused QKV and SwiGLU
   kQwen3Rerank,       // with a tokenizer.chat_template.rerank (and no BOS, as Qwen3's)
   kQwen3RerankPlain,  // without: [BOS] query [EOS] document [EOS]
 };

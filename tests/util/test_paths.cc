@@ -35,14 +35,6 @@ std::string ReadFileOrDie(const std::string& path) {
   return ss.str();
 }
 
-std::string GtestName(const std::string& file_name) {
-  std::string n = file_name.substr(0, file_name.rfind('.'));
-  for (char& ch : n) {
-    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
-  }
-  return n;
-}
-
 }  // namespace sparrow::testing
 
 #include <gtest/gtest.h>

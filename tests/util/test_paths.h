@@ -10,9 +10,6 @@ std::string ModelPath(const std::string& name);    // SharedDir()/models/<name>
 std::string TestdataPath(const std::string& rel);  // SharedDir()/testdata/<rel>
 bool FileExists(const std::string& path);
 std::string ReadFileOrDie(const std::string& path);
-// A test parameter's name from a file name: without its extension, every character a GoogleTest
-// name may not hold as '_' ("synth-bert-f32.json" -> "synth_bert_f32").
-std::string GtestName(const std::string& file_name);
 
 }  // namespace sparrow::testing
 

@@ -12,7 +12,8 @@ int main(int argc, char** argv) {
   if (argc < 3 || argc > 4) {
     std::fprintf(stderr,
                  "usage: %s FAMILY OUT.gguf [SEED]\n"
-                 "FAMILY: phi3, gemma2, mixtral, olmoe, smollm3, smallthinker, llamayarn, bert, nomic-bert,\n"
+                 "FAMILY: phi3, gemma2, mixtral, olmoe, smollm3, smallthinker, llamayarn, bert, "
+                 "nomic-bert,\n"
                  "qwen3rerank, qwen3rerankplain; SEED default 1\n",
                  argv[0]);
     return 2;
