@@ -195,6 +195,23 @@ class Calls {
     // stories260K has no classification head: past the key check, a 400 saying so.
     http["POST /v1/rerank"] =
         send("POST", "/v1/rerank", R"({"query":"Once","documents":["upon"]})");
+    // Ollama's API: GET / and /api/version open (Open WebUI probes them), the rest inference.
+    http["GET /"] = get("/");
+    http["GET /api/version"] = get("/api/version");
+    http["POST /api/chat"] =
+        send("POST", "/api/chat",
+             R"({"model":"stories260K","messages":[{"role":"user","content":"Hi"}],)"
+             R"("stream":false,"options":{"num_predict":1}})");
+    http["POST /api/generate"] = send(
+        "POST", "/api/generate",
+        R"({"model":"stories260K","prompt":"Once","stream":false,"options":{"num_predict":1}})");
+    http["POST /api/embed"] =
+        send("POST", "/api/embed", R"({"model":"stories260K","input":"Once"})");
+    http["POST /api/embeddings"] =
+        send("POST", "/api/embeddings", R"({"model":"stories260K","prompt":"Once"})");
+    http["POST /api/show"] = send("POST", "/api/show", R"({"model":"stories260K"})");
+    http["GET /api/tags"] = get("/api/tags");
+    http["GET /api/ps"] = get("/api/ps");
     http["GET {any other path}"] = get("/no-such-route");
     http["GET /admin/v1/status"] = get("/admin/v1/status");
     http["GET /admin/v1/requests"] = get("/admin/v1/requests");
