@@ -1,11 +1,9 @@
 #include "server/http/embedding_job_http.h"
 
-#include <atomic>
-#include <boost/asio/post.hpp>
 #include <boost/asio/this_coro.hpp>
-#include <boost/asio/thread_pool.hpp>
 
 #include "server/http/http_status.h"
+#include "server/http/prepare_pool.h"
 
 namespace sparrow::server {
 namespace {
@@ -13,29 +11,6 @@ namespace {
 namespace asio = boost::asio;
 constexpr auto kPoll = std::chrono::milliseconds(250);
 constexpr int kClientClosedRequest = 499;  // nginx's convention, as for generations
-
-asio::awaitable<std::shared_ptr<EmbeddingJob>> StartEmbeddingJob(HttpExchange& ex,
-                                                                 const JobStarter& start,
-                                                                 std::shared_ptr<Wakeup> wakeup,
-                                                                 GenerationError* err) {
-  auto on_ready = [wakeup] { wakeup->Notify(); };
-  asio::thread_pool* pool = ex.state != nullptr ? ex.state->prepare.get() : nullptr;
-  if (pool == nullptr) co_return start(on_ready, err);
-  struct Handoff {
-    std::shared_ptr<EmbeddingJob> job;
-    GenerationError err;
-    std::atomic<bool> done{false};
-  };
-  auto handoff = std::make_shared<Handoff>();
-  asio::post(*pool, [handoff, wakeup, start, on_ready] {
-    handoff->job = start(on_ready, &handoff->err);
-    handoff->done.store(true, std::memory_order_release);
-    wakeup->Notify();
-  });
-  while (!handoff->done.load(std::memory_order_acquire)) co_await wakeup->Wait(kPoll);
-  *err = std::move(handoff->err);
-  co_return std::move(handoff->job);
-}
 
 asio::awaitable<bool> AwaitEmbeddingJob(HttpExchange& ex, EmbeddingJob& job, Wakeup& wakeup) {
   auto next_check = std::chrono::steady_clock::now() + kPoll;
@@ -61,11 +36,20 @@ asio::awaitable<bool> AnswerEmbeddingJob(HttpExchange& ex, const JobStarter& sta
   const HttpRequest& req = ex.req;
   const auto timeout = ex.opts.write_timeout;
   auto wakeup = std::make_shared<Wakeup>(co_await asio::this_coro::executor);
-  GenerationError err;
-  std::shared_ptr<EmbeddingJob> job = co_await StartEmbeddingJob(ex, start, wakeup, &err);
+  struct Started {
+    std::shared_ptr<EmbeddingJob> job;
+    GenerationError err;
+  };
+  auto run_start = [start, wakeup] {
+    Started s;
+    s.job = start([wakeup] { wakeup->Notify(); }, &s.err);
+    return s;
+  };
+  Started started = co_await RunOnPreparePool(ex, run_start);
+  std::shared_ptr<EmbeddingJob> job = std::move(started.job);
   if (job == nullptr) {
-    co_return co_await WriteResponse(ex.stream, JobRefusal(req, err, ex.ctx.draining.load()),
-                                     ex.log, timeout);
+    co_return co_await WriteResponse(
+        ex.stream, JobRefusal(req, started.err, ex.ctx.draining.load()), ex.log, timeout);
   }
   ex.log->prompt_tokens = job->prompt_tokens();
   if (!co_await AwaitEmbeddingJob(ex, *job, *wakeup)) co_return false;
