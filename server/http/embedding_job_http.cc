@@ -12,55 +12,63 @@ namespace asio = boost::asio;
 constexpr auto kPoll = std::chrono::milliseconds(250);
 constexpr int kClientClosedRequest = 499;  // nginx's convention, as for generations
 
-asio::awaitable<bool> AwaitEmbeddingJob(HttpExchange& ex, EmbeddingJob& job, Wakeup& wakeup) {
+}  // namespace
+
+asio::awaitable<EmbeddingRun> RunEmbeddingJob(HttpExchange& ex, const std::string& model,
+                                              const std::string& model_field,
+                                              const EngineLookup& lookup, const JobStarter& start) {
+  auto wakeup = std::make_shared<Wakeup>(co_await asio::this_coro::executor);
+  // Copies: the pool's thread may outlive this exchange at shutdown (RunOnPreparePool).
+  auto run_start = [model, model_field, lookup, start, wakeup] {
+    EmbeddingRun run;
+    Result<EngineFacade> engine = lookup(model);
+    if (!engine.ok()) {
+      run.error = {engine.status(), model_field, ModelErrorCode(engine.status())};
+      return run;
+    }
+    run.engine = std::move(engine).value();
+    run.job = start(
+        *run.engine, [wakeup] { wakeup->Notify(); }, &run.error);
+    return run;
+  };
+  EmbeddingRun run = co_await RunOnPreparePool(ex, run_start);
+  if (run.job == nullptr) co_return run;
   auto next_check = std::chrono::steady_clock::now() + kPoll;
-  while (!job.done()) {
+  while (!run.job->done()) {
     if (std::chrono::steady_clock::now() >= next_check) {
       if (ex.stream.PeerClosed()) {
-        job.Cancel();
-        ex.log->status = kClientClosedRequest;
-        ex.log->finish_reason = "cancelled";
-        co_return false;
+        run.job->Cancel();
+        run.client_left = true;
+        co_return run;
       }
       next_check = std::chrono::steady_clock::now() + kPoll;
     }
-    co_await wakeup.Wait(kPoll);
+    co_await wakeup->Wait(kPoll);
   }
-  co_return true;
+  if (Status st = run.job->status(); !st.ok()) run.error = {st, "", ""};
+  co_return run;
 }
 
-}  // namespace
-
-asio::awaitable<bool> AnswerEmbeddingJob(HttpExchange& ex, const JobStarter& start,
-                                         const JobAnswer& answer) {
-  const HttpRequest& req = ex.req;
+asio::awaitable<bool> WriteEmbeddingRun(HttpExchange& ex, EmbeddingRun& run,
+                                        const JobAnswer& answer) {
   const auto timeout = ex.opts.write_timeout;
-  auto wakeup = std::make_shared<Wakeup>(co_await asio::this_coro::executor);
-  struct Started {
-    std::shared_ptr<EmbeddingJob> job;
-    GenerationError err;
-  };
-  auto run_start = [start, wakeup] {
-    Started s;
-    s.job = start([wakeup] { wakeup->Notify(); }, &s.err);
-    return s;
-  };
-  Started started = co_await RunOnPreparePool(ex, run_start);
-  std::shared_ptr<EmbeddingJob> job = std::move(started.job);
-  if (job == nullptr) {
+  if (run.engine) ex.log->model = run.engine->model_id();
+  if (run.job) {
+    ex.log->prompt_tokens = run.job->prompt_tokens();
+    ex.log->cached_tokens = run.job->cached_tokens();
+  }
+  if (run.client_left) {
+    ex.log->status = kClientClosedRequest;
+    ex.log->finish_reason = "cancelled";
+    co_return false;
+  }
+  if (!run.error.status.ok()) {
     co_return co_await WriteResponse(
-        ex.stream, JobRefusal(req, started.err, ex.ctx.draining.load()), ex.log, timeout);
+        ex.stream, JobRefusal(ex.req, run.error, ex.ctx.draining.load()), ex.log, timeout);
   }
-  ex.log->prompt_tokens = job->prompt_tokens();
-  if (!co_await AwaitEmbeddingJob(ex, *job, *wakeup)) co_return false;
-  ex.log->cached_tokens = job->cached_tokens();
-  if (Status st = job->status(); !st.ok()) {
-    GenerationError failed{st, "", ""};
-    co_return co_await WriteResponse(ex.stream, JobRefusal(req, failed, ex.ctx.draining.load()),
-                                     ex.log, timeout);
-  }
-  co_return co_await WriteResponse(ex.stream, JsonTextResponse(req, http::status::ok, answer(*job)),
-                                   ex.log, timeout);
+  co_return co_await WriteResponse(
+      ex.stream, JsonTextResponse(ex.req, http::status::ok, answer(*run.engine, *run.job)), ex.log,
+      timeout);
 }
 
 HttpResponse JobRefusal(const HttpRequest& req, const GenerationError& err, bool draining) {

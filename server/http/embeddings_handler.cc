@@ -1,6 +1,5 @@
 #include "server/http/embeddings_handler.h"
 
-#include <boost/asio/this_coro.hpp>
 #include <charconv>
 
 #include "api/openai/openai_embeddings.h"
@@ -8,15 +7,11 @@
 #include "server/core/engine_facade.h"
 #include "server/http/embedding_job_http.h"
 #include "server/http/http_status.h"
-#include "server/http/prepare_pool.h"
-#include "server/http/wakeup.h"
 
 namespace sparrow::server {
 namespace {
 
 namespace asio = boost::asio;
-constexpr auto kPoll = std::chrono::milliseconds(250);
-constexpr int kClientClosedRequest = 499;  // nginx's convention, as for generations
 
 // The request's JSON in engine terms; false with `*error` filled.
 bool ToSpec(const std::string& body, EmbeddingSpec* spec, bool* base64, GenerationError* error) {
@@ -70,70 +65,33 @@ std::string ResponseText(const std::string& model, const std::vector<std::vector
 }  // namespace
 
 asio::awaitable<EmbeddingRun> RunEmbedding(HttpExchange& ex, const EmbeddingSpec& spec,
-                                           EngineLookup lookup) {
-  auto wakeup = std::make_shared<Wakeup>(co_await asio::this_coro::executor);
-  // The model named is looked up (and loaded when it is not) and every input tokenized on the
-  // preparation pool, never on an io thread.
-  auto start = [lookup = std::move(lookup), spec, wakeup] {
-    EmbeddingRun run;
-    Result<EngineFacade> engine = lookup(spec.model);
-    if (!engine.ok()) {
-      run.error = {engine.status(), spec.fields.model, ModelErrorCode(engine.status())};
-      return run;
-    }
-    run.engine = std::move(engine).value();
-    run.job = run.engine->Embed(
-        spec, [wakeup] { wakeup->Notify(); }, &run.error);
-    return run;
+                                           const EngineLookup& lookup) {
+  // Shared, not copied: the starter is copied onto the preparation pool, and a request's inputs
+  // may be thousands of texts.
+  const JobStarter start = [shared = std::make_shared<const EmbeddingSpec>(spec)](
+                               EngineFacade& engine, std::function<void()> on_ready,
+                               GenerationError* error) {
+    return engine.Embed(*shared, std::move(on_ready), error);
   };
-  EmbeddingRun run = co_await RunOnPreparePool(ex, start);
-  if (run.job == nullptr) co_return run;
-  auto next_check = std::chrono::steady_clock::now() + kPoll;
-  while (!run.job->done()) {
-    if (std::chrono::steady_clock::now() >= next_check) {
-      if (ex.stream.PeerClosed()) {
-        run.job->Cancel();
-        run.client_left = true;
-        co_return run;
-      }
-      next_check = std::chrono::steady_clock::now() + kPoll;
-    }
-    co_await wakeup->Wait(kPoll);
-  }
-  if (Status st = run.job->status(); !st.ok()) run.error = {st, "", ""};
-  co_return run;
+  co_return co_await RunEmbeddingJob(ex, spec.model, spec.fields.model, lookup, start);
 }
 
 asio::awaitable<bool> HandleEmbeddings(HttpExchange& ex) {
-  const HttpRequest& req = ex.req;
-  RequestLog* log = ex.log;
-  const auto timeout = ex.opts.write_timeout;
   EmbeddingSpec spec;
   bool base64 = false;
   GenerationError err;
-  if (!ToSpec(req.body(), &spec, &base64, &err)) {
-    co_return co_await WriteResponse(ex.stream, JobRefusal(req, err, false), log, timeout);
+  if (!ToSpec(ex.req.body(), &spec, &base64, &err)) {
+    co_return co_await WriteResponse(ex.stream, JobRefusal(ex.req, err, false), ex.log,
+                                     ex.opts.write_timeout);
   }
-  auto lookup = [ctx = &ex.ctx](const std::string& model) { return ctx->EngineFor(model); };
+  const EngineLookup lookup = [ctx = &ex.ctx](const std::string& model) {
+    return ctx->EngineFor(model);
+  };
   EmbeddingRun run = co_await RunEmbedding(ex, spec, lookup);
-  if (run.engine) log->model = run.engine->model_id();
-  if (run.job) {
-    log->prompt_tokens = run.job->prompt_tokens();
-    log->cached_tokens = run.job->cached_tokens();
-  }
-  if (run.client_left) {
-    log->status = kClientClosedRequest;
-    log->finish_reason = "cancelled";
-    co_return false;
-  }
-  if (!run.error.status.ok()) {
-    co_return co_await WriteResponse(ex.stream, JobRefusal(req, run.error, ex.ctx.draining.load()),
-                                     log, timeout);
-  }
-  std::string body = ResponseText(run.engine->model_id(), run.job->TakeVectors(), base64,
-                                  run.job->prompt_tokens());
-  co_return co_await WriteResponse(
-      ex.stream, JsonTextResponse(req, http::status::ok, std::move(body)), log, timeout);
+  const JobAnswer answer = [base64](EngineFacade& engine, EmbeddingJob& job) {
+    return ResponseText(engine.model_id(), job.TakeVectors(), base64, job.prompt_tokens());
+  };
+  co_return co_await WriteEmbeddingRun(ex, run, answer);
 }
 
 }  // namespace sparrow::server

@@ -16,24 +16,15 @@
 #include <string>
 
 #include "server/core/engine_facade.h"
+#include "server/http/embedding_job_http.h"
 #include "server/http/http_router.h"
 
 namespace sparrow::server {
 
-// An embedding request run to its end, for every HTTP dialect of it (OpenAI's, Ollama's).
-struct EmbeddingRun {
-  std::optional<EngineFacade> engine;  // the model it ran on; kept while `job` is read
-  std::shared_ptr<EmbeddingJob> job;   // null: refused (`error`)
-  GenerationError error;               // refused, or the job failed (then job->status())
-  bool client_left = false;            // the client went away; the job was cancelled
-};
-using EngineLookup = std::function<Result<EngineFacade>(const std::string& model)>;
-
-// Takes the engine of spec.model from `lookup` (ServerContext::EngineFor: loading it on
-// demand) and starts EngineFacade::Embed, both on the preparation pool, then waits for the
-// job while watching the client. run.error is set when refused or failed.
+// RunEmbeddingJob with EngineFacade::Embed: the engine of spec.model from `lookup` (loading it
+// on demand), the inputs computed, the client watched.
 boost::asio::awaitable<EmbeddingRun> RunEmbedding(HttpExchange& ex, const EmbeddingSpec& spec,
-                                                  EngineLookup lookup);
+                                                  const EngineLookup& lookup);
 
 // Returns whether the connection may be kept alive.
 boost::asio::awaitable<bool> HandleEmbeddings(HttpExchange& ex);

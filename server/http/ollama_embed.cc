@@ -67,7 +67,7 @@ HttpHandler Embed(bool legacy) {
     spec.fields.input = legacy ? "prompt" : "input";
     // Owned by the lookup, which runs on the preparation pool (see RunOnPreparePool).
     auto load_ms = std::make_shared<double>(0);
-    auto lookup = [ctx = &ex.ctx, load_ms](const std::string& model) {
+    const EngineLookup lookup = [ctx = &ex.ctx, load_ms](const std::string& model) {
       return OllamaEngineFor(*ctx, model, load_ms.get());
     };
     EmbeddingRun run = co_await RunEmbedding(ex, spec, lookup);

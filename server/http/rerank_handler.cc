@@ -1,7 +1,5 @@
 #include "server/http/rerank_handler.h"
 
-#include <boost/asio/this_coro.hpp>
-
 #include "api/openai/openai_rerank.h"
 #include "server/core/engine_facade.h"
 #include "server/core/server_context.h"
@@ -45,37 +43,31 @@ std::string RerankResponseText(const std::string& model, const std::vector<float
 }
 
 asio::awaitable<bool> HandleRerank(HttpExchange& ex) {
-  const HttpRequest& req = ex.req;
-  RequestLog* log = ex.log;
-  const auto timeout = ex.opts.write_timeout;
   RerankSpec spec;
   bool return_documents = false;
   GenerationError err;
-  if (!ToSpec(req.body(), &spec, &return_documents, &err)) {
-    co_return co_await WriteResponse(ex.stream, JobRefusal(req, err, false), log, timeout);
+  if (!ToSpec(ex.req.body(), &spec, &return_documents, &err)) {
+    co_return co_await WriteResponse(ex.stream, JobRefusal(ex.req, err, false), ex.log,
+                                     ex.opts.write_timeout);
   }
-  // The model the request names (loaded on demand), kept until the job is done: it holds the
-  // scheduler the documents run on. `spec` by reference: the starter has run when the
-  // exchange ends.
-  auto engine = std::make_shared<std::optional<EngineFacade>>();
-  const JobStarter start = [&ex, engine, &spec](std::function<void()> on_ready,
-                                                GenerationError* e) {
-    Result<EngineFacade> named = ex.ctx.EngineFor(spec.model);
-    if (!named.ok()) {
-      *e = {named.status(), spec.fields.model, ModelErrorCode(named.status())};
-      return std::shared_ptr<EmbeddingJob>();
-    }
-    *engine = std::move(named).value();
-    ex.log->model = (*engine)->model_id();  // the exchange waits for this thread
-    return (*engine)->Rerank(spec, std::move(on_ready), e);
+  const EngineLookup lookup = [ctx = &ex.ctx](const std::string& model) {
+    return ctx->EngineFor(model);
   };
-  const JobAnswer answer = [&](EmbeddingJob& job) {
+  // Shared, not copied: the starter is copied onto the preparation pool (up to 1000 documents).
+  const auto shared = std::make_shared<const RerankSpec>(std::move(spec));
+  const JobStarter start = [shared](EngineFacade& engine, std::function<void()> on_ready,
+                                    GenerationError* error) {
+    return engine.Rerank(*shared, std::move(on_ready), error);
+  };
+  EmbeddingRun run =
+      co_await RunEmbeddingJob(ex, shared->model, shared->fields.model, lookup, start);
+  const JobAnswer answer = [&](EngineFacade& engine, EmbeddingJob& job) {
     std::vector<float> scores;
     for (const std::vector<float>& v : job.TakeVectors()) scores.push_back(v.empty() ? 0 : v[0]);
-    return RerankResponseText((*engine)->model_id(), scores, spec.top_n,
-                              return_documents ? &spec.documents : nullptr, job.prompt_tokens());
+    return RerankResponseText(engine.model_id(), scores, shared->top_n,
+                              return_documents ? &shared->documents : nullptr, job.prompt_tokens());
   };
-  co_return co_await AnswerEmbeddingJob(ex, start, answer);
+  co_return co_await WriteEmbeddingRun(ex, run, answer);
 }
 
 }  // namespace sparrow::server
