@@ -294,9 +294,9 @@ void EncoderInputs(Builder& b, bool positions, uint32_t n_ctx) {
   LayerNormTensors(b, "token_embd_norm");
 }
 
-void Bert(Builder& b) {
-  constexpr uint32_t kBertCtx = 512;
-  EncoderKeys(b, kBertCtx, /*pooling=*/2);
+constexpr uint32_t kBertCtx = 512;
+
+void BertLayers(Builder& b) {
   EncoderInputs(b, true, kBertCtx);
   for (int il = 0; il < static_cast<int>(kEncLayers); ++il) {
     for (const char* t : {"attn_q", "attn_k", "attn_v", "attn_output"}) {
@@ -310,6 +310,24 @@ void Bert(Builder& b) {
     b.Tensor(BlkBias(il, "ffn_down"), {kEncEmbd}, Fill::kBias);
     LayerNormTensors(b, "blk." + std::to_string(il) + ".layer_output_norm");
   }
+}
+
+void Bert(Builder& b) {
+  EncoderKeys(b, kBertCtx, /*pooling=*/2);
+  BertLayers(b);
+}
+
+// A cross-encoder as llama.cpp's converter writes BertForSequenceClassification (bge-reranker,
+// ms-marco's MiniLM): pooling type rank, the classifier's dense layer as cls (tanh after it in
+// the graph) and its single-label projection as cls.output, each with its bias.
+void BertRerank(Builder& b) {
+  EncoderKeys(b, kBertCtx, /*pooling=*/4);
+  b.Strs("classifier.output_labels", {"LABEL_0"});
+  BertLayers(b);
+  b.Tensor("cls.weight", {kEncEmbd, kEncEmbd}, Fill::kMatrix);
+  b.Tensor("cls.bias", {kEncEmbd}, Fill::kBias);
+  b.Tensor("cls.output.weight", {kEncEmbd, 1}, Fill::kOutput);
+  b.Tensor("cls.output.bias", {1}, Fill::kBias);
 }
 
 void NomicBert(Builder& b) {
@@ -348,8 +366,8 @@ void Qwen3Rerank(Builder& b) {
 // Tokenizer keys a family sets over stories260K's (which has neither add_bos_token nor
 // add_eos_token: SentencePiece's defaults, BOS and no EOS).
 struct TokenizerKeys {
-  std::optional<bool> add_bos, add_eos;
-  std::string_view rerank_template;  // "" none
+  std::optional<bool> add_bos = std::nullopt, add_eos = std::nullopt;
+  std::string_view rerank_template = {};  // "" none
 };
 
 // A rerank template short enough for stories260K's vocabulary to keep pairs small; its words
@@ -389,6 +407,8 @@ constexpr Family kFamilies[] = {
      Qwen3Rerank, kDecoderVocab, kRerankTemplated},
     {ArchFamily::kQwen3RerankPlain, "qwen3rerankplain", "qwen3",
      "synthetic-random-qwen3-reranker-plain", Qwen3Rerank, kDecoderVocab, kRerankPlain},
+    {ArchFamily::kBertRerank, "bertrerank", "bert", "synthetic-random-bert-reranker", BertRerank,
+     kEncoderVocab},
 };
 
 const Family& FamilyOf(ArchFamily f) {

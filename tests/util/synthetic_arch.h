@@ -6,7 +6,8 @@
 // tokenizer of stories260K.gguf (the encoders: synthetic_arch.cc says their shape).
 // tests/golden/arch/README.md says what each family exercises;
 // the two Qwen3 rerankers (Qwen3-Reranker's layout: pooling type rank, a yes/no cls.output, no
-// output matrix) are tests/golden/rerank/README.md's.
+// output matrix) and the BERT cross-encoder (bge-reranker's classification head) are
+// tests/golden/rerank/README.md's.
 // Pure functions of the spec (the same seed gives the same bytes); thread-safe.
 #include <cstdint>
 #include <optional>
@@ -30,6 +31,7 @@ enum class ArchFamily {
   kNomicBert,         // the same with nomic-bert's rotary, fused QKV and SwiGLU
   kQwen3Rerank,       // with a tokenizer.chat_template.rerank (and no BOS, as Qwen3's)
   kQwen3RerankPlain,  // without: [BOS] query [EOS] document [EOS]
+  kBertRerank,        // bge-reranker's head on the bert encoder: pooling rank, cls and cls.output
 };
 
 std::string_view ArchFamilyName(ArchFamily f);  // "phi3", ..., as in the file names
