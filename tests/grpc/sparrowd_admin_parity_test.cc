@@ -118,15 +118,21 @@ const FieldDescriptor* Field(int number) {
 }
 
 // Some traffic first, so that the counters, the latency and the KV blocks are not all zero.
-void Generate(const Server& s) {
+// Two completions; returns the tokens they generated (their usage).
+int64_t Generate(const Server& s) {
   const std::string body = R"({"prompt": "Once upon a time", "max_tokens": 8})";
   const std::string r =
       "POST /v1/completions HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
       "Content-Type: application/json\r\nContent-Length: " +
       std::to_string(body.size()) + "\r\n\r\n" + body;
+  int64_t generated = 0;
   for (int i = 0; i < 2; ++i) {
-    EXPECT_EQ(testing::StatusOf(testing::RawExchange("127.0.0.1", s.process->http_port(), r)), 200);
+    const std::string raw = testing::RawExchange("127.0.0.1", s.process->http_port(), r);
+    EXPECT_EQ(testing::StatusOf(raw), 200);
+    const json answer = BodyOf(raw);
+    if (answer.is_object()) generated += answer["usage"].value("completion_tokens", int64_t{0});
   }
+  return generated;
 }
 
 // One gRPC answer: `call(context, &response)` with the admin key; fails the test when refused.
@@ -142,9 +148,17 @@ Response Grpc(const Server& s, Call call) {
 TEST(SparrowdAdminParityTest, TheStatusIsTheSameOverHttpAndGrpc) {
   Server s;
   ASSERT_NE(s.process, nullptr);
-  Generate(s);
-  const auto grpc_status =
-      Grpc<adminpb::ServerStatus>(s, [&](auto* c, auto* r) { return s.stub->GetStatus(c, {}, r); });
+  const int64_t generated = Generate(s);
+  // A client has its last token before the scheduler's step that made it is counted: the
+  // counters are compared once they have taken in both completions (a bounded wait).
+  adminpb::ServerStatus grpc_status;
+  for (int i = 0; i < 200; ++i) {
+    grpc_status = Grpc<adminpb::ServerStatus>(
+        s, [&](auto* c, auto* r) { return s.stub->GetStatus(c, {}, r); });
+    if (grpc_status.throughput().generated_tokens() >= generated) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_EQ(grpc_status.throughput().generated_tokens(), generated);
   const json http = BodyOf(s.Http("GET", "/admin/v1/status"));
   EXPECT_GT(grpc_status.throughput().generated_tokens(), 0) << grpc_status.DebugString();
   EXPECT_FALSE(grpc_status.model().tensor_types().empty());
