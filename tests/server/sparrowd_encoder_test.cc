@@ -1,9 +1,10 @@
-// Encoder models (bert, nomic-bert) in the real sparrowd on loopback: /v1/embeddings and gRPC
-// Embed equal llama.cpp's llama-embedding (the goldens of tests/golden/embeddings) within 1e-4
-// per component, for every pooling of the golden, texts batched in one request; generations
-// are refused with 400 naming the model as an embedding model. A BERT cross-encoder (bge-
-// reranker's head) scores pairs as llama-server's /v1/rerank does (tests/golden/rerank/
-// bertrerank.json), over HTTP and gRPC Rerank. The models are synthetic_arch.h's.
+// Encoder models (bert, nomic-bert) and a decoder embedding model (qwen3) in the real sparrowd
+// on loopback: /v1/embeddings and gRPC Embed equal llama.cpp's llama-embedding (the goldens of
+// tests/golden/embeddings) within 1e-4 per component, for every pooling of the golden, texts
+// batched in one request; generations are refused with 400 naming the model as an embedding model.
+// A BERT cross-encoder (bge- reranker's head) scores pairs as llama-server's /v1/rerank does
+// (tests/golden/rerank/ bertrerank.json), over HTTP and gRPC Rerank. The models are
+// synthetic_arch.h's.
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
@@ -49,24 +50,32 @@ struct Served {
   std::unique_ptr<SparrowdProcess> server;
 };
 
-// sparrowd serving the golden's synthetic model (written to a temporary file).
+// sparrowd serving the golden's model: a synthetic one (written to a temporary file) or a file
+// of ../shared ("model"), with the golden's KV cache type.
 Served Serve(const json& golden) {
   Served s;
-  const auto family =
-      testing::ParseArchFamily(golden.at("synthetic").at("family").get<std::string>());
-  EXPECT_TRUE(family.has_value());
-  if (!family) return s;
-  s.path = testing::TempPath(golden.at("synthetic").at("family").get<std::string>() + ".gguf");
-  const Status st =
-      testing::WriteArchModel({*family, golden.at("synthetic").at("seed").get<uint64_t>()}, s.path);
-  EXPECT_TRUE(st.ok()) << st.ToString();
-  if (!st.ok()) return s;
+  if (golden.contains("synthetic")) {
+    const std::string name = golden.at("synthetic").at("family").get<std::string>();
+    const auto family = testing::ParseArchFamily(name);
+    EXPECT_TRUE(family.has_value()) << name;
+    if (!family) return s;
+    s.path = testing::TempPath(name + ".gguf");
+    const Status st = testing::WriteArchModel(
+        {*family, golden.at("synthetic").at("seed").get<uint64_t>()}, s.path);
+    EXPECT_TRUE(st.ok()) << st.ToString();
+    if (!st.ok()) return s;
+  } else {
+    s.path = testing::SharedDir() + "/" + golden.at("model").get<std::string>();
+  }
+  const std::string kv = golden.value("cache_type", "f32");
   SparrowdProcess::Options o;
-  o.args = {"--model",     s.path,
-            "--port",      "0",
-            "--grpc-port", "0",
-            "--threads",   "1",
-            "--n-ctx",     std::to_string(golden.at("n_ctx").get<int64_t>())};
+  o.args = {"--model",        s.path,
+            "--port",         "0",
+            "--grpc-port",    "0",
+            "--threads",      "1",
+            "--cache-type-k", kv,
+            "--cache-type-v", kv,
+            "--n-ctx",        std::to_string(golden.at("n_ctx").get<int64_t>())};
   std::string error;
   s.server = SparrowdProcess::Start(SparrowdProcess::Binary(SPARROWD), o, &error);
   EXPECT_NE(s.server, nullptr) << error;
@@ -146,6 +155,19 @@ TEST_P(SparrowdEncoderTest, EmbeddingsMatchLlamaCppAndGenerationsAreRefused) {
 INSTANTIATE_TEST_SUITE_P(Families, SparrowdEncoderTest,
                          ::testing::Values("synth-bert-f32.json", "synth-nomic-bert-f32.json"),
                          [](const auto& info) { return testing::GoldenParamName(info.param); });
+
+// A decoder as an embedding model (Qwen3-Embedding's layout: qwen3 with last-token pooling, and
+// mean and cls as --pooling or the request's "pooling" give them), over HTTP and gRPC.
+TEST(SparrowdDecoderEmbeddingTest, Qwen3MatchesLlamaCppOverHttpAndGrpc) {
+  const json golden = Golden("synth-qwen3-f32.json");
+  if (!testing::FileExists(testing::SharedDir() + "/" + golden.at("model").get<std::string>())) {
+    GTEST_SKIP() << golden.at("model") << " is not in " << testing::SharedDir();
+  }
+  Served s = Serve(golden);
+  ASSERT_NE(s.server, nullptr);
+  ExpectGoldenEmbeddings(s.server->http_port(), golden);
+  ExpectGoldenEmbeddingsOverGrpc(*s.server, golden);
+}
 
 TEST(SparrowdBertRerankTest, ScoresEqualLlamaServerOverHttpAndGrpc) {
   if (!testing::FileExists(testing::ModelPath("vocab/ggml-vocab-bert-bge.gguf"))) GTEST_SKIP();
