@@ -71,6 +71,22 @@ asio::awaitable<void> HttpStream::Shutdown() {
   socket().shutdown(asio::ip::tcp::socket::shutdown_send, ec);
 }
 
+void HttpStream::ReadSome(std::vector<asio::mutable_buffer> buffers, IoHandler handler) {
+  if (tls_) {
+    tls_->async_read_some(std::move(buffers), std::move(handler));
+  } else {
+    plain_->async_read_some(std::move(buffers), std::move(handler));
+  }
+}
+
+void HttpStream::WriteSome(std::vector<asio::const_buffer> buffers, IoHandler handler) {
+  if (tls_) {
+    tls_->async_write_some(std::move(buffers), std::move(handler));
+  } else {
+    plain_->async_write_some(std::move(buffers), std::move(handler));
+  }
+}
+
 bool HttpStream::PeerClosed() {
   const int fd = socket().native_handle();
   if (tls_) {
