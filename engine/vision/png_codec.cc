@@ -5,6 +5,7 @@
 
 #include <csetjmp>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
@@ -36,6 +37,20 @@ void ReadBytes(png_structp png, png_bytep out, size_t n) {
 
 // Warnings are about ancillary chunks libpng skipped; the pixels are whole.
 void OnWarning(png_structp, png_const_charp) {}
+
+// Each of libpng's allocations is bounded: a header may claim a chunk of gigabytes (a 45-byte
+// file asked libpng 1.6.39 for 725 MB for its zTXt chunk), and libpng allocates before it
+// reads. No chunk it keeps (8 MB, its own limit) nor a row of an image within the limits needs
+// more; past it libpng sees "out of memory" and skips the chunk or fails.
+constexpr png_alloc_size_t kMaxAllocation = png_alloc_size_t{16} << 20;
+
+png_voidp Allocate(png_structp, png_alloc_size_t size) {
+  return size > kMaxAllocation ? nullptr : std::malloc(size);
+}
+
+void Release(png_structp, png_voidp p) {
+  std::free(p);
+}
 
 // What RunPng hands back besides libpng's verdict.
 struct PngRun {
@@ -89,7 +104,8 @@ bool RunPng(png_structp png, png_infop info, PngRun* run) {
 Status ReadPng(std::span<const uint8_t> bytes, const ImageLimits* limits, ImageInfo* info,
                Image* image) {
   PngSource src{bytes.data(), bytes.size(), 0, {}};
-  png_structp png = png_create_read_struct(PNG_LIBPNG_VER_STRING, &src, OnError, OnWarning);
+  png_structp png = png_create_read_struct_2(PNG_LIBPNG_VER_STRING, &src, OnError, OnWarning,
+                                             nullptr, Allocate, Release);
   if (png == nullptr) return ResourceExhausted("libpng could not start");
   png_infop png_info = png_create_info_struct(png);
   if (png_info == nullptr) {

@@ -209,6 +209,15 @@ TEST(ImageDecodeTest, CorruptPngDataIsRefused) {
   EXPECT_EQ(Error(bad_data).rfind("the PNG is truncated or corrupt (libpng: ", 0), 0u);
 }
 
+TEST(ImageDecodeTest, AChunkLongerThanTheFileIsNotAllocated) {
+  // image_decode_fuzz's find: after a real IHDR, a zTXt chunk claiming 725 MB in a 45-byte
+  // file, which libpng allocated before reading. Now the allocation is refused, the chunk
+  // skipped, and the file is short.
+  std::string png = testing::EncodePng(Png(9, 7, 2, 8)).substr(0, 33);
+  png += std::string("\x2b\x3b\x00\x2f", 4) + "zTXtIDAT";
+  EXPECT_EQ(Error(png), "the PNG is truncated or corrupt (libpng: read past the end of the data)");
+}
+
 TEST(ImageDecodeTest, OtherTypesAreRefusedNamingWhatTheyAre) {
   EXPECT_EQ(Error("GIF89a\x01\x00\x01\x00"),
             "the data is a GIF image: images are taken as PNG, JPEG or WebP");
