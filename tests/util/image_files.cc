@@ -112,12 +112,14 @@ std::string EncodeJpeg(uint32_t width, uint32_t height, int components,
   cinfo.image_width = width;
   cinfo.image_height = height;
   cinfo.input_components = components;
-  cinfo.in_color_space = components == 1 ? JCS_GRAYSCALE : JCS_RGB;
+  cinfo.in_color_space = components == 1 ? JCS_GRAYSCALE : components == 3 ? JCS_RGB : JCS_CMYK;
   jpeg_set_defaults(&cinfo);
+  if (components == 4) jpeg_set_colorspace(&cinfo, JCS_YCCK);
   jpeg_set_quality(&cinfo, quality, TRUE);
-  if (quality == 100 && components == 3) {
-    for (int c = 0; c < 3; ++c)
+  if (quality == 100 && components >= 3) {
+    for (int c = 0; c < components; ++c) {
       cinfo.comp_info[c].h_samp_factor = cinfo.comp_info[c].v_samp_factor = 1;
+    }
   }
   if (progressive) jpeg_simple_progression(&cinfo);
   jpeg_start_compress(&cinfo, TRUE);

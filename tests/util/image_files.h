@@ -23,7 +23,8 @@ std::string EncodePng(const PngSpec& spec);
 // Samples a pixel of the PNG colour type: 1 (grey, palette), 2, 3 or 4.
 size_t PngChannels(int color_type);
 
-// `components` 1 (grey) or 3 (RGB) samples a pixel; quality 1..100; 4:4:4 at quality 100.
+// `components` 1 (grey), 3 (RGB) or 4 (CMYK, stored as YCCK with Adobe's marker, as
+// Photoshop writes it) samples a pixel; quality 1..100; no subsampling at quality 100.
 std::string EncodeJpeg(uint32_t width, uint32_t height, int components,
                        const std::vector<uint8_t>& samples, int quality, bool progressive = false);
 

@@ -134,6 +134,29 @@ TEST(ImageDecodeTest, JpegDecodesWithinTheCodersLoss) {
   EXPECT_LE(MaxDifference(g.rgb, expanded), 6);
 }
 
+TEST(ImageDecodeTest, CmykJpegBecomesRgbAsStbImageConvertsIt) {
+  // Adobe's inverted CMYK, stored as YCCK: stb_image's RGB is c * k / 255 (rounded), per
+  // channel. Pixels of distinct values over the whole row, so that the in-place conversion of
+  // a row would show a pixel overwritten before it was read.
+  const uint32_t w = 23, h = 5;
+  std::vector<uint8_t> cmyk;
+  for (uint32_t i = 0; i < w * h; ++i) {
+    cmyk.insert(cmyk.end(),
+                {static_cast<uint8_t>(40 + i), static_cast<uint8_t>(200 - i),
+                 static_cast<uint8_t>(90 + (i % 7) * 20), static_cast<uint8_t>(255 - i / 2)});
+  }
+  const Image image = Decoded(testing::EncodeJpeg(w, h, 4, cmyk, 100));
+  ASSERT_EQ(image.rgb.size(), size_t{w} * h * 3);
+  std::vector<uint8_t> expected;
+  for (size_t p = 0; p < size_t{w} * h; ++p) {
+    for (int c = 0; c < 3; ++c) {
+      const unsigned t = unsigned{cmyk[4 * p + c]} * cmyk[4 * p + 3] + 128;
+      expected.push_back(static_cast<uint8_t>((t + (t >> 8)) >> 8));
+    }
+  }
+  EXPECT_LE(MaxDifference(image.rgb, expected), 4);  // the JPEG's own loss at quality 100
+}
+
 TEST(ImageDecodeTest, WebpLosslessIsExactLossyWithinABoundAlphaDropped) {
   const std::vector<uint8_t> rgb = testing::GradientRgb(33, 17);
   EXPECT_EQ(Decoded(testing::EncodeWebp(33, 17, rgb, false, true)).rgb, rgb);
