@@ -211,7 +211,8 @@ std::string ModelErrorCode(const Status& s) {
 namespace {
 
 // The images are decoded (each bad one refused naming its part); with no vision encoder in
-// sparrowd yet, a request that has any is then refused as one the model cannot read.
+// sparrowd yet, a request that has any is then refused as one the model cannot read. Returns
+// false, `*error` filled.
 bool RefuseImages(const ServedModel& m, const GenerationSpec& spec, GenerationError* error) {
   std::vector<vision::Image> decoded;
   std::string param;
@@ -237,7 +238,7 @@ bool ResolveGeneration(const ServedModel& m, const GenerationSpec& spec, Resolve
                                 "): it serves /v1/embeddings, not text generation"),
                 f.model, "model_not_supported");
   }
-  if (!spec.images.empty() && !RefuseImages(m, spec, error)) return false;
+  if (!spec.images.empty()) return RefuseImages(m, spec, error);
   OutputFormat tool_calls;
   if (!Tokens(m, spec, out, &tool_calls, error)) return false;
   const std::string& prompt_field = spec.kind == PromptKind::kChat ? f.messages : f.prompt;
