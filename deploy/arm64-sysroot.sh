@@ -25,6 +25,7 @@ fi
 DEV_PACKAGES=(
   libspdlog-dev libfmt-dev nlohmann-json3-dev libcli11-dev libutf8proc-dev
   libgrpc++-dev libprotobuf-dev libboost-dev libyaml-cpp-dev liburing-dev libz3-dev libssl-dev
+  libpng-dev libjpeg62-turbo-dev libwebp-dev
 )
 # The cross toolchain brings its own C library and C++ headers (/usr/aarch64-linux-gnu): a second
 # copy of them on the include path would shadow the ones the compiler is built against. Their

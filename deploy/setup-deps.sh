@@ -12,6 +12,7 @@ PACKAGES=(
   liburing-dev                                                             # flash reads (io_uring)
   libz3-dev                                                                # the planner (Z3 optimizer)
   libssl-dev openssl                                                       # TLS, certificates
+  libpng-dev libjpeg62-turbo-dev libwebp-dev                               # images in chat (engine/vision)
   clang libclang-rt-14-dev   # libFuzzer and sanitizer runtimes for the fuzz target
   chromium                   # the web dashboard's test drives it headless (playwright-core)
   iproute2                   # ip and tc: the shard test's devices in network namespaces

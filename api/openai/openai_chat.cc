@@ -7,31 +7,57 @@
 
 #include "api/openai/json_fields.h"
 #include "api/openai/json_limits.h"
+#include "api/openai/openai_image.h"
 
 namespace sparrow::openai {
 namespace {
 
 using json = nlohmann::json;
 
-// Chat message content: a string, or a list of {"type": "text", "text": ...} parts.
-Status MessageContent(const json& c, const std::string& field, std::string* out,
-                      std::string* param) {
+// Chat message content: a string, or a list of parts: {"type": "text", "text": ...} and, in
+// user messages, {"type": "image_url", ...} (openai_image.h), each image kept at its place
+// among the text.
+Status MessageContent(const json& c, const std::string& field, ImageBudget* images,
+                      ChatMessageIn* msg, std::string* param) {
   if (c.is_string()) {
-    *out = c.get<std::string>();
+    msg->content = c.get<std::string>();
     return Status::Ok();
   }
   if (c.is_null()) return Status::Ok();
-  if (!c.is_array()) return Bad(param, field, "must be a string or a list of text parts");
-  for (const auto& part : c) {
+  if (!c.is_array()) return Bad(param, field, "must be a string or a list of content parts");
+  for (size_t i = 0; i < c.size(); ++i) {
+    const json& part = c[i];
+    const std::string at = field + "[" + std::to_string(i) + "]";
     // Every member is type-checked before it is read: json::value() and get() throw on a
     // mismatch, and nothing may escape the parser.
-    const auto type = part.is_object() ? part.find("type") : part.end();
-    const auto text = part.is_object() ? part.find("text") : part.end();
-    if (!part.is_object() || type == part.end() || !type->is_string() || *type != "text" ||
-        text == part.end() || !text->is_string()) {
-      return Bad(param, field, "parts must be {\"type\": \"text\", \"text\": \"...\"}");
+    const json* type = part.is_object() ? Member(part, "type") : nullptr;
+    if (type == nullptr || !type->is_string()) {
+      return Bad(param, at,
+                 "must be a content part: {\"type\": \"text\", \"text\": \"...\"} or "
+                 "{\"type\": \"image_url\", \"image_url\": {\"url\": \"data:...\"}}");
     }
-    *out += text->get<std::string>();
+    if (*type == "image_url") {
+      if (msg->role != "user") {
+        return Bad(
+            param, at,
+            "is an image in a message of role '" + msg->role + "': only user messages take images");
+      }
+      ImagePartIn image;
+      SPARROW_RETURN_IF_ERROR(ParseImagePart(part, at, images, &image, param));
+      image.offset = msg->content.size();
+      msg->images.push_back(std::move(image));
+      continue;
+    }
+    const json* text = Member(part, "text");
+    if (*type != "text") {
+      return Bad(param, at,
+                 "has type '" + type->get<std::string>() +
+                     "': content parts are \"text\" or \"image_url\"");
+    }
+    if (text == nullptr || !text->is_string()) {
+      return Bad(param, at, "must have a string \"text\"");
+    }
+    msg->content += text->get<std::string>();
   }
   return Status::Ok();
 }
@@ -84,8 +110,8 @@ Status ToolCalls(const json& calls, const std::string& field, ChatMessageIn* msg
   return Status::Ok();
 }
 
-Status Message(const json& m, size_t i, std::set<std::string>* call_ids, ChatMessageIn* msg,
-               std::string* param) {
+Status Message(const json& m, size_t i, std::set<std::string>* call_ids, ImageBudget* images,
+               ChatMessageIn* msg, std::string* param) {
   const std::string field = "messages[" + std::to_string(i) + "]";
   if (!m.is_object()) return Bad(param, field, "must be an object");
   auto role = m.find("role");
@@ -112,7 +138,7 @@ Status Message(const json& m, size_t i, std::set<std::string>* call_ids, ChatMes
     return Bad(param, field + ".content", "is required");
   }
   if (content != m.end()) {
-    SPARROW_RETURN_IF_ERROR(MessageContent(*content, field + ".content", &msg->content, param));
+    SPARROW_RETURN_IF_ERROR(MessageContent(*content, field + ".content", images, msg, param));
   }
   const json* reasoning = Member(m, "reasoning_content");
   if (reasoning != nullptr) {
@@ -207,9 +233,10 @@ Status ParseChatMessages(const json& b, std::vector<ChatMessageIn>* out, std::st
     return Bad(param, "messages", "must be a non-empty list of messages");
   }
   std::set<std::string> call_ids;
+  ImageBudget images;
   for (size_t i = 0; i < msgs->size(); ++i) {
     ChatMessageIn msg;
-    SPARROW_RETURN_IF_ERROR(Message((*msgs)[i], i, &call_ids, &msg, param));
+    SPARROW_RETURN_IF_ERROR(Message((*msgs)[i], i, &call_ids, &images, &msg, param));
     out->push_back(std::move(msg));
   }
   return Status::Ok();

@@ -1,8 +1,8 @@
 #pragma once
-// The chat-only parts of an OpenAI request: messages (tool calls, tool results, reasoning),
-// tools, tool_choice, parallel_tool_calls, reasoning_format, chat_template_kwargs; and
-// logit_bias, which both endpoints take. Errors name the field ("messages[2].tool_call_id")
-// and set `*param` to it. Pure functions, thread-safe.
+// The chat-only parts of an OpenAI request: messages (text and image_url content parts, tool
+// calls, tool results, reasoning), tools, tool_choice, parallel_tool_calls, reasoning_format,
+// chat_template_kwargs; and logit_bias, which both endpoints take. Errors name the field
+// ("messages[2].tool_call_id") and set `*param` to it. Pure functions, thread-safe.
 #include <nlohmann/json.hpp>
 #include <string>
 

@@ -4,6 +4,7 @@
 #include <bit>
 #include <cstring>
 
+#include "api/openai/base64.h"
 #include "api/openai/json_fields.h"
 
 namespace sparrow::openai {
@@ -84,26 +85,12 @@ Result<EmbeddingsRequest> ParseEmbeddingsRequest(const json& b, std::string* par
 }
 
 std::string Base64Floats(std::span<const float> v) {
-  static constexpr char kAlphabet[] =
-      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
   std::string bytes(v.size() * sizeof(float), '\0');
   for (size_t i = 0; i < v.size(); ++i) {
     uint32_t u = std::bit_cast<uint32_t>(v[i]);
     for (int k = 0; k < 4; ++k) bytes[i * 4 + k] = static_cast<char>((u >> (8 * k)) & 0xff);
   }
-  std::string out;
-  out.reserve((bytes.size() + 2) / 3 * 4);
-  for (size_t i = 0; i < bytes.size(); i += 3) {
-    const size_t n = std::min<size_t>(3, bytes.size() - i);
-    uint32_t chunk = 0;
-    for (size_t k = 0; k < 3; ++k) {
-      chunk = (chunk << 8) | (k < n ? static_cast<uint8_t>(bytes[i + k]) : 0);
-    }
-    for (size_t k = 0; k < 4; ++k) {
-      out += k <= n ? kAlphabet[(chunk >> (18 - 6 * k)) & 0x3f] : '=';
-    }
-  }
-  return out;
+  return Base64Encode(bytes);
 }
 
 }  // namespace sparrow::openai

@@ -48,9 +48,19 @@ struct ToolCallIn {
   std::string arguments;
 };
 
+// An image_url content part (openai_image.h): the image file's bytes from its data: URL (not
+// yet decoded), where it sits among the message's text parts, and the part's name.
+struct ImagePartIn {
+  std::string bytes;
+  size_t offset = 0;   // the message's content before it is content.substr(0, offset)
+  std::string detail;  // "" (auto), "auto", "low" or "high"
+  std::string field;   // "messages[1].content[2]", for errors about the image
+};
+
 struct ChatMessageIn {
-  std::string role;  // system ("developer" too), user, assistant, tool
-  std::string content;
+  std::string role;                    // system ("developer" too), user, assistant, tool
+  std::string content;                 // the text parts, joined
+  std::vector<ImagePartIn> images;     // user messages: in the order of their parts
   std::vector<ToolCallIn> tool_calls;  // assistant
   std::string tool_call_id;            // tool: the id of the call it answers
   std::string name;

@@ -208,6 +208,25 @@ std::string ModelErrorCode(const Status& s) {
   }
 }
 
+namespace {
+
+// The images are decoded (each bad one refused naming its part); with no vision encoder in
+// sparrowd yet, a request that has any is then refused as one the model cannot read. Returns
+// false, `*error` filled.
+bool RefuseImages(const ServedModel& m, const GenerationSpec& spec, GenerationError* error) {
+  std::vector<vision::Image> decoded;
+  std::string param;
+  Status st = DecodeImageInputs(spec.images, vision::ImageLimits{}, &decoded, &param);
+  if (!st.ok()) return Fail(error, std::move(st), param);
+  return Fail(error,
+              InvalidArgument("model '" + m.model_id +
+                              "' does not take images: it has no vision encoder (start sparrowd "
+                              "with --mmproj FILE, the model's projector GGUF)"),
+              spec.images.front().field, "model_not_supported");
+}
+
+}  // namespace
+
 bool ResolveGeneration(const ServedModel& m, const GenerationSpec& spec, ResolvedGeneration* out,
                        GenerationError* error) {
   const GenerationSpec::FieldNames& f = spec.fields;
@@ -219,6 +238,7 @@ bool ResolveGeneration(const ServedModel& m, const GenerationSpec& spec, Resolve
                                 "): it serves /v1/embeddings, not text generation"),
                 f.model, "model_not_supported");
   }
+  if (!spec.images.empty()) return RefuseImages(m, spec, error);
   OutputFormat tool_calls;
   if (!Tokens(m, spec, out, &tool_calls, error)) return false;
   const std::string& prompt_field = spec.kind == PromptKind::kChat ? f.messages : f.prompt;

@@ -16,6 +16,7 @@
 #include "engine/sched/request.h"
 #include "server/chat/chat_output.h"
 #include "server/chat/chat_template.h"
+#include "server/core/image_inputs.h"
 #include "server/core/output_grammar.h"
 #include "server/core/server_context.h"
 
@@ -32,7 +33,9 @@ struct GenerationSpec {
   std::string model;  // "" means the served model
   PromptKind kind = PromptKind::kText;
   std::vector<ChatMessage> messages;  // kChat: rendered with the model's template
-  std::vector<ChatTool> tools;        // kChat: what the model may call
+  // kChat: the messages' images in order, decoded in ResolveGeneration (image_inputs.h).
+  std::vector<ImageInput> images;
+  std::vector<ChatTool> tools;  // kChat: what the model may call
   ToolChoice tool_choice = ToolChoice::kAuto;
   std::string tool_choice_name;  // kFunction
   bool parallel_tool_calls = true;

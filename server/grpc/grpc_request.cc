@@ -7,6 +7,7 @@
 
 #include "api/openai/json_limits.h"
 #include "api/openai/openai_chat.h"
+#include "api/openai/openai_image.h"
 #include "api/openai/openai_types.h"
 
 namespace sparrow::server {
@@ -133,6 +134,7 @@ Result<GenerationSpec> ChatSpec(const v1::ChatRequest& request) {
   GenerationSpec spec = SpecFromSettings(request.model(), settings);
   spec.kind = PromptKind::kChat;
   SPARROW_ASSIGN_OR_RETURN(spec.messages, ChatMessages(request));
+  SPARROW_ASSIGN_OR_RETURN(spec.images, ChatImages(request));
   SPARROW_ASSIGN_OR_RETURN(spec.tools, ChatTools(request));
   const std::string& choice = request.tool_choice();
   if (!request.tool_choice_function().empty()) {
@@ -229,6 +231,44 @@ Result<std::vector<ChatMessage>> ChatMessages(const v1::ChatRequest& request) {
   }
   // Roles, tool_call_id, tool calls only on assistant turns.
   SPARROW_RETURN_IF_ERROR(ValidateChatMessages(out));
+  return out;
+}
+
+Result<std::vector<ImageInput>> ChatImages(const v1::ChatRequest& request) {
+  std::vector<ImageInput> out;
+  size_t bytes = 0;
+  for (int i = 0; i < request.messages_size(); ++i) {
+    const v1::ChatMessage& m = request.messages(i);
+    uint32_t after = 0;
+    for (int j = 0; j < m.images_size(); ++j) {
+      const v1::ChatImage& image = m.images(j);
+      const std::string field =
+          "messages[" + std::to_string(i) + "].images[" + std::to_string(j) + "]";
+      if (m.role() != "user") {
+        return InvalidArgument("'" + field + "' is an image in a message of role '" + m.role() +
+                               "': only user messages take images");
+      }
+      if (image.offset() > m.content().size() || image.offset() < after) {
+        return InvalidArgument("'" + field + "' has offset " + std::to_string(image.offset()) +
+                               "; expected " + std::to_string(after) + " to " +
+                               std::to_string(m.content().size()) +
+                               " (within the content, after the image before it)");
+      }
+      after = image.offset();
+      if (out.size() == openai::kMaxRequestImages) {
+        return InvalidArgument("'" + field +
+                               "' is one image too many: a request may carry at most " +
+                               std::to_string(openai::kMaxRequestImages) + " images");
+      }
+      bytes += image.data().size();
+      if (bytes > openai::kMaxRequestImageBytes) {
+        return InvalidArgument("'" + field + "' takes the request's images past " +
+                               std::to_string(openai::kMaxRequestImageBytes) +
+                               " bytes (the limit of a request's images together)");
+      }
+      out.push_back({image.data(), static_cast<size_t>(i), image.offset(), field});
+    }
+  }
   return out;
 }
 

@@ -41,6 +41,10 @@ Result<GenerationSpec> ChatSpec(const v1::ChatRequest& request);
 // The messages of a Chat call; at least one, each with a role; tool calls with a name and
 // JSON-object arguments.
 Result<std::vector<ChatMessage>> ChatMessages(const v1::ChatRequest& request);
+// The messages' images (ChatMessage.images) in order, for user messages only, each offset
+// within its content and after the one before; at most openai::kMaxRequestImages of them and
+// openai::kMaxRequestImageBytes in all, as over HTTP. Decoded later, in ResolveGeneration.
+Result<std::vector<ImageInput>> ChatImages(const v1::ChatRequest& request);
 
 // The tools of a Chat call: valid, unique names; parameters a JSON object.
 Result<std::vector<ChatTool>> ChatTools(const v1::ChatRequest& request);

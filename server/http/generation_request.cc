@@ -64,9 +64,13 @@ void FillSampling(const openai::GenerationFields& g, GenerationSpec* spec,
   out->user = g.user;
 }
 
-// The chat parts in the server's terms.
-void FillChat(const openai::ChatCompletionRequest& r, GenerationSpec* spec) {
-  for (const auto& m : r.messages) {
+// The chat parts in the server's terms; the images' bytes are moved out of `r`.
+void FillChat(openai::ChatCompletionRequest& r, GenerationSpec* spec) {
+  for (auto& m : r.messages) {
+    for (auto& image : m.images) {
+      spec->images.push_back(
+          {std::move(image.bytes), spec->messages.size(), image.offset, std::move(image.field)});
+    }
     ChatMessage msg{m.role, m.content};
     for (const auto& c : m.tool_calls) msg.tool_calls.push_back({c.id, c.name, c.arguments});
     msg.tool_call_id = m.tool_call_id;

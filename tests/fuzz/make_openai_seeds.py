@@ -47,6 +47,14 @@ def main():
     seeds["long_string.json"] = json.dumps(chat(messages=[{"role": "user", "content": "x" * 900000}]))
     seeds["wide_logit_bias.json"] = json.dumps(
         {"prompt": "x", "logit_bias": {str(i): 1 for i in range(1024)}})
+    # Image parts: a data: URL (its base64 decoded, not the image: the server decodes that),
+    # the string form, a remote URL, and more images than a request may carry.
+    image = {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo=",
+                                                "detail": "low"}}
+    seeds["image_parts.json"] = json.dumps(chat(messages=[{"role": "user", "content": [
+        {"type": "text", "text": "a"}, image, {"type": "image_url", "image_url": "data:;base64,aGk"},
+        {"type": "image_url", "image_url": {"url": "https://example.com/a.png"}}]}]))
+    seeds["many_images.json"] = json.dumps(chat(messages=[{"role": "user", "content": [image] * 17}]))
     for name, text in seeds.items():
         assert len(text) <= 1 << 20, name
         with open(os.path.join(out, name), "w") as f:

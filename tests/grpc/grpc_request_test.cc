@@ -188,3 +188,50 @@ TEST(ChatSpecToolsTest, MistakesNameTheirField) {
 
 }  // namespace
 }  // namespace sparrow::server
+
+namespace sparrow::server {
+namespace {
+
+TEST(ChatImagesTest, ImagesKeepTheirMessageAndOffsetAndAreBounded) {
+  v1::ChatRequest r;
+  v1::ChatMessage* m = r.add_messages();
+  m->set_role("system");
+  m->set_content("Be brief.");
+  m = r.add_messages();
+  m->set_role("user");
+  m->set_content("Compare  with ");
+  m->add_images()->set_data("first");
+  m->mutable_images(0)->set_offset(8);
+  m->add_images()->set_data("second");
+  m->mutable_images(1)->set_offset(14);
+  auto images = ChatImages(r);
+  ASSERT_TRUE(images.ok()) << images.status().ToString();
+  ASSERT_EQ(images->size(), 2u);
+  EXPECT_EQ((*images)[0].bytes, "first");
+  EXPECT_EQ((*images)[0].message, 1u);
+  EXPECT_EQ((*images)[0].offset, 8u);
+  EXPECT_EQ((*images)[1].field, "messages[1].images[1]");
+
+  v1::ChatRequest late = r;
+  late.mutable_messages(1)->mutable_images(1)->set_offset(15);
+  EXPECT_EQ(ChatImages(late).status().message(),
+            "'messages[1].images[1]' has offset 15; expected 8 to 14 (within the content, after "
+            "the image before it)");
+  v1::ChatRequest system = r;
+  system.mutable_messages(0)->add_images()->set_data("x");
+  EXPECT_EQ(ChatImages(system).status().message(),
+            "'messages[0].images[0]' is an image in a message of role 'system': only user "
+            "messages take images");
+  v1::ChatRequest many = r;
+  for (int i = 0; i < 15; ++i) many.mutable_messages(1)->add_images()->set_offset(14);
+  EXPECT_EQ(ChatImages(many).status().message(),
+            "'messages[1].images[16]' is one image too many: a request may carry at most 16 "
+            "images");
+  // ChatSpec carries them to ResolveGeneration, which decodes them.
+  auto spec = ChatSpec(r);
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  EXPECT_EQ(spec->images.size(), 2u);
+}
+
+}  // namespace
+}  // namespace sparrow::server

@@ -273,7 +273,7 @@ TEST_F(HttpServerTest, ErrorsHaveStatusAndNameTheField) {
       400, "1e400", "temperature");
   ExpectError(HttpCall(port(), "POST", "/v1/chat/completions",
                        R"({"messages": [{"role": "user", "content": [{"type": 5}]}]})"),
-              400, "parts must be", "messages[0].content");
+              400, "must be a content part", "messages[0].content[0]");
   json tokens = Greedy();
   tokens["prompt"] = json::array({1, 99999});
   ExpectError(PostJson(port(), "/v1/completions", tokens), 400, "outside the vocabulary", "prompt");

@@ -120,7 +120,7 @@ TEST(OpenAiTypesTest, WrongTypesInsideContentPartsAreErrorsNotExceptions) {
     auto r = ParseChatCompletionRequest(
         json{{"messages", {{{"role", "user"}, {"content", json::array({part})}}}}}, &param);
     ASSERT_FALSE(r.ok()) << part;
-    EXPECT_EQ(param, "messages[0].content") << part;
+    EXPECT_EQ(param, "messages[0].content[0]") << part;  // the part at fault
   }
 }
 

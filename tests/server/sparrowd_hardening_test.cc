@@ -175,7 +175,7 @@ TEST_F(HardeningHttpTest, BadJsonValuesAreAnsweredNotDropped) {
       Post("/v1/chat/completions",
            json::parse(R"({"messages": [{"role": "user", "content": [{"type": 5}]}]})")));
   EXPECT_EQ(StatusOf(part), 400) << part;
-  EXPECT_EQ(json::parse(BodyOf(part))["error"]["param"], "messages[0].content");
+  EXPECT_EQ(json::parse(BodyOf(part))["error"]["param"], "messages[0].content[0]");
 }
 
 // --- IPv6 listen addresses (item 10) -------------------------------------------------------------
