@@ -7,7 +7,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <set>
@@ -401,14 +403,23 @@ TEST(HardeningShutdownTest, AfterSigtermOpenConnectionsGet503AndNewOnesAreRefuse
   char buf[4096];
   ASSERT_GT(::recv(keep, buf, sizeof buf, 0), 0);
   // A long stream keeps the server draining while we look. It is not read until the end, so
-  // its ~15 MB cannot all be written (socket buffers hold a few MB) before the keep-alive
-  // request arrives, however fast the machine generates.
-  const int stream_fd = ConnectTcp("127.0.0.1", p->http_port());
+  // its ~8 MB cannot all be written before the keep-alive request arrives, however fast the
+  // machine generates: our receive buffer is fixed at 64 KiB, and the server's send buffer grows
+  // to the most net.ipv4.tcp_wmem allows (4 MiB by default; more tokens where it is larger).
+  // 640 tokens of 16 choices at 20 logprobs: 5 s; 2000 at 5 logprobs (15 MB) took 45 s.
+  int64_t send_buffer_max = 4 << 20;
+  {
+    std::ifstream wmem("/proc/sys/net/ipv4/tcp_wmem");
+    int64_t least = 0, initial = 0, most = 0;
+    if (wmem >> least >> initial >> most) send_buffer_max = std::max(send_buffer_max, most);
+  }
+  const int64_t max_tokens = std::min<int64_t>(2000, 640 * send_buffer_max / (4 << 20));
+  const int stream_fd = ConnectTcp("127.0.0.1", p->http_port(), std::chrono::seconds(30), 64 << 10);
   ASSERT_GE(stream_fd, 0);
   ASSERT_TRUE(SendAll(stream_fd, Post("/v1/completions", {{"prompt", "Once upon a time"},
-                                                          {"max_tokens", 2000},
+                                                          {"max_tokens", max_tokens},
                                                           {"n", 16},
-                                                          {"logprobs", 5},
+                                                          {"logprobs", 20},
                                                           {"stream", true}})));
   ASSERT_GT(::recv(stream_fd, buf, sizeof buf, 0), 0);
   p->Signal(SIGTERM);

@@ -183,7 +183,8 @@ std::string SparrowdProcess::Stderr() const {
   return Slurp(err_path_);
 }
 
-int ConnectTcp(const std::string& host, int port, std::chrono::milliseconds read_timeout) {
+int ConnectTcp(const std::string& host, int port, std::chrono::milliseconds read_timeout,
+               int receive_buffer_bytes) {
   sockaddr_storage addr{};
   socklen_t len = 0;
   const std::string bare =
@@ -207,6 +208,9 @@ int ConnectTcp(const std::string& host, int port, std::chrono::milliseconds read
   tv.tv_sec = static_cast<time_t>(read_timeout.count() / 1000);
   tv.tv_usec = static_cast<suseconds_t>(read_timeout.count() % 1000 * 1000);
   ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  if (receive_buffer_bytes > 0) {
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &receive_buffer_bytes, sizeof receive_buffer_bytes);
+  }
   if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), len) != 0) {
     ::close(fd);
     return -1;

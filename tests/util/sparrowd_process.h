@@ -65,8 +65,11 @@ class SparrowdProcess {
 
 // A TCP connection to host:port (IPv4 or IPv6 literal); -1 on failure. Reads time out after
 // `read_timeout` so a test never hangs on a server that does not answer.
+// receive_buffer_bytes > 0 fixes the socket's receive buffer (SO_RCVBUF, set before connecting,
+// so the kernel does not grow it): how much a peer can send that is not read is then bounded.
 int ConnectTcp(const std::string& host, int port,
-               std::chrono::milliseconds read_timeout = std::chrono::seconds(30));
+               std::chrono::milliseconds read_timeout = std::chrono::seconds(30),
+               int receive_buffer_bytes = 0);
 bool SendAll(int fd, const std::string& bytes);
 // Reads until the peer closes, an error, the read timeout, or `max_bytes`.
 std::string ReadUntilClose(int fd, size_t max_bytes = size_t{64} << 20);
