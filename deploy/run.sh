@@ -6,8 +6,9 @@
 # lists every flag.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-deploy/setup-deps.sh
-deploy/build.sh
+deploy/setup-deps.sh --build
+# The programs alone (sparrowd, sparrow, sparrowctl): the tests are deploy/test.sh's.
+SPARROW_BUILD_TARGETS=programs deploy/build.sh
 MODEL="../shared/models/stories260K.gguf"
 if [ $# -gt 0 ] && [[ "$1" != -* ]]; then MODEL="$1"; shift; fi
 echo "try: curl http://127.0.0.1:8080/v1/completions -H 'Content-Type: application/json' -d '{\"prompt\": \"Once upon a time\", \"max_tokens\": 48}'"
