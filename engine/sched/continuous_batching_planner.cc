@@ -355,9 +355,18 @@ void ContinuousBatchingPlanner::LandVerified(Sequence& s, const PlannedSegment& 
   s.spec.accepted[src] += accepted;
   up->drafted[src] += seg.n_draft;
   up->accepted[src] += accepted;
-  if (s.spec.source == DraftSource::kPrediction && accepted == seg.n_draft && emitted > accepted &&
-      choices[accepted].token == s.spec.prediction_next) {
-    ++s.spec.prediction_matched;
+  if (s.spec.source == DraftSource::kPrediction && s.spec.prediction_at >= 0) {
+    std::vector<bool>& used = s.spec.prediction_used;
+    used.resize(s.req.prediction.size(), false);
+    int64_t took = accepted;
+    if (accepted == seg.n_draft && emitted > accepted &&
+        choices[accepted].token == s.spec.prediction_next) {
+      ++took;  // the target's own token was the prediction's next
+    }
+    for (int64_t i = 0; i < took; ++i) {
+      const int64_t at = s.spec.prediction_at + i;
+      if (at < static_cast<int64_t>(used.size())) used[static_cast<size_t>(at)] = true;
+    }
   }
   // Valid keys and values: the last token's and those of the drafts before the last token
   // emitted; the rest held rejected drafts and goes back to the pool.

@@ -259,15 +259,13 @@ void Scheduler::Finish(std::vector<std::unique_ptr<Sequence>> done) {
       info.accepted_draft_tokens += sp.accepted[k];
     }
     if (!s->req.prediction.empty()) {
-      // The prediction's tokens the answer took: its accepted drafts, the target's own tokens
-      // after wholly accepted drafts that were the prediction's next, and a first token that
-      // was its first (computed with the prompt, before any draft).
+      // The prediction's tokens the answer took (SpecState::prediction_used), and a first token
+      // that was its first (computed with the prompt, before any draft).
       const bool first = s->n_generated > 0 && s->tokens[s->n_prompt] == s->req.prediction[0];
-      const int64_t hit = sp.accepted[static_cast<int>(DraftSource::kPrediction)] +
-                          sp.prediction_matched + (first ? 1 : 0);
+      int64_t hit = std::count(sp.prediction_used.begin(), sp.prediction_used.end(), true);
+      if (first && (sp.prediction_used.empty() || !sp.prediction_used[0])) ++hit;
       info.accepted_prediction_tokens = hit;
-      info.rejected_prediction_tokens =
-          std::max<int64_t>(0, static_cast<int64_t>(s->req.prediction.size()) - hit);
+      info.rejected_prediction_tokens = static_cast<int64_t>(s->req.prediction.size()) - hit;
     }
     info.context_shifts = s->context_shifts;
     if (s->context_shifts > 0) {

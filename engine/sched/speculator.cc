@@ -25,7 +25,8 @@ void Speculator::Propose(std::span<Sequence* const> seqs) {
     if (!s->req.prediction.empty()) {
       const std::span<const int32_t> generated =
           std::span<const int32_t>(s->tokens).subspan(static_cast<size_t>(s->n_prompt));
-      sp.draft = PredictionDraft(generated, s->req.prediction, sp.max_draft, &sp.prediction_next);
+      sp.draft = PredictionDraft(generated, s->req.prediction, sp.max_draft, &sp.prediction_next,
+                                 &sp.prediction_at);
       sp.source = DraftSource::kPrediction;
       if (!sp.draft.empty()) continue;
     }

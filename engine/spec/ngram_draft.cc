@@ -20,12 +20,14 @@ std::vector<int32_t> Continuation(std::span<const int32_t> source, int64_t from,
 
 std::vector<int32_t> PredictionDraft(std::span<const int32_t> generated,
                                      std::span<const int32_t> prediction, int64_t max,
-                                     int32_t* next) {
+                                     int32_t* next, int64_t* start) {
   const auto n_gen = static_cast<int64_t>(generated.size());
   const auto n_pred = static_cast<int64_t>(prediction.size());
   if (next != nullptr) *next = -1;
+  if (start != nullptr) *start = -1;
   if (max <= 0 || n_pred == 0) return {};
   auto from = [&](int64_t at) {
+    if (start != nullptr) *start = at;
     std::vector<int32_t> d = Continuation(prediction, at, max);
     const int64_t after = at + static_cast<int64_t>(d.size());
     if (next != nullptr && after < n_pred) *next = prediction[after];

@@ -12,10 +12,10 @@ namespace sparrow {
 
 // Up to `max` tokens to follow `prediction` given the answer so far (`generated`); empty when the
 // answer's last tokens are nowhere in it. With `next`, the prediction's token after the draft
-// (-1 at its end).
+// (-1 at its end); with `start`, the draft's position in the prediction.
 std::vector<int32_t> PredictionDraft(std::span<const int32_t> generated,
                                      std::span<const int32_t> prediction, int64_t max,
-                                     int32_t* next = nullptr);
+                                     int32_t* next = nullptr, int64_t* start = nullptr);
 
 // Up to `max` tokens that followed the latest earlier occurrence of the last n tokens of
 // `tokens` (the prompt and the answer so far), for the longest n of 3, 2, 1 that occurs.

@@ -20,10 +20,14 @@ struct SpecState {
   // The verify segment's tokens: the sequence's last token, then the draft (the forward pass
   // reads them until the step lands).
   std::vector<int32_t> verify;
-  // With a prediction: its token after the draft (-1: none), and how often the target's own
-  // token after a wholly accepted draft was that one (OpenAI counts those as accepted too).
+  // With a prediction: the draft's position in it and its token after the draft (-1: none);
+  // and which of its tokens the answer took (accepted drafts, and the target's own token after
+  // a wholly accepted draft when it was the prediction's next). A position counts once: the
+  // answer may re-align with a prediction it left, even at a part it used already, so OpenAI's
+  // accepted_prediction_tokens is the positions used, never more than the prediction's length.
+  int64_t prediction_at = -1;
   int32_t prediction_next = -1;
-  int64_t prediction_matched = 0;
+  std::vector<bool> prediction_used;
   DraftKv draft_kv;  // with a draft model
   std::array<int64_t, kDraftSources> drafted{}, accepted{};
 };
