@@ -108,6 +108,22 @@ std::string RenderStatus(const admin::v1::ServerStatus& s) {
          Fmt("%.0f%%", 100 * kv.prefix_hit_rate()) + "\n";
   out += "ffn       " + s.sparse().mode() + ", " +
          Fmt("%.0f%%", 100 * s.sparse().active_fraction()) + " of neurons computed\n";
+  // Speculative decoding: each source that drafted, with its acceptance.
+  const auto& spec = s.speculative();
+  std::string sources;
+  for (const auto& src : spec.sources()) {
+    if (src.drafted_tokens() == 0) continue;
+    sources += (sources.empty() ? "; " : ", ") + src.source() + " " +
+               std::to_string(src.accepted_tokens()) + " of " +
+               std::to_string(src.drafted_tokens()) + " accepted (" +
+               Fmt("%.0f%%", 100 * src.acceptance()) + ")";
+  }
+  if (spec.type() != "none" || !sources.empty()) {
+    out += "spec      " + spec.type() +
+           (spec.type() != "none" ? " (up to " + std::to_string(spec.draft_max()) + " a step)"
+                                  : std::string()) +
+           (sources.empty() ? "; nothing drafted yet" : sources) + "\n";
+  }
   out += "memory    RSS " + HumanBytes(static_cast<double>(s.memory().rss_bytes())) +
          (s.memory().has_budget_bytes()
               ? " of " + HumanBytes(static_cast<double>(s.memory().budget_bytes()))

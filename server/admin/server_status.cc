@@ -133,6 +133,22 @@ adminpb::ServerStatus CollectStatus(const ServerContext& ctx, const adminpb::Mod
                                   : 1.0);
   if (st.neuron_cache) *sparse->mutable_neuron_cache() = NeuronCacheStatusOf(*st.neuron_cache);
 
+  adminpb::SpeculativeStatus* spec = s.mutable_speculative();
+  const SpecOptions spec_options = served ? served->scheduler->options().spec : SpecOptions{};
+  spec->set_type(SpecTypeName(spec_options.type));
+  spec->set_draft_max(spec_options.draft_max);
+  for (int k = 0; k < kDraftSources; ++k) {
+    adminpb::SpeculativeSource* src = spec->add_sources();
+    src->set_source(DraftSourceName(static_cast<DraftSource>(k)));
+    src->set_drafted_tokens(st.spec_drafted[k]);
+    src->set_accepted_tokens(st.spec_accepted[k]);
+    if (st.spec_drafted[k] > 0) {
+      src->set_acceptance(static_cast<double>(st.spec_accepted[k]) /
+                          static_cast<double>(st.spec_drafted[k]));
+    }
+  }
+  spec->set_draft_kv_bytes(st.spec_kv_bytes);
+
   adminpb::MemoryStatus* mem = s.mutable_memory();
   mem->set_rss_bytes(static_cast<int64_t>(ProcessResidentBytes()));
   if (served && served->memory) {

@@ -23,6 +23,27 @@ void Sample(std::string_view name, std::string_view labels, double v, std::strin
   out->append(" ").append(Num(v)).append("\n");
 }
 
+// Speculative decoding by where the drafts came from: the draft model, n-grams of the sequence's
+// own text, the request's prediction. Accepted / drafted is each one's acceptance.
+void RenderSpeculative(const SchedulerStats& s, std::string* out) {
+  Header("sparrow_spec_draft_tokens_total", "counter",
+         "Draft tokens the target verified, by source (draft, ngram, prediction).", out);
+  for (int k = 0; k < kDraftSources; ++k) {
+    Sample("sparrow_spec_draft_tokens_total",
+           std::string("source=\"") + DraftSourceName(static_cast<DraftSource>(k)) + "\"",
+           static_cast<double>(s.spec_drafted[k]), out);
+  }
+  Header("sparrow_spec_accepted_tokens_total", "counter",
+         "Of those, the ones the target accepted (its own choice), by source.", out);
+  for (int k = 0; k < kDraftSources; ++k) {
+    Sample("sparrow_spec_accepted_tokens_total",
+           std::string("source=\"") + DraftSourceName(static_cast<DraftSource>(k)) + "\"",
+           static_cast<double>(s.spec_accepted[k]), out);
+  }
+  Header("sparrow_spec_draft_kv_bytes", "gauge", "The draft model's KV pool (0 without one).", out);
+  Sample("sparrow_spec_draft_kv_bytes", "", static_cast<double>(s.spec_kv_bytes), out);
+}
+
 }  // namespace
 
 void SecondsHistogram::Observe(double seconds) {
@@ -300,6 +321,7 @@ std::string Metrics::Render(const SchedulerStats& s, const MemoryGovernorStats* 
   Sample("sparrow_preemptions_total", "", static_cast<double>(s.preemptions), &out);
   Header("sparrow_scheduler_steps_total", "counter", "Forward passes run.", &out);
   Sample("sparrow_scheduler_steps_total", "", static_cast<double>(s.steps), &out);
+  RenderSpeculative(s, &out);
   // The FFN's mode as a label; computed / total is the share of neurons decoded tokens use.
   const std::string mode = "mode=\"" + std::string(s.ffn_mode) + "\"";
   Header("sparrow_ffn_neurons_total", "counter",

@@ -52,6 +52,24 @@ TEST(MetricsTest, RendersCountersHistogramsAndGauges) {
   EXPECT_TRUE(Has(text, "sparrow_responses_total{frontend=\"http\",code=\"200\"} 1\n"));
 }
 
+// Speculative decoding's counters by source, each source named even before it drafts.
+TEST(MetricsTest, SpeculativeCountersAreBySource) {
+  Metrics m;
+  SchedulerStats s;
+  s.spec_drafted[static_cast<int>(DraftSource::kModel)] = 40;
+  s.spec_accepted[static_cast<int>(DraftSource::kModel)] = 13;
+  s.spec_drafted[static_cast<int>(DraftSource::kPrediction)] = 9;
+  s.spec_accepted[static_cast<int>(DraftSource::kPrediction)] = 9;
+  s.spec_kv_bytes = 1 << 20;
+  const std::string text = m.Render(s);
+  EXPECT_TRUE(Has(text, "# TYPE sparrow_spec_draft_tokens_total counter\n"));
+  EXPECT_TRUE(Has(text, "sparrow_spec_draft_tokens_total{source=\"draft\"} 40\n")) << text;
+  EXPECT_TRUE(Has(text, "sparrow_spec_accepted_tokens_total{source=\"draft\"} 13\n"));
+  EXPECT_TRUE(Has(text, "sparrow_spec_draft_tokens_total{source=\"ngram\"} 0\n"));
+  EXPECT_TRUE(Has(text, "sparrow_spec_accepted_tokens_total{source=\"prediction\"} 9\n"));
+  EXPECT_TRUE(Has(text, "sparrow_spec_draft_kv_bytes 1048576\n"));
+}
+
 // A model whose FFN is on flash (--cache-mb): the neuron store's counters, its read-latency
 // histogram cumulative; a model in memory has none of them.
 TEST(MetricsTest, NeuronCacheCountersAppearWithAStore) {

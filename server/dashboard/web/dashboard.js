@@ -133,6 +133,24 @@ function push(name, v) {
   if (h.length > HISTORY) h.shift();
 }
 
+// Speculative decoding: the share of draft tokens the target accepted, all sources together,
+// and each source that drafted. Hidden on a server that neither drafts nor got a prediction.
+function renderSpeculative(spec) {
+  const drafted = spec.sources.filter((x) => Number(x.drafted_tokens) > 0);
+  $('spec').hidden = spec.type === 'none' && drafted.length === 0;
+  if ($('spec').hidden) return;
+  const total = drafted.reduce((n, x) => n + Number(x.drafted_tokens), 0);
+  const accepted = drafted.reduce((n, x) => n + Number(x.accepted_tokens), 0);
+  $('spec-type').textContent = spec.type;
+  $('spec-text').textContent = total
+    ? `${accepted} of ${total} draft tokens accepted (${(100 * accepted / total).toFixed(1)}%)`
+    : 'nothing drafted yet';
+  $('spec-accepted').style.width = `${pct(accepted, total)}%`;
+  $('spec-sources').textContent = drafted
+    .map((x) => `${x.source} ${(100 * x.acceptance).toFixed(1)}%`)
+    .join(', ');
+}
+
 function render(s) {
   // state: loaded, or sleeping (unloaded when idle; the next request loads it).
   const asleep = s.model.state === 'sleeping' ? ' · sleeping' : '';
@@ -164,6 +182,7 @@ function render(s) {
   $('ffn-active').style.width = `${100 * s.sparse.active_fraction}%`;
   $('prefix-text').textContent = `${(100 * kv.prefix_hit_rate).toFixed(1)}%`;
   $('prefix-hit').style.width = `${100 * kv.prefix_hit_rate}%`;
+  renderSpeculative(s.speculative);
   renderMemory(s);
   if (document.activeElement !== $('log-level')) $('log-level').value = s.log_level;
 
