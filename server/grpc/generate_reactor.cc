@@ -85,6 +85,7 @@ struct GenerateReactor::Shared {
   std::shared_ptr<StreamingSink> sink;
   std::optional<ChatOutputParser> parser;  // Chat: reasoning and tool calls out of the text
   bool logprobs = false;
+  bool predicted = false;    // the request had a prediction: Usage counts its tokens
   bool writing = false;      // a StartWrite is in flight; `message` is gRPC's
   bool finishing = false;    // Finish was called; nothing more may be started
   bool client_gone = false;  // cancelled by the client or a write failed
@@ -169,6 +170,10 @@ void GenerateReactor::Shared::Pump() {
   usage->set_prompt_tokens(info.prompt_tokens);
   usage->set_cached_prompt_tokens(info.cached_prompt_tokens);
   usage->set_completion_tokens(info.completion_tokens);
+  if (predicted) {
+    usage->set_accepted_prediction_tokens(info.accepted_prediction_tokens);
+    usage->set_rejected_prediction_tokens(info.rejected_prediction_tokens);
+  }
   v1::Timings* timings = message.mutable_timings();
   timings->set_queue_ms(info.queue_ms);
   timings->set_ttft_ms(info.ttft_ms);
@@ -189,6 +194,7 @@ GenerateReactor* GenerateReactor::Start(ServerContext& ctx, EngineFacade engine,
   auto* reactor = new GenerateReactor(ctx, shared);
   shared->reactor = reactor;
   shared->logprobs = generation.logprobs;
+  shared->predicted = !generation.prediction.empty();
 
   StreamingSinkOptions sink_opts;
   sink_opts.stop = generation.stop;

@@ -75,6 +75,7 @@ Result<GenerateSettings> ParseGenerateOptions(const v1::GenerateOptions& options
   // A map's order is unspecified: sorted, the same request samples the same way.
   std::sort(out.logit_bias.begin(), out.logit_bias.end());
   if (options.has_forced_output()) out.forced_output = options.forced_output();
+  if (options.has_prediction()) out.prediction = options.prediction();
   SPARROW_RETURN_IF_ERROR(OutputFormatOf(options, &out.output_format));
   return out;
 }
@@ -98,6 +99,7 @@ GenerationSpec SpecFromSettings(const std::string& model, const GenerateSettings
   spec.logit_bias = settings.logit_bias;
   spec.forced_output = settings.forced_output;
   spec.output_format = settings.output_format;
+  spec.prediction = settings.prediction;
   return spec;
 }
 

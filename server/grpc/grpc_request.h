@@ -25,7 +25,8 @@ struct GenerateSettings {
   bool logprobs = false;
   std::vector<std::pair<int32_t, float>> logit_bias;  // checked by ResolveGeneration
   std::optional<std::string> forced_output;
-  OutputFormat output_format;  // json_schema, json_object or grammar
+  OutputFormat output_format;             // json_schema, json_object or grammar
+  std::optional<std::string> prediction;  // Predicted Outputs (GenerationSpec::prediction)
 };
 
 // Fills unset sampling fields from `default_sampling`, then checks the values this message

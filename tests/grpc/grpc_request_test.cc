@@ -27,6 +27,7 @@ TEST(ParseGenerateOptionsTest, SetFieldsOverride) {
   o.set_max_tokens(5);
   o.add_stop("\n\n");
   o.set_logprobs(true);
+  o.set_prediction("the answer expected");
   auto s = ParseGenerateOptions(o, SamplingParams{});
   ASSERT_TRUE(s.ok()) << s.status().ToString();
   EXPECT_EQ(s->sampling.temperature, 0.0f);
@@ -37,6 +38,7 @@ TEST(ParseGenerateOptionsTest, SetFieldsOverride) {
   ASSERT_EQ(s->stop.size(), 1u);
   EXPECT_EQ(s->stop[0], "\n\n");
   EXPECT_TRUE(s->logprobs);
+  EXPECT_EQ(s->prediction, "the answer expected");
 }
 
 // Each bad value is refused with InvalidArgument naming its field.

@@ -81,6 +81,32 @@ TEST_F(SparrowServiceTest, GreedyGenerateMatchesLlamaCpp) {
   EXPECT_TRUE(WaitForIdle(server_->ctx()));
 }
 
+// Predicted Outputs over gRPC: llama.cpp's greedy answer as the prediction drafts it whole, the
+// answer is unchanged, and Usage counts the prediction's tokens; without one they are unset.
+TEST_F(SparrowServiceTest, APredictionDraftsAndUsageCountsIt) {
+  const GoldenFile golden = LoadGolden(TestdataPath("golden/stories260K.json"));
+  ASSERT_FALSE(golden.prompts.empty());
+  const GoldenPrompt& g = golden.prompts[0];
+  v1::GenerateRequest req;
+  req.set_prompt(g.prompt);
+  req.mutable_options()->mutable_sampling()->set_temperature(0);
+  req.mutable_options()->set_max_tokens(48);
+  req.mutable_options()->set_prediction(g.generated_text_bytes);
+  StreamResult r = Collect(server_->stub(), req);
+  ASSERT_TRUE(r.status.ok()) << r.status.error_message();
+  EXPECT_EQ(r.ids, g.generated_tokens);
+  const v1::Usage& u = r.messages.back().usage();
+  ASSERT_TRUE(u.has_accepted_prediction_tokens());
+  // The prediction is tokenized alone: its first token or two may split differently.
+  EXPECT_GE(u.accepted_prediction_tokens(), 46) << u.ShortDebugString();
+  EXPECT_LE(u.rejected_prediction_tokens(), 2) << u.ShortDebugString();
+
+  req.mutable_options()->clear_prediction();
+  r = Collect(server_->stub(), req);
+  ASSERT_TRUE(r.status.ok()) << r.status.error_message();
+  EXPECT_FALSE(r.messages.back().usage().has_accepted_prediction_tokens());
+}
+
 TEST_F(SparrowServiceTest, GenerateFromTokenIdsAndLogprobs) {
   v1::GenerateRequest req;
   for (int id : {1, 403, 407, 261, 378}) req.add_prompt_tokens(id);
