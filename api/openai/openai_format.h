@@ -24,6 +24,11 @@ struct OutputFormatIn {
 // Fills `*out` from `body`'s response_format, grammar or json_schema.
 Status ParseOutputFormat(const nlohmann::json& body, OutputFormatIn* out, std::string* param);
 
+// Fills `*out` from a Responses request's text.format: {"type": "text"}, {"type":
+// "json_object"} or {"type": "json_schema", "name", "schema", "strict", "description"} (the
+// schema beside the type, not under "json_schema" as in response_format).
+Status ParseTextFormat(const nlohmann::json& format, OutputFormatIn* out, std::string* param);
+
 // The JSON text at `pointer` in the request `body`, its object members in the order the client
 // wrote them (a schema's properties are produced in that order). Empty when absent.
 std::string JsonTextInOrder(std::string_view body, const std::string& pointer);

@@ -5,6 +5,7 @@
 #include "api/openai/json_fields.h"
 #include "api/openai/json_limits.h"
 #include "api/openai/openai_chat.h"
+#include "api/openai/openai_format.h"
 
 namespace sparrow::openai {
 namespace {
@@ -250,26 +251,16 @@ Status Reasoning(const json& b, ResponsesRequest* r, std::string* param) {
   return Status::Ok();
 }
 
-// text.format: plain text only until constrained output (JSON schemas) is wired in.
-Status TextFormat(const json& b, std::string* param) {
+// text.format: what constrains the answer (openai_format.h), and its echo in the response.
+Status TextFormat(const json& b, ResponsesRequest* r, std::string* param) {
   const json* text = Member(b, "text");
   if (text == nullptr) return Status::Ok();
   if (!text->is_object()) return Bad(param, "text", "must be an object");
   const json* format = Member(*text, "format");
   if (format == nullptr) return Status::Ok();
-  if (!format->is_object()) return Bad(param, "text.format", "must be an object");
-  const json* type = Member(*format, "type");
-  if (type == nullptr || !type->is_string()) {
-    return Bad(param, "text.format.type", "must be a string");
-  }
-  if (*type == "text") return Status::Ok();
-  if (*type == "json_schema" || *type == "json_object") {
-    return Bad(param, "text.format.type",
-               "is \"" + type->get<std::string>() +
-                   "\", which this server does not support yet (constrained output is not wired "
-                   "into the Responses API); use \"text\"");
-  }
-  return Bad(param, "text.format.type", "must be \"text\"");
+  SPARROW_RETURN_IF_ERROR(ParseTextFormat(*format, &r->gen.format, param));
+  r->text_format = *format;
+  return Status::Ok();
 }
 
 Status Metadata(const json& b, ResponsesRequest* r, std::string* param) {
@@ -360,7 +351,7 @@ Result<ResponsesRequest> ParseResponsesRequest(const json& b, std::string* param
   SPARROW_RETURN_IF_ERROR(Tools(b, &r, param));
   SPARROW_RETURN_IF_ERROR(ToolChoice(b, &r, param));
   SPARROW_RETURN_IF_ERROR(Reasoning(b, &r, param));
-  SPARROW_RETURN_IF_ERROR(TextFormat(b, param));
+  SPARROW_RETURN_IF_ERROR(TextFormat(b, &r, param));
   SPARROW_RETURN_IF_ERROR(Metadata(b, &r, param));
   SPARROW_RETURN_IF_ERROR(Unsupported(b, param));
   SPARROW_RETURN_IF_ERROR(Input(b, &r, param));

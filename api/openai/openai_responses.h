@@ -43,6 +43,8 @@ struct ResponsesRequest {
   std::optional<std::string> reasoning_effort;   // reasoning.effort: minimal, low, medium, high
   std::optional<std::string> reasoning_summary;  // reasoning.summary
   nlohmann::json metadata = nlohmann::json::object();  // at most 16 string values
+  // text.format as the response echoes it (gen.format holds what constrains the answer).
+  nlohmann::json text_format = {{"type", "text"}};
 };
 
 inline constexpr size_t kMaxResponseInputItems = 4096;

@@ -3,17 +3,7 @@
 #include "api/openai/openai_types.h"
 
 namespace sparrow::server {
-namespace {
 
-bool Fail(GenerationError* e, Status status, std::string param) {
-  e->status = std::move(status);
-  e->param = std::move(param);
-  e->code.clear();
-  return false;
-}
-
-// response_format / grammar / json_schema; a schema read again from the body in the client's
-// order (the parsed tree sorts keys), since a schema's properties come out in that order.
 void FillOutputFormat(const openai::OutputFormatIn& f, const std::string& body,
                       GenerationSpec* spec) {
   using Kind = openai::OutputFormatIn::Kind;
@@ -37,6 +27,15 @@ void FillOutputFormat(const openai::OutputFormatIn& f, const std::string& body,
       }
       break;
   }
+}
+
+namespace {
+
+bool Fail(GenerationError* e, Status status, std::string param) {
+  e->status = std::move(status);
+  e->param = std::move(param);
+  e->code.clear();
+  return false;
 }
 
 void FillSampling(const openai::GenerationFields& g, GenerationSpec* spec,

@@ -25,6 +25,12 @@ struct PreparedGeneration {
 void FillTools(const std::vector<openai::ToolIn>& tools, const std::string& tool_choice,
                const std::string& tool_choice_name, bool parallel_tool_calls, GenerationSpec* spec);
 
+// An OpenAI request's output format (response_format, grammar, json_schema, or a Responses
+// text.format) in the server's terms; a schema is read again from `body` in the client's order
+// (the parsed tree sorts keys), since a schema's properties come out in that order.
+void FillOutputFormat(const openai::OutputFormatIn& format, const std::string& body,
+                      GenerationSpec* spec);
+
 // Either `*out` is filled (returns true) or `*error` is.
 bool PrepareGeneration(const EngineFacade& engine, bool chat, const std::string& body,
                        PreparedGeneration* out, GenerationError* error);

@@ -76,8 +76,9 @@ bool ToMessages(const std::vector<Item>& items, size_t first_input, std::vector<
   return true;
 }
 
-void FillSpec(const openai::ResponsesRequest& r, GenerationSpec* spec) {
+void FillSpec(const openai::ResponsesRequest& r, const std::string& body, GenerationSpec* spec) {
   const openai::GenerationFields& g = r.gen;
+  FillOutputFormat(g.format, body, spec);
   spec->kind = PromptKind::kChat;
   spec->model = g.model;
   spec->max_tokens = g.max_tokens;
@@ -125,7 +126,7 @@ bool PrepareResponse(const EngineFacade& engine, ResponseStore& store, const std
   items.insert(items.end(), req.input.begin(), req.input.end());
   for (const json& it : req.input_items) out->conversation.push_back(it);
   GenerationSpec spec;
-  FillSpec(req, &spec);
+  FillSpec(req, body, &spec);
   if (!req.instructions.empty()) spec.messages.push_back(ChatMessage("system", req.instructions));
   if (!ToMessages(items, first_input, &spec.messages, error)) return false;
   return engine.Resolve(spec, &out->gen, error);

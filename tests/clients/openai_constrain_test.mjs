@@ -1,7 +1,8 @@
 // Constrained output through the official OpenAI Node client against a real sparrowd serving a
 // random-weight model at temperature 1, where only constrained decoding makes answers parse:
-// response_format json_schema (strict) and json_object, tools with strict parameters and
-// tool_choice "required", and the 400 for a keyword outside the schema subset.
+// response_format json_schema (strict) and json_object, the Responses API's text.format, tools
+// with strict parameters and tool_choice "required", and the 400 for a keyword outside the
+// schema subset.
 // Usage: node openai_constrain_test.mjs --sparrowd <path> --model <gguf>
 // Exit code 0: all passed; 1: a check failed; 77: skipped (the openai package is missing).
 import assert from 'node:assert/strict';
@@ -83,6 +84,38 @@ test('a keyword outside the subset is a 400 naming it and its pointer', async (c
       ...base, response_format: { type: 'json_schema', json_schema: { name: 'x', schema: bad } } }),
     (e) => e.status === 400 && /minProperties/.test(e.message) &&
            /\/properties\/a/.test(e.message));
+});
+
+test('Responses text.format json_schema: a completed answer validates, the format echoed',
+     async (c) => {
+  const format = { type: 'json_schema', name: 'person', schema: person, strict: true };
+  const completed = [];
+  for (let i = 0; i < 6 && completed.length === 0; ++i) {
+    const r = await c.responses.create({ model: base.model, input: 'Make a user record.',
+                                         temperature: 1, max_output_tokens: 120,
+                                         text: { format } });
+    assert.deepEqual(r.text.format, format);
+    if (r.status === 'completed') completed.push(r);
+  }
+  assert.ok(completed.length > 0, 'no answer completed in 6 tries of 120 tokens');
+  checkPerson(JSON.parse(completed[0].output_text));
+  await assert.rejects(
+    c.responses.create({ model: base.model, input: 'x',
+                         text: { format: { ...format, schema: { type: 'object', minProperties: 1 } } } }),
+    (e) => e.status === 400 && /minProperties/.test(e.message));
+});
+
+test('Responses text.format json_object gives an object when it completes', async (c) => {
+  const r = await c.responses.create({ model: base.model, input: 'Make a user record.',
+                                       temperature: 1, max_output_tokens: 200,
+                                       text: { format: { type: 'json_object' } } });
+  if (r.status === 'completed') {
+    const doc = JSON.parse(r.output_text);
+    assert.equal(typeof doc, 'object');
+    assert.ok(doc !== null && !Array.isArray(doc));
+  } else {
+    assert.equal(r.output_text.trimStart()[0], '{');
+  }
 });
 
 const server = await startServer(sparrowd, model, { args: ['--chat-template', 'chatml'] });

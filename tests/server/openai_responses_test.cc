@@ -114,17 +114,48 @@ TEST(OpenAiResponsesTest, BadFieldsAreNamed) {
   EXPECT_EQ(ParamOf(json{{"input", "x"}, {"conversation", "conv_1"}}), "conversation");
 }
 
-TEST(OpenAiResponsesTest, JsonSchemaFormatsAreRefusedUntilConstrainedOutputIsWiredIn) {
+// text.format constrains the answer as response_format does in chat; the schema sits beside the
+// type, and the format is kept as given for the response to echo.
+TEST(OpenAiResponsesTest, TextFormatsConstrainTheAnswer) {
   std::string param;
-  auto r = ParseResponsesRequest(
-      json{{"input", "x"},
-           {"text",
-            {{"format", {{"type", "json_schema"}, {"name", "n"}, {"schema", json::object()}}}}}},
-      &param);
-  ASSERT_FALSE(r.ok());
-  EXPECT_EQ(param, "text.format.type");
-  EXPECT_NE(r.status().message().find("does not support"), std::string::npos)
-      << r.status().message();
+  const json schema = {{"type", "object"}, {"properties", {{"a", {{"type", "integer"}}}}}};
+  const json format = {
+      {"type", "json_schema"}, {"name", "n"}, {"schema", schema}, {"strict", true}};
+  auto r = ParseResponsesRequest(json{{"input", "x"}, {"text", {{"format", format}}}}, &param);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->gen.format.kind, OutputFormatIn::Kind::kJsonSchema);
+  EXPECT_EQ(json::parse(r->gen.format.source), schema);
+  EXPECT_EQ(r->gen.format.field, "text.format.schema");
+  EXPECT_EQ(r->gen.format.pointer, "/text/format/schema");
+  EXPECT_EQ(r->text_format, format);
+
+  r = ParseResponsesRequest(json{{"input", "x"}, {"text", {{"format", {{"type", "json_object"}}}}}},
+                            &param);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->gen.format.kind, OutputFormatIn::Kind::kJsonObject);
+
+  r = ParseResponsesRequest(json{{"input", "x"}}, &param);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->gen.format.kind, OutputFormatIn::Kind::kText);
+  EXPECT_EQ(r->text_format, (json{{"type", "text"}}));
+
+  EXPECT_EQ(ParamOf(json{{"input", "x"},
+                         {"text", {{"format", {{"type", "json_schema"}, {"name", "n"}}}}}}),
+            "text.format.schema");
+  EXPECT_EQ(
+      ParamOf(json{
+          {"input", "x"},
+          {"text", {{"format", {{"type", "json_schema"}, {"name", ""}, {"schema", schema}}}}}}),
+      "text.format.name");
+  EXPECT_EQ(ParamOf(json{
+                {"input", "x"},
+                {"text",
+                 {{"format", {{"type", "json_schema"}, {"strict", "yes"}, {"schema", schema}}}}}}),
+            "text.format.strict");
+  EXPECT_EQ(ParamOf(json{{"input", "x"},
+                         {"text", {{"format", {{"type", "json_schema"}, {"schema", 5}}}}}}),
+            "text.format.schema");
+  EXPECT_EQ(ParamOf(json{{"input", "x"}, {"text", {{"format", "json"}}}}), "text.format");
 }
 
 }  // namespace
