@@ -102,6 +102,11 @@ const std::vector<KeySpec>& Keys() {
        "Where admin actions are recorded: a file (JSON lines, appended) or '' for the main log",
        &ServerConfig::audit_log},
       {"model", "Path of the GGUF model file to serve", &ServerConfig::model},
+      {"mmproj",
+       "The model's projector GGUF, as llama.cpp's --mmproj (convert_hf_to_gguf.py --mmproj "
+       "writes it: the vision encoder and its projector); only for 'model', not the others of "
+       "models_dir ('': the model takes no images)",
+       &ServerConfig::mmproj},
       {"model_dir",
        "Directory of .gguf files the admin API may switch to (POST /admin/v1/reload); '': off",
        &ServerConfig::model_dir},

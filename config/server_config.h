@@ -41,6 +41,9 @@ struct ServerConfig {
   std::string model = "../shared/models/stories260K.gguf";
   std::string model_dir;  // .gguf files the admin API may reload; "" -> reload is off
   std::string model_id;   // "" -> the model file name without .gguf
+  // The projector GGUF of `model` (llama.cpp's --mmproj: clip.* keys, vision tower, projector);
+  // "" -> the model takes no images.
+  std::string mmproj;
   // Models on demand: every .gguf here is listed and served by its file stem, loaded when a
   // request names it (in place of the one loaded); "" -> only `model` is served.
   std::string models_dir;

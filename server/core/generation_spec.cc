@@ -210,14 +210,23 @@ std::string ModelErrorCode(const Status& s) {
 
 namespace {
 
-// The images are decoded (each bad one refused naming its part); with no vision encoder in
-// sparrowd yet, a request that has any is then refused as one the model cannot read. Returns
-// false, `*error` filled.
+// The images are decoded (each bad one refused naming its part); a request that has any is then
+// refused: by a model without a vision encoder as one it cannot read, by one with an encoder
+// (--mmproj) because the embeddings are not placed in the prompt yet. Returns false, `*error`
+// filled.
 bool RefuseImages(const ServedModel& m, const GenerationSpec& spec, GenerationError* error) {
   std::vector<vision::Image> decoded;
   std::string param;
   Status st = DecodeImageInputs(spec.images, vision::ImageLimits{}, &decoded, &param);
   if (!st.ok()) return Fail(error, std::move(st), param);
+  if (m.vision) {
+    return Fail(error,
+                InvalidArgument("model '" + m.model_id + "' has a vision encoder (" +
+                                vision::ProjectorTypeName(m.vision->hparams().projector) +
+                                ", --mmproj) but this sparrowd does not place image embeddings in "
+                                "the prompt yet"),
+                spec.images.front().field, "model_not_supported");
+  }
   return Fail(error,
               InvalidArgument("model '" + m.model_id +
                               "' does not take images: it has no vision encoder (start sparrowd "

@@ -149,6 +149,23 @@ Result<std::shared_ptr<KvBlockTier>> OpenPromptCache(const ServerConfig& config,
   return std::shared_ptr<KvBlockTier>(std::move(*store));
 }
 
+// The config's mmproj, for the config's own model only (another model of models_dir has a
+// width of its own): the projector's embeddings must be as wide as the model's.
+Status LoadProjector(const ServerConfig& config, const std::string& path, ServedModel& m) {
+  if (config.mmproj.empty() || path != config.model) return Status::Ok();
+  auto clip = vision::ClipModel::Load(config.mmproj);
+  if (!clip.ok()) return clip.status().WithContext("config: 'mmproj'");
+  const int64_t width = (*clip)->hparams().n_text_embd;
+  if (width != m.model->config().n_embd) {
+    return InvalidArgument("config: 'mmproj' " + config.mmproj + " gives image embeddings of " +
+                           std::to_string(width) + ", but model " + path + " takes " +
+                           std::to_string(m.model->config().n_embd) +
+                           ": it is the projector of another model");
+  }
+  m.vision = std::move(*clip);
+  return Status::Ok();
+}
+
 }  // namespace
 
 Result<std::shared_ptr<ServedModel>> LoadServedModel(const ServerConfig& config,
@@ -194,6 +211,7 @@ Result<std::shared_ptr<ServedModel>> LoadServedModel(const ServerConfig& config,
   m->pooling = PoolingFromName(config.pooling)
                    .value_or(FilePooling(m->model->file()).value_or(PoolingType::kLast));
   m->rerank = RerankFormat::FromFile(m->model->file());
+  SPARROW_RETURN_IF_ERROR(LoadProjector(config, path, *m));
 
   // What the process holds before any pool: its runtime and libraries, the vocabulary, the chat
   // template; the model's pages it has read so far are the weights' part.

@@ -16,6 +16,7 @@
 #include "engine/sched/scheduler.h"
 #include "engine/sparse/sparse_plan.h"
 #include "engine/tokenizer/tokenizer.h"
+#include "engine/vision/clip_model.h"
 #include "server/chat/chat_format.h"
 #include "server/chat/reasoning_splitter.h"
 #include "server/core/output_grammar.h"
@@ -49,6 +50,8 @@ struct ServedModel {
   std::unique_ptr<Model> model;
   std::unique_ptr<Model> draft_model;  // model_draft: speculative decoding's drafter, or null
   std::unique_ptr<Tokenizer> tokenizer;
+  // The config's mmproj: the vision encoder whose embeddings this model takes, or null.
+  std::unique_ptr<vision::ClipModel> vision;
   // The grammars of constrained outputs (response_format, grammar, tool calls), compiled once
   // per distinct source; thread-safe.
   std::unique_ptr<OutputGrammarCache> grammars;

@@ -1,15 +1,19 @@
 // Images in chat on the real sparrowd (loopback, stories260K, which has no vision encoder):
 // every image is decoded on the preparation pool and each kind of bad one gets its own 400
 // naming the part; a good one gets the 400 that the model does not take images (--mmproj); the
-// server serves text chats all along.
+// server serves text chats all along. With --mmproj (the synthetic gemma3 projector made as wide
+// as stories260K) the encoder loads, and a projector of another width stops the start.
 #include <gtest/gtest.h>
 
+#include <memory>
 #include <nlohmann/json.hpp>
+#include <string>
 #include <vector>
 
 #include "api/openai/base64.h"
 #include "tests/util/image_files.h"
 #include "tests/util/sparrowd_process.h"
+#include "tests/util/synthetic_projector.h"
 #include "tests/util/test_paths.h"
 
 namespace sparrow {
@@ -47,21 +51,33 @@ void Expect400(const std::pair<int, json>& reply, const std::string& needle,
   EXPECT_EQ(e.value("type", ""), "invalid_request_error") << e.dump();
 }
 
-TEST(SparrowdImagesTest, EachBadImageHasItsOwn400AndAGoodOneNeedsAnEncoder) {
+// sparrowd on stories260K, HTTP only, with `extra` flags.
+std::unique_ptr<SparrowdProcess> StartOnStories(std::vector<std::string> extra = {}) {
   SparrowdProcess::Options o;
   o.args = {"--model",     testing::ModelPath("stories260K.gguf"),
             "--port",      "0",
             "--threads",   "1",
             "--grpc-port", "-1"};
+  o.args.insert(o.args.end(), extra.begin(), extra.end());
   std::string error;
   auto s = SparrowdProcess::Start(SparrowdProcess::Binary(SPARROWD), o, &error);
-  ASSERT_NE(s, nullptr) << error;
+  EXPECT_NE(s, nullptr) << error;
+  return s;
+}
 
+// A good 4 x 3 grey PNG.
+std::string SmallPng() {
   testing::PngSpec spec;
   spec.width = 4;
   spec.height = 3;
   spec.samples.assign(4 * 3 * 3, 200);
-  const std::string png = testing::EncodePng(spec);
+  return testing::EncodePng(spec);
+}
+
+TEST(SparrowdImagesTest, EachBadImageHasItsOwn400AndAGoodOneNeedsAnEncoder) {
+  auto s = StartOnStories();
+  ASSERT_NE(s, nullptr);
+  const std::string png = SmallPng();
 
   auto good = Chat(*s, {ImagePart(DataUrl(png))});
   Expect400(good, "does not take images", "messages[0].content[1]");
@@ -89,6 +105,27 @@ TEST(SparrowdImagesTest, EachBadImageHasItsOwn400AndAGoodOneNeedsAnEncoder) {
       s->http_port(), "/v1/chat/completions",
       json{{"messages", {{{"role", "user"}, {"content", "Hi"}}}}, {"max_tokens", 2}}.dump());
   EXPECT_EQ(status, 200) << body;
+}
+
+TEST(SparrowdImagesTest, MmprojLoadsTheEncoderOfTheModelsWidthOnly) {
+  testing::ProjectorSpec spec;
+  spec.n_text_embd = 64;  // stories260K's width
+  const std::string mmproj = testing::TempPath("sparrowd-images-mmproj.gguf");
+  ASSERT_TRUE(testing::WriteGemma3Projector(spec, mmproj).ok());
+  auto s = StartOnStories({"--mmproj", mmproj});
+  ASSERT_NE(s, nullptr);
+  Expect400(Chat(*s, {ImagePart(DataUrl(SmallPng()))}), "has a vision encoder (gemma3, --mmproj)",
+            "messages[0].content[1]");
+  s.reset();
+
+  spec.n_text_embd = 256;
+  ASSERT_TRUE(testing::WriteGemma3Projector(spec, mmproj).ok());
+  const testing::CommandResult r = testing::RunCommand(
+      SparrowdProcess::Binary(SPARROWD) + " --model " + testing::ModelPath("stories260K.gguf") +
+      " --mmproj " + mmproj + " --port 0 --grpc-port -1 --threads 1");
+  EXPECT_NE(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("'mmproj' " + mmproj + " gives image embeddings of 256"), std::string::npos)
+      << r.out;
 }
 
 }  // namespace
