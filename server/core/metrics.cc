@@ -26,20 +26,20 @@ void Sample(std::string_view name, std::string_view labels, double v, std::strin
 // Speculative decoding by where the drafts came from: the draft model, n-grams of the sequence's
 // own text, the request's prediction. Accepted / drafted is each one's acceptance.
 void RenderSpeculative(const SchedulerStats& s, std::string* out) {
-  Header("sparrow_spec_draft_tokens_total", "counter",
-         "Draft tokens the target verified, by source (draft, ngram, prediction).", out);
-  for (int k = 0; k < kDraftSources; ++k) {
-    Sample("sparrow_spec_draft_tokens_total",
-           std::string("source=\"") + DraftSourceName(static_cast<DraftSource>(k)) + "\"",
-           static_cast<double>(s.spec_drafted[k]), out);
-  }
-  Header("sparrow_spec_accepted_tokens_total", "counter",
-         "Of those, the ones the target accepted (its own choice), by source.", out);
-  for (int k = 0; k < kDraftSources; ++k) {
-    Sample("sparrow_spec_accepted_tokens_total",
-           std::string("source=\"") + DraftSourceName(static_cast<DraftSource>(k)) + "\"",
-           static_cast<double>(s.spec_accepted[k]), out);
-  }
+  // One counter family with a sample per source.
+  auto by_source = [out](std::string_view name, std::string_view help,
+                         const std::array<int64_t, kDraftSources>& counts) {
+    Header(name, "counter", help, out);
+    for (int k = 0; k < kDraftSources; ++k) {
+      Sample(name, std::string("source=\"") + DraftSourceName(static_cast<DraftSource>(k)) + "\"",
+             static_cast<double>(counts[k]), out);
+    }
+  };
+  by_source("sparrow_spec_draft_tokens_total",
+            "Draft tokens the target verified, by source (draft, ngram, prediction).",
+            s.spec_drafted);
+  by_source("sparrow_spec_accepted_tokens_total",
+            "Of those, the ones the target accepted (its own choice), by source.", s.spec_accepted);
   Header("sparrow_spec_draft_kv_bytes", "gauge", "The draft model's KV pool (0 without one).", out);
   Sample("sparrow_spec_draft_kv_bytes", "", static_cast<double>(s.spec_kv_bytes), out);
 }
